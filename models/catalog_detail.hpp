@@ -1,0 +1,62 @@
+// Internal to the built-in catalog: the per-family builders (catalog_cnn.cpp, catalog_transformer.cpp) that
+// catalog.cpp dispatches to, and the small helpers they share. Use models/workload.hpp from outside.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "models/workload.hpp"
+
+namespace ddlsim::models::catalog_detail {
+
+/// An empty layer called `name`.
+[[nodiscard]] inline Layer named_layer(std::string name) {
+    Layer layer;
+    layer.name = std::move(name);
+    return layer;
+}
+
+/// Appends one parameter tensor to `layer`.
+inline void add_tensor(Layer& layer, std::string name, std::int64_t params) {
+    layer.tensors.push_back(Tensor{std::move(name), params});
+}
+
+/// Appends dense layer `prefix` (weight `in` x `out`, bias `out`), applied to `rows` vectors per sample, to `layer`.
+inline void add_linear(Layer& layer, const std::string& prefix, std::int64_t in, std::int64_t out,
+                       std::int64_t rows) {
+    add_tensor(layer, prefix + ".weight", in * out);
+    add_tensor(layer, prefix + ".bias", out);
+    layer.fwd_flops += 2.0 * static_cast<double>(rows * in * out);
+}
+
+/// Appends the learned scale and shift of normalisation `prefix` (LayerNorm or BatchNorm) over `features`.
+inline void add_norm(Layer& layer, const std::string& prefix, std::int64_t features) {
+    add_tensor(layer, prefix + ".weight", features);
+    add_tensor(layer, prefix + ".bias", features);
+}
+
+// Builders. They fill in the layers and the input description; catalog.cpp sets the name.
+
+[[nodiscard]] Workload alexnet();
+[[nodiscard]] Workload vgg16();
+/// A torchvision bottleneck ResNet with the given number of blocks in each of its four stages.
+[[nodiscard]] Workload resnet(const std::array<int, 4>& blocks_per_stage);
+[[nodiscard]] Workload inception_v3();
+
+/// The sizes that tell BERT models apart (the feed-forward width is 4 x hidden in all of them).
+struct BertConfig {
+    int layers = 0;
+    std::int64_t hidden = 0;
+};
+[[nodiscard]] Workload bert(const BertConfig& config);
+
+/// The sizes that tell GPT-2 models apart (the feed-forward width is 4 x hidden in all of them).
+struct Gpt2Config {
+    int layers = 0;
+    std::int64_t hidden = 0;
+};
+[[nodiscard]] Workload gpt2(const Gpt2Config& config);
+
+}  // namespace ddlsim::models::catalog_detail

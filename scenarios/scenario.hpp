@@ -1,0 +1,49 @@
+// A scenario after strict loading: plain structs, no JSON. The loader is the only
+// place that reads scenario JSON; everything downstream receives these.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/device.hpp"
+#include "models/workload.hpp"
+#include "topologies/builders.hpp"
+#include "topologies/collectives.hpp"
+
+namespace ddlsim::scenario {
+
+enum class NetworkModel { flow, analytic };
+
+struct Scenario {
+    std::uint32_t workers = 1;
+    models::Workload workload;
+    std::string model_name;          ///< built-in name or "custom"
+    double bytes_per_param = 4.0;    ///< gradient element size (model.dtype)
+    std::uint32_t batch_size = 1;
+    std::uint32_t iterations = 10;
+    models::DeviceSpec device;
+    topo::TopologySpec topology;
+    NetworkModel network_model = NetworkModel::flow;
+    std::vector<std::string> placement;         ///< host of each worker
+    std::vector<std::string> server_placement;  ///< host of each server endpoint (ps)
+    topo::ArchitectureSpec architecture;
+    std::uint64_t seed = 0;
+};
+
+/// Loads a scenario from parsed JSON; throws ScenarioError on any bad input.
+[[nodiscard]] Scenario load_scenario(const nlohmann::json& j);
+
+/// Reads, parses and loads a scenario file, applying `--set PATH=VALUE` overrides
+/// first; throws ScenarioError (path "$" for unreadable or malformed files).
+[[nodiscard]] Scenario load_scenario_file(const std::string& file, const std::vector<std::string>& overrides);
+
+/// Applies one "a.b.c=VALUE" override (VALUE as JSON if it parses, else as a string).
+void apply_override(nlohmann::json& j, const std::string& assignment);
+
+/// The JSON Schema of scenarios, generated from the loader's own key tables.
+[[nodiscard]] nlohmann::json scenario_schema();
+
+}  // namespace ddlsim::scenario

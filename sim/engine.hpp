@@ -1,0 +1,66 @@
+// The discrete-event engine: integer time, events ordered by (time, insertion
+// sequence), closures as actions, cancellation by id. One engine per simulation,
+// passed by reference; there is no global state, so simulations run in parallel.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "sim/units.hpp"
+
+namespace ddlsim::sim {
+
+/// Identifies a scheduled event for cancel(); the default value names no event.
+struct EventId {
+    std::uint32_t slot = 0;
+    std::uint32_t generation = 0;  ///< 0 = none
+    [[nodiscard]] bool valid() const { return generation != 0; }
+};
+
+class Engine {
+public:
+    using Action = std::function<void()>;
+
+    [[nodiscard]] Time now() const { return now_; }
+    /// Schedules `action` at absolute time `t` (>= now()); throws std::logic_error otherwise.
+    EventId at(Time t, Action action);
+    /// Schedules `action` `dt` after now().
+    EventId after(Time dt, Action action) { return at(now_ + dt, std::move(action)); }
+    /// Cancels a pending event; returns false if it already ran or was cancelled.
+    bool cancel(EventId id);
+    /// Runs events until none is left or stop() is called.
+    void run();
+    /// Makes run() return after the current event.
+    void stop() { stopped_ = true; }
+    /// Events executed so far.
+    [[nodiscard]] std::uint64_t events_processed() const { return processed_; }
+    /// Events pending.
+    [[nodiscard]] std::size_t pending() const { return live_; }
+
+private:
+    struct Entry {
+        std::int64_t time;
+        std::uint64_t seq;
+        std::uint32_t slot;
+    };
+    struct Slot {
+        Action action;
+        std::uint32_t generation = 1;
+        bool armed = false;
+    };
+    static bool later(const Entry& a, const Entry& b) {
+        return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    }
+
+    std::vector<Entry> heap_;
+    std::vector<Slot> slots_;
+    std::vector<std::uint32_t> free_slots_;
+    Time now_;
+    std::uint64_t next_seq_ = 0;
+    std::uint64_t processed_ = 0;
+    std::size_t live_ = 0;
+    bool stopped_ = false;
+};
+
+}  // namespace ddlsim::sim

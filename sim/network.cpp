@@ -1,0 +1,131 @@
+#include "sim/network.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+namespace ddlsim::sim {
+
+LinkIndex Network::add_link(LinkSpec spec) {
+    if (!(spec.bandwidth.bytes_per_s() > 0.0) || !std::isfinite(spec.bandwidth.bytes_per_s()))
+        throw std::invalid_argument("link bandwidth must be positive and finite");
+    links_.push_back(Link{spec, {}, {}, 0});
+    local_index_.push_back(0);
+    return static_cast<LinkIndex>(links_.size() - 1);
+}
+
+Time Network::latency(const Route& route) const {
+    Time t;
+    for (LinkIndex l : route) t += links_[l].spec.latency;
+    return t;
+}
+
+void Network::start(const Route& route, Bytes bytes, Callback on_done) {
+    if (route.empty()) {
+        engine_.after(Time::zero(), std::move(on_done));
+        return;
+    }
+    std::uint32_t t = 0;
+    if (!free_.empty()) {
+        t = free_.back();
+        free_.pop_back();
+    } else {
+        t = static_cast<std::uint32_t>(transfers_.size());
+        transfers_.emplace_back();
+    }
+    Transfer& x = transfers_[t];
+    x.route = route;
+    x.remaining = bytes.value();
+    x.rate = 0.0;
+    x.on_done = std::move(on_done);
+    x.live = true;
+    for (LinkIndex l : route) {
+        links_[l].stats.bytes += bytes.value();
+        ++links_[l].stats.transfers;
+    }
+    engine_.after(latency(route), [this, t] { activate(t); });
+}
+
+void Network::activate(std::uint32_t t) {
+    Transfer& x = transfers_[t];
+    x.updated = engine_.now();
+    for (LinkIndex l : x.route) links_[l].flows.push_back(t);
+    ++active_count_;
+    resolve_from(x.route);
+}
+
+void Network::finish(std::uint32_t t) {
+    Transfer& x = transfers_[t];
+    for (LinkIndex l : x.route) {
+        auto& flows = links_[l].flows;
+        for (std::size_t i = 0; i < flows.size(); ++i)
+            if (flows[i] == t) {
+                flows[i] = flows.back();
+                flows.pop_back();
+                break;
+            }
+    }
+    --active_count_;
+    Callback done = std::move(x.on_done);
+    x.on_done = nullptr;
+    x.live = false;
+    x.completion = {};
+    Route route = std::move(x.route);
+    free_.push_back(t);
+    resolve_from(route);
+    done();
+}
+
+// Finds the component of active transfers reachable from `seeds` through shared
+// links, solves max-min on it, and reschedules transfers whose rate changed.
+void Network::resolve_from(const Route& seeds) {
+    if (++epoch_ == 0) epoch_ = 1;
+    comp_flows_.clear();
+    comp_links_.clear();
+    auto visit_link = [&](LinkIndex l) {
+        if (links_[l].mark == epoch_) return;
+        links_[l].mark = epoch_;
+        comp_links_.push_back(l);
+    };
+    for (LinkIndex l : seeds) visit_link(l);
+    for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+        for (std::uint32_t f : links_[comp_links_[i]].flows) {
+            if (transfers_[f].mark == epoch_) continue;
+            transfers_[f].mark = epoch_;
+            comp_flows_.push_back(f);
+            for (LinkIndex l : transfers_[f].route) visit_link(l);
+        }
+    }
+    if (comp_flows_.empty()) return;
+
+    problem_.clear();
+    for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+        local_index_[comp_links_[i]] = static_cast<std::uint32_t>(i);
+        problem_.capacity.push_back(links_[comp_links_[i]].spec.bandwidth.bytes_per_s());
+    }
+    for (std::uint32_t f : comp_flows_) {
+        local_route_.clear();
+        for (LinkIndex l : transfers_[f].route) local_route_.push_back(local_index_[l]);
+        problem_.add_flow(local_route_);
+    }
+    solver_.solve(problem_, rates_);
+    for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+        Transfer& x = transfers_[comp_flows_[i]];
+        if (x.rate == rates_[i] && x.completion.valid()) continue;
+        const Time now = engine_.now();
+        x.remaining = std::max(0.0, x.remaining - x.rate * (now - x.updated).seconds());
+        x.updated = now;
+        x.rate = rates_[i];
+        reschedule(comp_flows_[i]);
+    }
+}
+
+void Network::reschedule(std::uint32_t t) {
+    Transfer& x = transfers_[t];
+    engine_.cancel(x.completion);
+    const double secs = x.remaining / x.rate;
+    const Time dt = Time::ps(static_cast<std::int64_t>(std::llround(secs * 1e12)));
+    x.completion = engine_.after(dt, [this, t] { finish(t); });
+}
+
+}  // namespace ddlsim::sim

@@ -1,0 +1,99 @@
+// The flow-level network: full-duplex links are modelled as one directed link
+// per direction; a transfer of S bytes over a route (a list of directed links)
+// whose latencies sum to Λ waits Λ, then shares bandwidth max-min fairly with all
+// active transfers until its S bytes are through. With a constant rate r it ends
+// at start + Λ + S/r (the fluid model of SimGrid without correction factors).
+//
+// Rates are re-solved whenever a transfer becomes active or finishes, only over
+// the connected component of transfers that share links with it (transfitively):
+// flows outside that component cannot change rate.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "sim/engine.hpp"
+#include "sim/max_min.hpp"
+#include "sim/units.hpp"
+
+namespace ddlsim::sim {
+
+using LinkIndex = std::uint32_t;
+using Route = std::vector<LinkIndex>;
+
+/// A directed link's capacity and latency.
+struct LinkSpec {
+    Bandwidth bandwidth;
+    Time latency;
+};
+
+/// Per-link counters, for utilisation reports.
+struct LinkStats {
+    double bytes = 0.0;      ///< bytes that crossed the link
+    std::uint64_t transfers = 0;
+};
+
+class Network {
+public:
+    using Callback = std::function<void()>;
+
+    explicit Network(Engine& engine) : engine_(engine) {}
+    Network(const Network&) = delete;
+    Network& operator=(const Network&) = delete;
+
+    /// Adds a directed link; returns its index.
+    LinkIndex add_link(LinkSpec spec);
+    [[nodiscard]] const LinkSpec& link(LinkIndex l) const { return links_[l].spec; }
+    [[nodiscard]] std::size_t link_count() const { return links_.size(); }
+    [[nodiscard]] const LinkStats& stats(LinkIndex l) const { return links_[l].stats; }
+
+    /// Starts moving `bytes` along `route`; `on_done` runs when the last byte arrives.
+    /// An empty route (same host) completes after zero time.
+    void start(const Route& route, Bytes bytes, Callback on_done);
+
+    /// Transfers currently sharing bandwidth.
+    [[nodiscard]] std::size_t active() const { return active_count_; }
+    /// Sum of route latencies of `route`.
+    [[nodiscard]] Time latency(const Route& route) const;
+
+private:
+    struct Link {
+        LinkSpec spec;
+        LinkStats stats;
+        std::vector<std::uint32_t> flows;  ///< active transfers crossing it
+        std::uint32_t mark = 0;            ///< component-search epoch
+    };
+    struct Transfer {
+        Route route;
+        double remaining = 0.0;  ///< bytes left as of `updated`
+        double rate = 0.0;       ///< bytes per second
+        Time updated;
+        EventId completion;
+        Callback on_done;
+        std::uint32_t mark = 0;
+        bool live = false;
+    };
+
+    void activate(std::uint32_t t);
+    void finish(std::uint32_t t);
+    void resolve_from(const Route& seeds);
+    void reschedule(std::uint32_t t);
+
+    Engine& engine_;
+    std::vector<Link> links_;
+    std::vector<Transfer> transfers_;
+    std::vector<std::uint32_t> free_;
+    std::size_t active_count_ = 0;
+    std::uint32_t epoch_ = 0;
+    // Scratch space for re-solves.
+    MaxMinProblem problem_;
+    MaxMinSolver solver_;
+    std::vector<double> rates_;
+    std::vector<std::uint32_t> comp_flows_;
+    std::vector<LinkIndex> comp_links_;
+    std::vector<std::uint32_t> local_index_;
+    std::vector<std::uint32_t> local_route_;
+};
+
+}  // namespace ddlsim::sim

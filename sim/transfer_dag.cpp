@@ -1,0 +1,139 @@
+#include "sim/transfer_dag.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace ddlsim::sim {
+
+std::uint32_t Plan::add(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::vector<std::uint32_t> after) {
+    steps.push_back(PlanStep{src, dst, bytes, Time::zero(), std::move(after)});
+    return static_cast<std::uint32_t>(steps.size() - 1);
+}
+
+std::uint32_t Plan::add_work(std::uint32_t at, Time work, std::vector<std::uint32_t> after) {
+    steps.push_back(PlanStep{at, at, Bytes{0.0}, work, std::move(after)});
+    return static_cast<std::uint32_t>(steps.size() - 1);
+}
+
+double Plan::transfer_bytes() const {
+    double total = 0.0;
+    for (const auto& s : steps)
+        if (s.src != s.dst) total += s.bytes.value();
+    return total;
+}
+
+Time alpha_beta_time(const Plan& plan, const PathCostLookup& cost) {
+    std::vector<std::uint32_t> level(plan.steps.size(), 0);
+    std::uint32_t levels = 0;
+    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
+        for (std::uint32_t d : plan.steps[s].after) level[s] = std::max(level[s], level[d] + 1);
+        levels = std::max(levels, level[s] + 1);
+    }
+    struct Level {
+        double latency = 0.0;
+        double work = 0.0;
+    };
+    std::vector<Level> per_level(levels);
+    // Serialisation time per (level, endpoint), out and in; allocated only for levels with transfers.
+    std::vector<std::vector<double>> out_time(levels), in_time(levels);
+    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
+        const PlanStep& step = plan.steps[s];
+        Level& lv = per_level[level[s]];
+        if (step.src == step.dst) {
+            lv.work = std::max(lv.work, step.work.seconds());
+            continue;
+        }
+        const PathCost c = cost(step.src, step.dst);
+        if (c.local) continue;
+        lv.latency = std::max(lv.latency, c.latency.seconds());
+        auto& out = out_time[level[s]];
+        auto& in = in_time[level[s]];
+        if (out.empty()) {
+            out.assign(plan.endpoints, 0.0);
+            in.assign(plan.endpoints, 0.0);
+        }
+        const double t = step.bytes.value() / c.bandwidth.bytes_per_s();
+        out[step.src] += t;
+        in[step.dst] += t;
+    }
+    double total = 0.0;
+    for (std::uint32_t l = 0; l < levels; ++l) {
+        double serial = 0.0;
+        for (double t : out_time[l]) serial = std::max(serial, t);
+        for (double t : in_time[l]) serial = std::max(serial, t);
+        const double transfer = serial > 0.0 || per_level[l].latency > 0.0 ? per_level[l].latency + serial : 0.0;
+        total += std::max(per_level[l].work, transfer);
+    }
+    return Time::seconds(total);
+}
+
+DagRunner::DagRunner(Engine& engine, Network& network, const Plan& plan, RouteLookup routes, EndpointDone on_done)
+    : engine_(engine),
+      network_(network),
+      plan_(plan),
+      routes_(std::move(routes)),
+      on_done_(std::move(on_done)),
+      deps_left_(plan.steps.size(), 0),
+      dependents_(plan.steps.size()),
+      endpoint_steps_left_(plan.endpoints, 0),
+      gate_open_(plan.endpoints, 0),
+      waiting_(plan.endpoints),
+      started_(plan.steps.size(), 0),
+      steps_left_(plan.steps.size()) {
+    for (std::uint32_t s = 0; s < plan.steps.size(); ++s) {
+        const PlanStep& step = plan.steps[s];
+        if (step.src >= plan.endpoints || step.dst >= plan.endpoints)
+            throw std::logic_error("plan step names an endpoint outside the plan");
+        for (std::uint32_t d : step.after) {
+            if (d >= s) throw std::logic_error("plan step depends on a later step");
+            dependents_[d].push_back(s);
+        }
+        deps_left_[s] = static_cast<std::uint32_t>(step.after.size());
+        if (step.after.empty()) waiting_[step.src].push_back(s);
+        ++endpoint_steps_left_[step.src];
+        if (step.dst != step.src) ++endpoint_steps_left_[step.dst];
+    }
+}
+
+void DagRunner::open(std::uint32_t e) {
+    if (gate_open_[e]) return;
+    gate_open_[e] = 1;
+    if (endpoint_steps_left_[e] == 0) {
+        on_done_(e);
+        return;
+    }
+    std::vector<std::uint32_t> ready = std::move(waiting_[e]);
+    waiting_[e].clear();
+    for (std::uint32_t s : ready) try_start(s);
+}
+
+void DagRunner::try_start(std::uint32_t s) {
+    const PlanStep& step = plan_.steps[s];
+    if (started_[s] || deps_left_[s] != 0) return;
+    if (!gate_open_[step.src]) {
+        waiting_[step.src].push_back(s);
+        return;
+    }
+    started_[s] = 1;
+    if (step.src == step.dst) {
+        engine_.after(step.work, [this, s] { complete(s); });
+    } else {
+        network_.start(routes_(step.src, step.dst), step.bytes, [this, s] { complete(s); });
+    }
+}
+
+void DagRunner::complete(std::uint32_t s) {
+    --steps_left_;
+    const PlanStep& step = plan_.steps[s];
+    for (std::uint32_t d : dependents_[s])
+        if (--deps_left_[d] == 0) try_start(d);
+    touch_done(step.src);
+    if (step.dst != step.src) touch_done(step.dst);
+}
+
+void DagRunner::touch_done(std::uint32_t e) {
+    if (--endpoint_steps_left_[e] == 0 && gate_open_[e]) on_done_(e);
+}
+
+}  // namespace ddlsim::sim

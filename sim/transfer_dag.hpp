@@ -1,0 +1,89 @@
+// Collectives as data (after htsim): a plan is a DAG of steps between abstract
+// endpoints; a step is either a transfer of `bytes` from `src` to `dst` over the
+// network, or, when src == dst, local work of duration `work` at that endpoint.
+// A step starts once every step in `after` is done and its source endpoint's gate
+// is open (the endpoint has its data ready). The runner reports each endpoint as
+// done when every step it sends or receives has finished.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "sim/engine.hpp"
+#include "sim/network.hpp"
+
+namespace ddlsim::sim {
+
+struct PlanStep {
+    std::uint32_t src = 0;
+    std::uint32_t dst = 0;
+    Bytes bytes;
+    Time work;                          ///< local steps only (src == dst)
+    std::vector<std::uint32_t> after;   ///< indices of earlier steps
+};
+
+/// A DAG of steps among `endpoints` endpoints; steps may only depend on earlier ones.
+struct Plan {
+    std::uint32_t endpoints = 0;
+    std::vector<PlanStep> steps;
+
+    /// Appends a step and returns its index.
+    std::uint32_t add(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::vector<std::uint32_t> after = {});
+    std::uint32_t add_work(std::uint32_t at, Time work, std::vector<std::uint32_t> after = {});
+    /// Bytes of all network steps whose endpoints differ (the bytes a round puts on the wire, counted once).
+    [[nodiscard]] double transfer_bytes() const;
+};
+
+/// Maps a pair of endpoints to the route between the hosts they sit on.
+using RouteLookup = std::function<const Route&(std::uint32_t src, std::uint32_t dst)>;
+
+/// Latency and bottleneck bandwidth between the hosts of two endpoints;
+/// `local` when they share a host (the transfer then costs nothing).
+struct PathCost {
+    Time latency;
+    Bandwidth bandwidth;
+    bool local = false;
+};
+using PathCostLookup = std::function<PathCost(std::uint32_t src, std::uint32_t dst)>;
+
+/// Closed-form α-β estimate of a plan without link sharing: steps are grouped into
+/// levels by their longest dependency chain; a level takes its largest latency plus
+/// the largest time any endpoint needs to send (or receive) its bytes of that level
+/// one after another, Σ bytes/bandwidth (or its longest local work); levels add up.
+/// On an idle star this equals the flow model for ring, PS and gossip rounds.
+[[nodiscard]] Time alpha_beta_time(const Plan& plan, const PathCostLookup& cost);
+
+/// Runs one plan on a network. Keep it alive until all endpoints are done.
+class DagRunner {
+public:
+    using EndpointDone = std::function<void(std::uint32_t endpoint)>;
+
+    DagRunner(Engine& engine, Network& network, const Plan& plan, RouteLookup routes, EndpointDone on_done);
+    DagRunner(const DagRunner&) = delete;
+    DagRunner& operator=(const DagRunner&) = delete;
+
+    /// Opens endpoint `e`'s gate: its steps may start from now on.
+    void open(std::uint32_t e);
+    [[nodiscard]] bool finished() const { return steps_left_ == 0; }
+
+private:
+    void try_start(std::uint32_t s);
+    void complete(std::uint32_t s);
+    void touch_done(std::uint32_t e);
+
+    Engine& engine_;
+    Network& network_;
+    const Plan& plan_;
+    RouteLookup routes_;
+    EndpointDone on_done_;
+    std::vector<std::uint32_t> deps_left_;
+    std::vector<std::vector<std::uint32_t>> dependents_;
+    std::vector<std::uint32_t> endpoint_steps_left_;
+    std::vector<char> gate_open_;
+    std::vector<std::vector<std::uint32_t>> waiting_;  ///< per endpoint: steps ready but for its gate
+    std::vector<char> started_;
+    std::size_t steps_left_ = 0;
+};
+
+}  // namespace ddlsim::sim

@@ -1,0 +1,124 @@
+// The ddlsim command line (SPEC §1). Only this file chooses exit codes:
+// 0 success, 2 bad input of any kind, 1 internal error.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+#include "scenarios/json_reader.hpp"
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+#include "tools/summary.hpp"
+
+namespace {
+
+using ddlsim::scenario::ScenarioError;
+
+/// Bad input outside any scenario file (an output path, a usage error).
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Writes `text` to `path` through a temporary file in the same folder and a
+// rename, so a reader never sees a partial file.
+void write_atomically(const std::string& path, const std::string& text) {
+    const std::filesystem::path target(path);
+    std::filesystem::path tmp = target;
+    tmp += fmt::format(".tmp{}", ::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw UsageError(fmt::format("{}: cannot open for writing", path));
+        out << text;
+        out.close();
+        if (!out) {
+            std::error_code ec;
+            std::filesystem::remove(tmp, ec);
+            throw UsageError(fmt::format("{}: write failed", path));
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, target, ec);
+    if (ec) {
+        std::filesystem::remove(tmp, ec);
+        throw UsageError(fmt::format("{}: cannot replace the file", path));
+    }
+}
+
+int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
+                const std::string& trace) {
+    if (!trace.empty()) throw UsageError("--trace: timelines are not implemented in this version");
+    if (!out.empty() && std::filesystem::is_directory(out)) throw UsageError(fmt::format("{}: is a directory", out));
+    const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
+    const auto result = ddlsim::scenario::run_scenario(scenario);
+    std::cout << ddlsim::tools::run_summary(file, scenario, result) << std::flush;
+    if (!out.empty()) write_atomically(out, ddlsim::scenario::result_json(scenario, result).dump(2) + "\n");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"ddlsim: a discrete-event simulator of data-parallel distributed deep-learning training"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "ddlsim 0.1.0");
+
+    std::string file, out, trace;
+    std::vector<std::string> sets;
+    auto* run = app.add_subcommand("run", "simulate one scenario and print a summary");
+    run->add_option("scenario", file, "scenario JSON file")->required();
+    run->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)");
+    run->add_option("--out", out, "write the result JSON here");
+    run->add_option("--trace", trace, "write a Chrome-trace timeline here (not implemented yet)");
+
+    auto* check = app.add_subcommand("check", "validate a scenario without running it");
+    check->add_option("scenario", file, "scenario JSON file")->required();
+    check->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)");
+
+    app.add_subcommand("schema", "print the JSON Schema of scenarios");
+    app.add_subcommand("models", "list the built-in model workloads and device profiles");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "error: " << e.what() << " (see ddlsim --help)\n";
+        return 2;
+    }
+
+    try {
+        if (run->parsed()) return run_command(file, sets, out, trace);
+        if (check->parsed()) {
+            const auto s = ddlsim::scenario::load_scenario_file(file, sets);
+            std::cout << fmt::format("{}: ok ({} workers, model {}, {})\n", file, s.workers, s.model_name,
+                                     ddlsim::scenario::describe_architecture(s));
+            return 0;
+        }
+        if (app.got_subcommand("schema")) {
+            std::cout << ddlsim::scenario::scenario_schema().dump(2) << "\n";
+            return 0;
+        }
+        if (app.got_subcommand("models")) {
+            std::cout << ddlsim::tools::catalog_listing();
+            return 0;
+        }
+    } catch (const ScenarioError& e) {
+        std::cerr << fmt::format("error: {}: {}: {}\n", file, e.path(), e.what());
+        return 2;
+    } catch (const UsageError& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "internal error: " << e.what() << "\n";
+        return 1;
+    }
+    return 1;
+}

@@ -1,0 +1,88 @@
+#include "tools/summary.hpp"
+
+#include <fmt/format.h>
+
+#include "models/device.hpp"
+#include "models/workload.hpp"
+
+namespace ddlsim::tools {
+namespace {
+
+std::string si(double v, const char* unit) {
+    const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
+    int i = 0;
+    while (v >= 1000.0 && i < 5) v /= 1000.0, ++i;
+    return fmt::format("{:.4g} {}{}", v, prefixes[i], unit);
+}
+
+std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
+
+std::string topology_line(const scenario::Scenario& s) {
+    return std::visit(
+        [](const auto& t) -> std::string {
+            using T = std::decay_t<decltype(t)>;
+            if constexpr (std::is_same_v<T, topo::StarSpec>)
+                return fmt::format("star, {} hosts, {} links, {} latency", t.hosts, si(t.bandwidth.bits_per_s(), "bit/s"),
+                                   ms(t.latency.seconds()));
+            else if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
+                return fmt::format("two_tier, {} nodes x {} GPUs, NIC {} / {}, intra {} / {}", t.nodes, t.gpus_per_node,
+                                   si(t.bandwidth.bits_per_s(), "bit/s"), ms(t.latency.seconds()),
+                                   si(t.intra_bandwidth.bits_per_s(), "bit/s"), ms(t.intra_latency.seconds()));
+            else
+                return fmt::format("custom, {} nodes, {} links", t.nodes.size(), t.links.size());
+        },
+        s.topology);
+}
+
+}  // namespace
+
+std::string run_summary(const std::string& file, const scenario::Scenario& s, const scenario::RunResult& r) {
+    const auto& j = r.job;
+    const double exposed_share = j.iteration_time_s > 0 ? j.exposed_communication_time_s / j.iteration_time_s : 0.0;
+    std::string out;
+    out += fmt::format("ddlsim run {}\n", file);
+    out += fmt::format("  model         {} ({:.1f} M parameters, {} gradient tensors, {} per iteration)\n", s.model_name,
+                       static_cast<double>(s.workload.params()) / 1e6, s.workload.tensor_count(),
+                       si(static_cast<double>(s.workload.params()) * s.bytes_per_param, "B"));
+    out += fmt::format("  cluster       {} workers on {}, batch {} per worker, device {}\n", s.workers, topology_line(s),
+                       s.batch_size, s.device.name);
+    out += fmt::format("  scheme        {}, bsp, no compression, no overlap; network model {}\n",
+                       scenario::describe_architecture(s),
+                       s.network_model == scenario::NetworkModel::flow ? "flow (max-min)" : "analytic (alpha-beta)");
+    out += "\n";
+    out += fmt::format("  {:<32}{:>16}\n", "per iteration", "");
+    out += fmt::format("  {:<32}{:>16}\n", "iteration time", ms(j.iteration_time_s));
+    out += fmt::format("  {:<32}{:>16}\n", "  compute (fwd + bwd + update)", ms(j.compute_time_s));
+    out += fmt::format("  {:<32}{:>16}\n", "    forward", ms(j.forward_time_s));
+    out += fmt::format("  {:<32}{:>16}\n", "    backward", ms(j.backward_time_s));
+    out += fmt::format("  {:<32}{:>16}\n", "    update", ms(j.update_time_s));
+    out += fmt::format("  {:<32}{:>16}\n", "  communication", ms(j.communication_time_s));
+    out += fmt::format("  {:<32}{:>16}   ({:.1f}% of the iteration)\n", "  exposed communication",
+                       ms(j.exposed_communication_time_s), 100.0 * exposed_share);
+    out += fmt::format("  {:<32}{:>16}\n", "bytes on the wire", si(j.bytes_on_wire_per_iteration, "B"));
+    out += fmt::format("  {:<32}{:>16}\n", "throughput", fmt::format("{:.1f} samples/s", j.throughput_samples_per_s));
+    out += fmt::format("  {:<32}{:>16}\n", "scaling efficiency", fmt::format("{:.1f} %", 100.0 * j.scaling_efficiency));
+    out += fmt::format("\n  simulated {} iterations ({:.4g} s) with {} events in {:.3f} s wall time\n", s.iterations,
+                       j.makespan_s, r.events, r.wall_time_s);
+    return out;
+}
+
+std::string catalog_listing() {
+    std::string out = "Built-in models (ddlsim \"model\" key)\n";
+    out += fmt::format("  {:<14}{:>16}{:>9}{:>14}  {}\n", "name", "parameters", "tensors", "fwd GFLOP/smp", "sample");
+    for (const auto& name : models::builtin_workload_names()) {
+        const auto w = *models::builtin_workload(name);
+        out += fmt::format("  {:<14}{:>16}{:>9}{:>14.2f}  {}\n", name, w.params(), w.tensor_count(), w.fwd_flops() / 1e9,
+                           w.input);
+    }
+    out += "\nBuilt-in devices (ddlsim \"device\" key; dense peaks from the vendors' datasheets)\n";
+    out += fmt::format("  {:<8}{:>12}{:>12}{:>12}{:>12}  {}\n", "name", "FP32 TF/s", "TF32 TF/s", "FP16 TF/s", "mem GB/s",
+                       "part");
+    for (const auto& d : models::builtin_devices())
+        out += fmt::format("  {:<8}{:>12.1f}{:>12.1f}{:>12.1f}{:>12.0f}  {}\n", d.name, d.fp32.per_s() / 1e12,
+                           d.tf32.per_s() / 1e12, d.fp16.per_s() / 1e12, d.memory_bandwidth.bytes_per_s() / 1e9,
+                           d.description);
+    return out;
+}
+
+}  // namespace ddlsim::tools

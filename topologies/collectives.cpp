@@ -1,0 +1,83 @@
+#include "topologies/collectives.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ddlsim::topo {
+
+sim::Plan ring_allreduce(std::uint32_t n, sim::Bytes bytes) {
+    sim::Plan plan;
+    plan.endpoints = n;
+    if (n < 2) return plan;
+    const sim::Bytes chunk = bytes / n;
+    const std::uint32_t steps = 2 * (n - 1);
+    plan.steps.reserve(static_cast<std::size_t>(steps) * n);
+    // Step s of worker i has index s*n + i; it sends to i+1 after receiving step s-1 from i-1.
+    for (std::uint32_t s = 0; s < steps; ++s)
+        for (std::uint32_t i = 0; i < n; ++i) {
+            std::vector<std::uint32_t> after;
+            if (s > 0) after.push_back((s - 1) * n + (i + n - 1) % n);
+            plan.add(i, (i + 1) % n, chunk, std::move(after));
+        }
+    return plan;
+}
+
+sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
+                           std::optional<sim::Bandwidth> aggregation_rate) {
+    if (k == 0) throw std::invalid_argument("a parameter server needs at least one server");
+    sim::Plan plan;
+    plan.endpoints = n + k;
+    const sim::Bytes shard = bytes / k;
+    std::vector<std::vector<std::uint32_t>> pushes(k);
+    for (std::uint32_t w = 0; w < n; ++w)
+        for (std::uint32_t j = 0; j < k; ++j) pushes[j].push_back(plan.add(w, n + j, shard));
+    for (std::uint32_t j = 0; j < k; ++j) {
+        std::vector<std::uint32_t> ready = std::move(pushes[j]);
+        if (aggregation_rate) {
+            // Summing n shards reads n*S/k bytes at the server's aggregation throughput.
+            const sim::Time sum = sim::transfer_time(shard * n, *aggregation_rate);
+            ready = {plan.add_work(n + j, sum, std::move(ready))};
+        }
+        for (std::uint32_t w = 0; w < n; ++w) plan.add(n + j, w, shard, ready);
+    }
+    return plan;
+}
+
+std::vector<std::vector<std::uint32_t>> gossip_neighbours(GossipGraph graph, std::uint32_t n) {
+    std::vector<std::vector<std::uint32_t>> out(n);
+    switch (graph) {
+        case GossipGraph::ring:
+            for (std::uint32_t i = 0; i < n; ++i) {
+                for (std::uint32_t j : {(i + n - 1) % n, (i + 1) % n})
+                    if (j != i && std::find(out[i].begin(), out[i].end(), j) == out[i].end()) out[i].push_back(j);
+            }
+            break;
+    }
+    return out;
+}
+
+sim::Plan gossip_exchange(const std::vector<std::vector<std::uint32_t>>& neighbours, sim::Bytes bytes) {
+    sim::Plan plan;
+    plan.endpoints = static_cast<std::uint32_t>(neighbours.size());
+    for (std::uint32_t i = 0; i < neighbours.size(); ++i)
+        for (std::uint32_t j : neighbours[i]) plan.add(i, j, bytes);
+    return plan;
+}
+
+std::uint32_t server_endpoints(const ArchitectureSpec& spec) {
+    return spec.kind == ArchKind::ps ? static_cast<std::uint32_t>(spec.servers) : 0;
+}
+
+sim::Plan plan_round(const ArchitectureSpec& spec, std::uint32_t n, sim::Bytes bytes) {
+    switch (spec.kind) {
+        case ArchKind::allreduce:
+            return ring_allreduce(n, bytes);
+        case ArchKind::ps:
+            return parameter_server(n, static_cast<std::uint32_t>(spec.servers), bytes, spec.aggregation_rate);
+        case ArchKind::gossip:
+            return gossip_exchange(gossip_neighbours(spec.graph, n), bytes);
+    }
+    throw std::logic_error("unknown architecture kind");
+}
+
+}  // namespace ddlsim::topo

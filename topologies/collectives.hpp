@@ -1,0 +1,58 @@
+// Logical communication topologies: who sends what to whom in one
+// synchronisation round, as a transfer DAG (sim::Plan). Endpoints 0..n-1 are the
+// workers; a parameter server's k servers are endpoints n..n+k-1.
+//
+// Reference semantics (SPEC §4), each checked against a closed form in tests:
+//   ring all-reduce  2(n-1) steps; in each every worker sends S/n to its successor;
+//                    the next step at a worker starts when it received the previous one.
+//                    Idle star: T = 2(n-1)(2L + S/(nB)).  (Patarasuk & Yuan, JPDC 2009)
+//   parameter server every worker pushes S/k to each of k servers, a server aggregates
+//                    once all pushes reached it, then every worker pulls S/k from each.
+//                    Idle star, dedicated, n >= k: T = 2(2L + nS/(kB)). (Li et al., OSDI 2014)
+//   gossip (D-PSGD)  every worker sends its S-byte model to each neighbour at once.
+//                    Idle star, degree d: T = 2L + dS/B. (Lian et al., NeurIPS 2017)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/transfer_dag.hpp"
+#include "sim/units.hpp"
+
+namespace ddlsim::topo {
+
+enum class ArchKind { allreduce, ps, gossip };
+enum class AllreduceAlgorithm { ring };
+enum class ServerPlacement { dedicated, colocated };
+enum class GossipGraph { ring };
+
+/// The `architecture` block of a scenario.
+struct ArchitectureSpec {
+    ArchKind kind = ArchKind::allreduce;
+    AllreduceAlgorithm algorithm = AllreduceAlgorithm::ring;
+    std::size_t servers = 1;                           ///< ps: k
+    ServerPlacement placement = ServerPlacement::dedicated;
+    std::optional<sim::Bandwidth> aggregation_rate;    ///< ps: summation throughput per server
+    std::vector<std::string> server_placement;         ///< ps: hosts of the servers, when given
+    GossipGraph graph = GossipGraph::ring;
+};
+
+/// Ring all-reduce of `bytes` among `n` workers.
+[[nodiscard]] sim::Plan ring_allreduce(std::uint32_t n, sim::Bytes bytes);
+/// Sharded parameter server: n workers, k servers (endpoints n..n+k-1), even shards.
+[[nodiscard]] sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
+                                         std::optional<sim::Bandwidth> aggregation_rate);
+/// Neighbours of each worker in a gossip graph (deduplicated, no self).
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> gossip_neighbours(GossipGraph graph, std::uint32_t n);
+/// One D-PSGD exchange: every worker sends `bytes` to each of its neighbours.
+[[nodiscard]] sim::Plan gossip_exchange(const std::vector<std::vector<std::uint32_t>>& neighbours, sim::Bytes bytes);
+
+/// Number of server endpoints the architecture adds after the n workers.
+[[nodiscard]] std::uint32_t server_endpoints(const ArchitectureSpec& spec);
+/// The plan of one synchronisation round of `bytes` per worker among n workers.
+[[nodiscard]] sim::Plan plan_round(const ArchitectureSpec& spec, std::uint32_t n, sim::Bytes bytes);
+
+}  // namespace ddlsim::topo
