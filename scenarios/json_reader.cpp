@@ -171,11 +171,15 @@ std::string read_choice(const json& j, const std::string& path, std::span<const 
 }
 
 sim::Bandwidth read_bandwidth(const json& j, const std::string& path) {
+    constexpr std::string_view what = R"(a bandwidth such as "10Gbps" or "1.25GBps")";
     if (j.is_number()) {
-        const double v = read_number(j, path, std::numeric_limits<double>::min(), 1e18);
+        const double v = j.get<double>();
+        if (!std::isfinite(v) || v <= 0.0 || v > 1e18)
+            throw ScenarioError(path,
+                                fmt::format("expected {} or a positive number of bytes/s, got {}", what, describe(j)));
         return sim::Bandwidth::bytes_per_s(v);
     }
-    return read_unit(j, path, sim::parse_bandwidth, R"(a bandwidth such as "10Gbps" or "1.25GBps")");
+    return read_unit(j, path, sim::parse_bandwidth, what);
 }
 
 sim::Time read_time(const json& j, const std::string& path) {
@@ -189,8 +193,15 @@ sim::Bytes read_bytes(const json& j, const std::string& path) {
 }
 
 sim::FlopRate read_flop_rate(const json& j, const std::string& path) {
-    if (j.is_number()) return sim::FlopRate::per_s(read_number(j, path, std::numeric_limits<double>::min(), 1e21));
-    return read_unit(j, path, sim::parse_flop_rate, R"(a compute rate such as "125TFLOPS")");
+    constexpr std::string_view what = R"(a compute rate such as "125TFLOPS")";
+    if (j.is_number()) {
+        const double v = j.get<double>();
+        if (!std::isfinite(v) || v <= 0.0 || v > 1e21)
+            throw ScenarioError(path,
+                                fmt::format("expected {} or a positive number of FLOP/s, got {}", what, describe(j)));
+        return sim::FlopRate::per_s(v);
+    }
+    return read_unit(j, path, sim::parse_flop_rate, what);
 }
 
 const json& read_array(const json& j, const std::string& path, std::size_t min_size) {
@@ -277,9 +288,22 @@ json parse_strict(std::string_view text) {
             if (text[i] == '\n') ++line, col = 1;
             else ++col;
         }
+        // Drop nlohmann's "[json.exception.parse_error.101] parse error at line L, column C: " prefix: its position
+        // counts a newline as column 0 of the next line and would contradict the one computed above.
         std::string msg = e.what();
-        if (auto pos = msg.find("]: "); pos != std::string::npos) msg = msg.substr(pos + 3);
+        if (auto pos = msg.find(": "); pos != std::string::npos) msg = msg.substr(pos + 2);
         throw ScenarioError("$", fmt::format("malformed JSON at line {}, column {}: {}", line, col, msg));
+    } catch (const json::out_of_range& e) {
+        // Valid JSON syntax, but a number beyond the range of a double ("1e400"): name the value's path.
+        std::string p = "$";
+        if (!frames.empty()) p = where() + (frames.back().array ? fmt::format("[{}]", frames.back().next_index)
+                                                                : "." + frames.back().current);
+        std::string msg = e.what();
+        std::string token;
+        if (auto a = msg.find('\''), b = msg.rfind('\''); a != std::string::npos && b > a)
+            token = msg.substr(a + 1, b - a - 1);
+        throw ScenarioError(p, fmt::format("expected a number within the range of a double (magnitude below 1.8e308), "
+                                           "got {}", token.empty() ? msg : token));
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,20 @@ void reject_planned_keys(const json& j, const std::string& path, const std::stri
     for (const auto& key : tables().planned.keys.at(object_id))
         if (j.contains(key))
             throw ScenarioError(path + "." + key, "this key is part of the scenario format but not implemented in this version");
+}
+
+// A number in (0, max]: read_number's closed-interval message would wrongly offer 0.
+double read_positive(const json& j, const std::string& path, double max) {
+    if (!j.is_number() || !std::isfinite(j.get<double>()) || j.get<double>() <= 0.0 || j.get<double>() > max)
+        throw ScenarioError(path, fmt::format("expected a number in (0, {:g}], got {}", max, describe(j)));
+    return j.get<double>();
+}
+
+// A planned value of "kind" is reported before the object's keys are checked, so that a spec-conforming
+// {"kind": "ssp", "staleness": 2} says "not implemented" rather than "unknown key staleness".
+void reject_planned_kind(const json& j, const std::string& path, const std::string& key, const std::string& what,
+                         const std::vector<std::string>& implemented) {
+    if (j.is_object() && j.contains(key)) reject_planned_value(j.at(key), path + "." + key, what, implemented);
 }
 
 std::string read_kind(ObjectReader& r, const std::string& key, const std::string& planned,
@@ -122,15 +137,9 @@ models::DeviceSpec read_device(const json& j) {
                     : precision == "tf32" ? models::Precision::tf32 : models::Precision::fp32);
     d.memory_bandwidth = p.memory_bandwidth;
     if (r.has("peak_flops")) d.peak = read_flop_rate(r.at("peak_flops"), r.path("peak_flops"));
-    if (r.has("efficiency")) {
-        d.efficiency = read_number(r.at("efficiency"), r.path("efficiency"), 0.0, 1.0);
-        if (d.efficiency <= 0.0) throw ScenarioError(r.path("efficiency"), "expected a number in (0, 1], got 0");
-    }
+    if (r.has("efficiency")) d.efficiency = read_positive(r.at("efficiency"), r.path("efficiency"), 1.0);
     if (r.has("memory_bandwidth")) d.memory_bandwidth = read_bandwidth(r.at("memory_bandwidth"), r.path("memory_bandwidth"));
-    if (r.has("samples_per_s")) {
-        d.samples_per_s = read_number(r.at("samples_per_s"), r.path("samples_per_s"), 0.0, 1e12);
-        if (*d.samples_per_s <= 0.0) throw ScenarioError(r.path("samples_per_s"), "expected a positive number, got 0");
-    }
+    if (r.has("samples_per_s")) d.samples_per_s = read_positive(r.at("samples_per_s"), r.path("samples_per_s"), 1e12);
     r.finish();
     return d;
 }
@@ -180,11 +189,14 @@ topo::ArchitectureSpec read_architecture(const json& j, std::uint32_t workers) {
 void read_sync_compression_overlap(ObjectReader& root) {
     const Tables& t = tables();
     if (root.has("sync")) {
+        reject_planned_kind(root.at("sync"), "$.sync", "kind", "sync", t.choices.sync_kinds);
         ObjectReader r(root.at("sync"), "$.sync", t.sync);
         (void)read_kind(r, "kind", "sync", t.choices.sync_kinds);
         r.finish();
     }
     if (root.has("compression")) {
+        reject_planned_kind(root.at("compression"), "$.compression", "kind", "compression",
+                            t.choices.compression_kinds);
         ObjectReader r(root.at("compression"), "$.compression", t.compression);
         (void)read_kind(r, "kind", "compression", t.choices.compression_kinds);
         r.finish();
@@ -204,6 +216,7 @@ void read_sync_compression_overlap(ObjectReader& root) {
 // job needs: `hosts_needed` workers plus `extra` dedicated servers.
 void read_network(const json& j, Scenario& s, std::size_t extra) {
     const Tables& t = tables();
+    reject_planned_kind(j, "$.network", "topology", "topology", t.choices.topologies);
     reject_planned_keys(j, "$.network", "network");
     ObjectReader r(j, "$.network", t.network);
     const json& topo_json = r.at("topology");
@@ -425,7 +438,12 @@ void apply_override(json& j, const std::string& assignment) {
 
 Scenario load_scenario_file(const std::string& file, const std::vector<std::string>& overrides) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(file, ec)) throw ScenarioError("$", "cannot read the file (not a regular file)");
+    const auto type = std::filesystem::status(file, ec).type();
+    if (type == std::filesystem::file_type::not_found) throw ScenarioError("$", "cannot read the file: no such file");
+    if (type == std::filesystem::file_type::directory)
+        throw ScenarioError("$", "cannot read the file: it is a directory");
+    if (type != std::filesystem::file_type::regular)
+        throw ScenarioError("$", "cannot read the file (not a regular file)");
     std::ifstream in(file, std::ios::binary);
     if (!in) throw ScenarioError("$", "cannot open the file for reading");
     std::ostringstream buf;

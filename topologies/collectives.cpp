@@ -12,11 +12,13 @@ sim::Plan ring_allreduce(std::uint32_t n, sim::Bytes bytes) {
     const sim::Bytes chunk = bytes / n;
     const std::uint32_t steps = 2 * (n - 1);
     plan.steps.reserve(static_cast<std::size_t>(steps) * n);
-    // Step s of worker i has index s*n + i; it sends to i+1 after receiving step s-1 from i-1.
+    // Step s of worker i has index s*n + i; it sends to i+1 after receiving step s-1 from
+    // i-1 and after its own send of step s-1 left (a worker sends one chunk at a time, as
+    // NCCL's ring channel does; on a homogeneous fabric both happen at the same moment).
     for (std::uint32_t s = 0; s < steps; ++s)
         for (std::uint32_t i = 0; i < n; ++i) {
             std::vector<std::uint32_t> after;
-            if (s > 0) after.push_back((s - 1) * n + (i + n - 1) % n);
+            if (s > 0) after = {(s - 1) * n + (i + n - 1) % n, (s - 1) * n + i};
             plan.add(i, (i + 1) % n, chunk, std::move(after));
         }
     return plan;

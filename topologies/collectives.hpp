@@ -4,7 +4,8 @@
 //
 // Reference semantics (SPEC §4), each checked against a closed form in tests:
 //   ring all-reduce  2(n-1) steps; in each every worker sends S/n to its successor;
-//                    the next step at a worker starts when it received the previous one.
+//                    the next step at a worker starts when it received the previous one
+//                    (and its own previous send is out: one chunk in flight per sender).
 //                    Idle star: T = 2(n-1)(2L + S/(nB)).  (Patarasuk & Yuan, JPDC 2009)
 //   parameter server every worker pushes S/k to each of k servers, a server aggregates
 //                    once all pushes reached it, then every worker pulls S/k from each.

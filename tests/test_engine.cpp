@@ -1,0 +1,72 @@
+// The event engine: total order, cancellation, no events in the past.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "sim/engine.hpp"
+
+using namespace ddlsim::sim;
+
+TEST_CASE("engine: events run in time order, ties in insertion order") {
+    Engine e;
+    std::vector<int> order;
+    e.at(Time::ps(20), [&] { order.push_back(3); });
+    e.at(Time::ps(10), [&] { order.push_back(1); });
+    e.at(Time::ps(10), [&] { order.push_back(2); });
+    e.at(Time::ps(20), [&] { order.push_back(4); });
+    e.run();
+    CHECK(order == std::vector<int>{1, 2, 3, 4});
+    CHECK(e.now().ps() == 20);
+    CHECK(e.events_processed() == 4);
+}
+
+TEST_CASE("engine: actions schedule further events relative to now") {
+    Engine e;
+    std::vector<std::int64_t> times;
+    e.after(Time::ps(5), [&] {
+        times.push_back(e.now().ps());
+        e.after(Time::ps(7), [&] { times.push_back(e.now().ps()); });
+        e.after(Time::zero(), [&] { times.push_back(e.now().ps()); });
+    });
+    e.run();
+    CHECK(times == std::vector<std::int64_t>{5, 5, 12});
+}
+
+TEST_CASE("engine: cancellation") {
+    Engine e;
+    int ran = 0;
+    const EventId a = e.after(Time::ps(1), [&] { ran += 1; });
+    const EventId b = e.after(Time::ps(2), [&] { ran += 10; });
+    CHECK(e.pending() == 2);
+    CHECK(e.cancel(b));
+    CHECK_FALSE(e.cancel(b));  // already cancelled
+    CHECK(e.pending() == 1);
+    e.run();
+    CHECK(ran == 1);
+    CHECK_FALSE(e.cancel(a));  // already ran
+    CHECK(e.events_processed() == 1);
+    // A stale id must not cancel the event that reuses its slot.
+    const EventId c = e.after(Time::ps(1), [&] { ran += 100; });
+    CHECK_FALSE(e.cancel(a));
+    e.run();
+    CHECK(ran == 101);
+    CHECK_FALSE(e.cancel(c));
+}
+
+TEST_CASE("engine: scheduling in the past is a logic error") {
+    Engine e;
+    e.at(Time::ps(10), [&] { CHECK_THROWS_AS(e.at(Time::ps(5), [] {}), std::logic_error); });
+    e.run();
+}
+
+TEST_CASE("engine: stop ends run after the current event") {
+    Engine e;
+    int ran = 0;
+    e.after(Time::ps(1), [&] { ++ran; e.stop(); });
+    e.after(Time::ps(2), [&] { ++ran; });
+    e.run();
+    CHECK(ran == 1);
+    e.run();
+    CHECK(ran == 2);
+}

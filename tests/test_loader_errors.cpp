@@ -1,0 +1,475 @@
+// Bad scenarios, one class of defect per test case: every error is a ScenarioError naming the exact JSON path of the
+// offending key and, in its message, what a user needs to fix it (SPEC §1: "names the file, the JSON path of the
+// offending key and what was expected"; §2: "unknown keys are errors"). Each case starts from a valid small star
+// ring scenario and changes one thing, so the error can only come from that change.
+#include <doctest/doctest.h>
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/json_reader.hpp"
+#include "scenarios/scenario.hpp"
+
+using ddlsim::scenario::apply_override;
+using ddlsim::scenario::load_scenario;
+using ddlsim::scenario::parse_strict;
+using ddlsim::scenario::ScenarioError;
+using nlohmann::json;
+
+namespace {
+
+// 4 ResNet-50 workers on a 10 Gbit/s star, ring all-reduce, BSP: hosts h0 .. h3.
+json base() {
+    return json::parse(R"({
+        "workers": 4,
+        "model": "resnet50",
+        "batch_size": 32,
+        "iterations": 2,
+        "device": "V100",
+        "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"},
+        "architecture": {"kind": "allreduce", "algorithm": "ring"},
+        "sync": {"kind": "bsp"}
+    })");
+}
+
+// The base scenario on an explicit star: switch "sw" and hosts h0 .. h3, one link each.
+json custom_base() {
+    json j = base();
+    j["network"] = json::parse(R"({
+        "topology": "custom",
+        "nodes": [{"name": "sw", "kind": "switch"}, {"name": "h0", "kind": "host"}, {"name": "h1", "kind": "host"},
+                  {"name": "h2", "kind": "host"}, {"name": "h3", "kind": "host"}],
+        "links": [{"from": "h0", "to": "sw", "bandwidth": "10Gbps", "latency": "1us"},
+                  {"from": "h1", "to": "sw", "bandwidth": "10Gbps", "latency": "1us"},
+                  {"from": "h2", "to": "sw", "bandwidth": "10Gbps", "latency": "1us"},
+                  {"from": "h3", "to": "sw", "bandwidth": "10Gbps", "latency": "1us"}]
+    })");
+    return j;
+}
+
+json with(json j, const json::json_pointer& at, json value) {
+    j[at] = std::move(value);
+    return j;
+}
+
+json without(json j, const json::json_pointer& at) {
+    j[at.parent_pointer()].erase(at.back());
+    return j;
+}
+
+json from_text(const char* s) {
+    return json::parse(s);
+}
+
+// Checks a caught error: exactly `path`, and every one of `words` in the message.
+void check_error(const ScenarioError& e, const std::string& path, std::initializer_list<std::string_view> words) {
+    const std::string message = e.what();
+    INFO("error: " << e.path() << ": " << message);
+    CHECK(e.path() == path);
+    for (const std::string_view w : words)
+        CHECK_MESSAGE(message.find(w) != std::string::npos, "message lacks \"" << w << "\"");
+}
+
+// Loads `j` and checks that it fails with a ScenarioError at exactly `path` whose message holds every one of `words`.
+template <typename... Words>
+void expect_error(const json& j, const std::string& path, const Words&... words) {
+    const std::string scenario = j.dump();
+    INFO("scenario: " << scenario);
+    try {
+        (void)load_scenario(j);
+        FAIL_CHECK("loaded without error; expected a ScenarioError at " << path);
+    } catch (const ScenarioError& e) {
+        check_error(e, path, {std::string_view(words)...});
+    } catch (const std::exception& e) {
+        FAIL_CHECK("threw a non-ScenarioError (would be an internal error, exit 1): " << e.what());
+    }
+}
+
+// Parses `text` strictly and checks the ScenarioError the same way.
+template <typename... Words>
+void expect_parse_error(std::string_view text, const std::string& path, const Words&... words) {
+    INFO("text: " << text);
+    try {
+        (void)parse_strict(text);
+        FAIL_CHECK("parsed without error; expected a ScenarioError at " << path);
+    } catch (const ScenarioError& e) {
+        check_error(e, path, {std::string_view(words)...});
+    } catch (const std::exception& e) {
+        FAIL_CHECK("threw a non-ScenarioError: " << e.what());
+    }
+}
+
+// Applies one --set assignment and checks the ScenarioError the same way.
+template <typename... Words>
+void expect_override_error(json j, const std::string& assignment, const std::string& path, const Words&... words) {
+    INFO("--set " << assignment);
+    try {
+        apply_override(j, assignment);
+        FAIL_CHECK("applied without error; expected a ScenarioError at " << path);
+    } catch (const ScenarioError& e) {
+        check_error(e, path, {std::string_view(words)...});
+    } catch (const std::exception& e) {
+        FAIL_CHECK("threw a non-ScenarioError: " << e.what());
+    }
+}
+
+using P = json::json_pointer;
+
+}  // namespace
+
+TEST_CASE("loader: the base scenarios are valid, so every defect below is the only one") {
+    const auto s = load_scenario(base());
+    CHECK(s.workers == 4);
+    CHECK(s.placement == std::vector<std::string>{"h0", "h1", "h2", "h3"});
+    REQUIRE(std::holds_alternative<ddlsim::topo::StarSpec>(s.topology));
+    CHECK(std::get<ddlsim::topo::StarSpec>(s.topology).bandwidth.bits_per_s() == doctest::Approx(10e9));
+    const auto c = load_scenario(custom_base());
+    CHECK(c.placement == std::vector<std::string>{"h0", "h1", "h2", "h3"});
+    CHECK_NOTHROW((void)load_scenario(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "servers": 2})"))));
+    // An integral float is an integer.
+    CHECK(load_scenario(with(base(), P("/workers"), 4.0)).workers == 4);
+}
+
+TEST_CASE("loader: unknown key at the root, with a did-you-mean hint") {
+    json j = base();
+    j["worker"] = 4;
+    expect_error(j, "$.worker", "unknown key", "did you mean \"workers\"");
+    // Far from every key: no hint, but the list of keys that are allowed.
+    expect_error(with(base(), P("/xyzzy_frobnicate"), 1), "$.xyzzy_frobnicate", "unknown key", "workers", "network");
+}
+
+TEST_CASE("loader: unknown key in a nested object, with a did-you-mean hint") {
+    expect_error(with(base(), P("/network/bandwith"), "25Gbps"), "$.network.bandwith", "unknown key",
+                 "did you mean \"bandwidth\"");
+    expect_error(with(base(), P("/architecture/algorithim"), "ring"), "$.architecture.algorithim", "unknown key",
+                 "did you mean \"algorithm\"");
+    expect_error(with(base(), P("/device"), from_text(R"({"name": "V100", "efficency": 0.4})")), "$.device.efficency",
+                 "unknown key", "did you mean \"efficiency\"");
+}
+
+TEST_CASE("loader: unknown key in an array element names the element's index") {
+    json j = custom_base();
+    j["network"]["links"][1].erase("latency");
+    j["network"]["links"][1]["latncy"] = "1us";
+    expect_error(j, "$.network.links[1].latncy", "unknown key", "did you mean \"latency\"");
+
+    json n = custom_base();
+    n["network"]["nodes"][2]["knd"] = "host";
+    expect_error(n, "$.network.nodes[2].knd", "unknown key", "did you mean \"kind\"");
+
+    json l = with(base(), P("/model"), from_text(R"({"layers": [{"name": "a", "params": 10},
+                                                                 {"name": "b", "params": 10, "fwd_tme": "1ms"}]})"));
+    expect_error(l, "$.model.layers[1].fwd_tme", "unknown key", "did you mean \"fwd_time\"");
+}
+
+TEST_CASE("loader: missing required keys") {
+    expect_error(without(base(), P("/workers")), "$.workers", "required key is missing", "workers");
+    expect_error(without(base(), P("/model")), "$.model", "required key is missing");
+    expect_error(without(base(), P("/batch_size")), "$.batch_size", "required key is missing");
+    expect_error(without(base(), P("/device")), "$.device", "required key is missing");
+    expect_error(without(base(), P("/network")), "$.network", "required key is missing");
+    expect_error(without(base(), P("/network/topology")), "$.network.topology", "required key is missing");
+    expect_error(without(base(), P("/network/bandwidth")), "$.network.bandwidth", "required", "star");
+    expect_error(without(base(), P("/network/latency")), "$.network.latency", "required", "star");
+    expect_error(without(base(), P("/architecture/kind")), "$.architecture.kind", "required key is missing");
+    json link = custom_base();
+    link["network"]["links"][2].erase("bandwidth");
+    expect_error(link, "$.network.links[2].bandwidth", "required key is missing");
+}
+
+TEST_CASE("loader: wrong JSON types") {
+    expect_error(with(base(), P("/workers"), "4"), "$.workers", "integer", "\"4\"");
+    expect_error(with(base(), P("/workers"), true), "$.workers", "integer", "true");
+    expect_error(with(base(), P("/batch_size"), json::array({32})), "$.batch_size", "integer", "array");
+    expect_error(with(base(), P("/network"), json::array()), "$.network", "expected an object", "array");
+    expect_error(with(base(), P("/architecture"), "ring"), "$.architecture", "expected an object", "\"ring\"");
+    expect_error(with(base(), P("/overlap"), from_text(R"({"wfbp": 1})")), "$.overlap.wfbp", "true or false", "1");
+    expect_error(with(base(), P("/placement"), "h0"), "$.placement", "array", "\"h0\"");
+    expect_error(with(base(), P("/placement"), from_text(R"(["h0", 1, "h2", "h3"])")), "$.placement[1]", "string", "1");
+    expect_error(with(base(), P("/description"), 3), "$.description", "string", "3");
+}
+
+TEST_CASE("loader: null is not a value") {
+    expect_error(with(base(), P("/workers"), nullptr), "$.workers", "integer", "null");
+    expect_error(with(base(), P("/network/latency"), nullptr), "$.network.latency", "time", "null");
+    expect_error(with(base(), P("/network/bandwidth"), nullptr), "$.network.bandwidth", "bandwidth", "null");
+    expect_error(with(base(), P("/model"), nullptr), "$.model", "null");
+    expect_error(with(base(), P("/network"), nullptr), "$.network", "expected an object", "null");
+}
+
+TEST_CASE("loader: workers must be an integer in range") {
+    expect_error(with(base(), P("/workers"), 2.5), "$.workers", "integer", "2.5");
+    expect_error(with(base(), P("/workers"), -1), "$.workers", "integer", "-1");
+    expect_error(with(base(), P("/workers"), 0), "$.workers", "integer", "got 0");
+    expect_error(with(base(), P("/workers"), 1e20), "$.workers", "integer", "1 .. 1000000");
+    expect_error(with(base(), P("/workers"), 1'000'001), "$.workers", "1 .. 1000000", "1000001");
+    // Within the bound but too many transfers to plan: a ring round of n workers is 2(n-1)n transfers, over the
+    // 5e7 limit for n = 6000 (7.2e7); the message says what to change.
+    expect_error(with(base(), P("/workers"), 6000), "$.workers", "transfers", "fewer workers");
+}
+
+TEST_CASE("loader: numbers out of range") {
+    expect_error(with(base(), P("/device"), from_text(R"({"efficiency": 0})")), "$.device.efficiency", "(0, 1]",
+                 "got 0");
+    expect_error(with(base(), P("/device"), from_text(R"({"efficiency": 1.5})")), "$.device.efficiency", "(0, 1]",
+                 "1.5");
+    expect_error(with(base(), P("/device"), from_text(R"({"samples_per_s": 0})")), "$.device.samples_per_s", "(0,",
+                 "got 0");
+    expect_error(with(base(), P("/device"), from_text(R"({"samples_per_s": -3})")), "$.device.samples_per_s", "(0,",
+                 "-3");
+    expect_error(with(base(), P("/iterations"), 0), "$.iterations", "integer", "got 0");
+    expect_error(with(base(), P("/batch_size"), 0), "$.batch_size", "integer", "got 0");
+    expect_error(with(base(), P("/seed"), -1), "$.seed", "integer", "-1");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "servers": 0})")),
+                 "$.architecture.servers", "integer", "got 0");
+    // Too many events for the flow model: the message points at the analytic model.
+    json many = with(base(), P("/workers"), 1000);
+    many["iterations"] = 1000;
+    expect_error(many, "$.iterations", "fewer iterations", "analytic");
+    many["network"]["model"] = "analytic";
+    CHECK_NOTHROW((void)load_scenario(many));
+}
+
+TEST_CASE("loader: malformed bandwidth and time strings carry the unit hint") {
+    const auto bw = [](json v) { return with(base(), P("/network/bandwidth"), std::move(v)); };
+    expect_error(bw("10 gigs"), "$.network.bandwidth", "\"10Gbps\"", "\"1.25GBps\"", "got \"10 gigs\"");
+    expect_error(bw("10Gb"), "$.network.bandwidth", "\"Gbps\" is bits per second, \"GBps\" bytes per second",
+                 "\"10Gb\"");
+    expect_error(bw("10gbps"), "$.network.bandwidth", "\"Gbps\" is bits per second", "\"10gbps\"");
+    expect_error(bw("-5us"), "$.network.bandwidth", "Gbps", "non-negative", "\"-5us\"");
+    expect_error(bw("NaN Gbps"), "$.network.bandwidth", "Gbps", "finite", "\"NaN Gbps\"");
+    expect_error(bw("1e400Gbps"), "$.network.bandwidth", "\"10Gbps\"", "\"1e400Gbps\"");
+    expect_error(bw("0Gbps"), "$.network.bandwidth", "positive bandwidth", "\"0Gbps\"");
+    // A number is bytes/s and must be positive; the message still shows the unit form.
+    expect_error(bw(0), "$.network.bandwidth", "\"10Gbps\"", "\"1.25GBps\"", "positive", "got 0");
+    expect_error(bw(-1), "$.network.bandwidth", "Gbps", "positive", "got -1");
+    expect_error(with(base(), P("/network/latency"), "-5us"), "$.network.latency", "time", "non-negative", "\"-5us\"");
+    expect_error(with(base(), P("/network/latency"), "5 sec"), "$.network.latency", "us", "ms", "\"5 sec\"");
+    expect_error(with(base(), P("/device"), from_text(R"({"peak_flops": 0})")), "$.device.peak_flops", "TFLOPS",
+                 "positive", "got 0");
+    expect_error(with(base(), P("/device"), from_text(R"({"peak_flops": "125 TFLOP"})")), "$.device.peak_flops",
+                 "TFLOPS", "\"125 TFLOP\"");
+    json link = custom_base();
+    link["network"]["links"][3]["bandwidth"] = "10 gigs";
+    expect_error(link, "$.network.links[3].bandwidth", "Gbps", "GBps", "\"10 gigs\"");
+}
+
+TEST_CASE("loader: unknown names list the valid ones") {
+    expect_error(with(base(), P("/model"), "resnet5"), "$.model", "built-in model", "\"resnet50\"", "\"resnet5\"");
+    expect_error(with(base(), P("/model"), from_text(R"({"name": "resnet5"})")), "$.model.name", "built-in model",
+                 "\"resnet50\"");
+    expect_error(with(base(), P("/device"), "V1000"), "$.device", "built-in device", "\"V100\"", "\"V1000\"");
+    expect_error(with(base(), P("/device"), from_text(R"({"name": "V1000"})")), "$.device.name", "built-in device",
+                 "\"H200\"");
+    expect_error(with(base(), P("/network/topology"), "mesh"), "$.network.topology", "\"star\"", "\"custom\"",
+                 "\"mesh\"");
+    expect_error(with(base(), P("/architecture/kind"), "ring"), "$.architecture.kind", "\"allreduce\"", "\"ps\"",
+                 "\"gossip\"");
+    expect_error(with(base(), P("/architecture/algorithm"), "butterfly"), "$.architecture.algorithm", "\"ring\"",
+                 "\"butterfly\"");
+    expect_error(with(base(), P("/model"), from_text(R"({"name": "resnet50", "dtype": "int8"})")), "$.model.dtype",
+                 "\"fp32\"", "\"fp16\"", "\"int8\"");
+    expect_error(with(base(), P("/network/model"), "fluid"), "$.network.model", "\"flow\"", "\"analytic\"");
+    json node = custom_base();
+    node["network"]["nodes"][0]["kind"] = "router";
+    expect_error(node, "$.network.nodes[0].kind", "\"host\"", "\"switch\"", "\"router\"");
+}
+
+TEST_CASE("loader: values and keys the SPEC defines but this version lacks say not implemented") {
+    expect_error(with(base(), P("/network/topology"), "fat_tree"), "$.network.topology", "not implemented", "\"star\"");
+    // Topology parameters of a planned topology do not mask the real reason.
+    expect_error(with(base(), P("/network"), from_text(R"({"topology": "leaf_spine", "oversubscription": 2})")),
+                 "$.network.topology", "not implemented");
+    expect_error(with(base(), P("/architecture/algorithm"), "tree"), "$.architecture.algorithm", "not implemented",
+                 "\"ring\"");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "gossip", "graph": "exponential"})")),
+                 "$.architecture.graph", "not implemented");
+    // A spec-conforming SSP / Top-k block: its parameters must not be reported as unknown keys.
+    expect_error(with(base(), P("/sync"), from_text(R"({"kind": "ssp", "staleness": 2})")), "$.sync.kind",
+                 "not implemented", "\"bsp\"");
+    expect_error(with(base(), P("/sync"), from_text(R"({"kind": "ssp"})")), "$.sync.kind", "not implemented");
+    expect_error(with(base(), P("/compression"), from_text(R"({"kind": "topk", "density": 0.01})")),
+                 "$.compression.kind", "not implemented", "\"none\"");
+    expect_error(with(base(), P("/overlap"), from_text(R"({"wfbp": true})")), "$.overlap.wfbp", "not implemented");
+    expect_error(with(base(), P("/overlap"), from_text(R"({"fusion": "buffer"})")), "$.overlap.fusion",
+                 "not implemented");
+    expect_error(with(base(), P("/jobs"), json::array()), "$.jobs", "not implemented");
+    expect_error(with(base(), P("/stragglers"), from_text(R"({"fixed": {"0": 2.0}})")), "$.stragglers",
+                 "not implemented");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "style": "byteps"})")),
+                 "$.architecture.style", "not implemented");
+    expect_error(with(base(), P("/device"), from_text(R"({"profile": "calib.json"})")), "$.device.profile",
+                 "not implemented");
+}
+
+TEST_CASE("loader: placement names hosts of the network, one per worker") {
+    expect_error(with(base(), P("/placement"), from_text(R"(["h0", "h1", "h2", "nope"])")), "$.placement[3]",
+                 "host of the network", "\"nope\"");
+    expect_error(with(base(), P("/placement"), from_text(R"(["h0", "h1"])")), "$.placement", "expected 4 host names",
+                 "got 2");
+    expect_error(with(base(), P("/placement"), json::array()), "$.placement", "at least 1");
+    // A switch is not a host.
+    expect_error(with(custom_base(), P("/placement"), from_text(R"(["h0", "h1", "h2", "sw"])")), "$.placement[3]",
+                 "host of the network", "\"sw\"");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "server_placement": ["h9"]})")),
+                 "$.architecture.server_placement[0]", "host of the network", "\"h9\"");
+    expect_error(
+        with(base(), P("/architecture"), from_text(R"({"kind": "ps", "servers": 2, "server_placement": ["h0"]})")),
+        "$.architecture.server_placement", "expected 2 host names", "got 1");
+    // Without a placement the network must have a host per worker.
+    expect_error(with(base(), P("/network/hosts"), 2), "$.network", "2 hosts", "4 workers");
+}
+
+TEST_CASE("loader: keys of another architecture kind or topology are inconsistent") {
+    expect_error(with(base(), P("/architecture/servers"), 2), "$.architecture.servers", "\"ps\" only", "\"allreduce\"");
+    expect_error(with(base(), P("/architecture/placement"), "colocated"), "$.architecture.placement", "\"ps\" only");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "graph": "ring"})")),
+                 "$.architecture.graph", "\"gossip\" only", "\"ps\"");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "gossip", "algorithm": "ring"})")),
+                 "$.architecture.algorithm", "\"allreduce\" only");
+    expect_error(with(base(), P("/network/gpus_per_node"), 4), "$.network.gpus_per_node",
+                 "not used by topology \"star\"");
+    expect_error(with(base(), P("/network/intra_bandwidth"), "100GBps"), "$.network.intra_bandwidth",
+                 "not used by topology \"star\"");
+    expect_error(with(custom_base(), P("/network/bandwidth"), "10Gbps"), "$.network.bandwidth",
+                 "not used by topology \"custom\"");
+    expect_error(with(base(), P("/network"), from_text(R"({"topology": "two_tier", "bandwidth": "10Gbps",
+                 "latency": "1us", "gpus_per_node": 2, "intra_latency": "1us"})")),
+                 "$.network.intra_bandwidth", "required by topology \"two_tier\"");
+}
+
+TEST_CASE("loader: custom topologies must be complete, named uniquely and connected") {
+    expect_error(without(custom_base(), P("/network/links")), "$.network.links", "required by topology \"custom\"");
+    expect_error(with(custom_base(), P("/network/links"), json::array()), "$.network.links", "at least 1");
+    json unknown = custom_base();
+    unknown["network"]["links"][3]["to"] = "sw2";
+    expect_error(unknown, "$.network.links[3].to", "node name", "\"sw2\"");
+    json from = custom_base();
+    from["network"]["links"][0]["from"] = "h9";
+    expect_error(from, "$.network.links[0].from", "node name", "\"h9\"");
+    json self = custom_base();
+    self["network"]["links"][3]["to"] = "h3";
+    expect_error(self, "$.network.links[3].to", "two different nodes");
+    // h3's link replaced by a second h2 link: h3 is isolated.
+    json disconnected = custom_base();
+    disconnected["network"]["links"][3]["from"] = "h2";
+    expect_error(disconnected, "$.network", "\"h3\"", "cannot reach");
+    json dup = custom_base();
+    dup["network"]["nodes"][2]["name"] = "h0";
+    expect_error(dup, "$.network.nodes[2].name", "duplicate node name", "\"h0\"");
+    json no_hosts = custom_base();
+    no_hosts["network"]["nodes"] = from_text(R"([{"name": "s", "kind": "switch"}, {"name": "t", "kind": "switch"}])");
+    no_hosts["network"]["links"] = from_text(R"([{"from": "s", "to": "t", "bandwidth": 1, "latency": 0}])");
+    expect_error(no_hosts, "$.network", "no host");
+}
+
+TEST_CASE("loader: parameter-server servers must fit on the hosts") {
+    expect_error(
+        with(base(), P("/architecture"), from_text(R"({"kind": "ps", "placement": "colocated", "servers": 5})")),
+        "$.architecture.servers", "colocated", "at most 4", "got 5");
+    // network.hosts = 5 leaves one host besides the 4 workers, but 2 dedicated servers need two.
+    json j = with(base(), P("/architecture"), from_text(R"({"kind": "ps", "servers": 2})"));
+    j["network"]["hosts"] = 5;
+    expect_error(j, "$.architecture.servers", "2 dedicated servers", "1 free");
+    j["network"]["hosts"] = 6;
+    CHECK(load_scenario(j).server_placement == std::vector<std::string>{"h4", "h5"});
+}
+
+TEST_CASE("loader: a model object holds exactly one of name and layers") {
+    expect_error(
+        with(base(), P("/model"), from_text(R"({"name": "resnet50", "layers": [{"name": "a", "params": 1}]})")),
+        "$.model", "exactly one of", "\"name\"", "\"layers\"");
+    expect_error(with(base(), P("/model"), json::object()), "$.model", "exactly one of");
+    expect_error(with(base(), P("/model"), from_text(R"({"dtype": "fp16"})")), "$.model", "exactly one of");
+    expect_error(with(base(), P("/model"), from_text(R"({"layers": []})")), "$.model.layers", "at least 1");
+    expect_error(with(base(), P("/model"), from_text(R"({"layers": [{"name": "a", "params": -4}]})")),
+                 "$.model.layers[0].params", "integer", "-4");
+}
+
+TEST_CASE("loader: parse_strict rejects duplicate keys with their path") {
+    expect_parse_error(R"({"workers": 4, "workers": 5})", "$.workers", "duplicate key");
+    expect_parse_error(R"({"network": {"topology": "star", "topology": "custom"}})", "$.network.topology",
+                       "duplicate key");
+    expect_parse_error(R"({"a": [1, {"b": 2, "b": 3}]})", "$.a[1].b", "duplicate key");
+    // The same key in two different objects is fine.
+    const json ok = parse_strict(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 3}, {"k": 4}]})");
+    CHECK(ok["c"][1]["k"] == 4);
+}
+
+TEST_CASE("loader: parse_strict reports malformed JSON at line and column") {
+    // Line 2 is `  "model": "resnet50",,`: the second comma is column 23.
+    expect_parse_error("{\"workers\": 4,\n  \"model\": \"resnet50\",,\n}", "$", "malformed JSON", "line 2, column 23");
+    // An unterminated string: the offending raw newline is line 2, column 21, and no other position is quoted.
+    try {
+        (void)parse_strict("{\"workers\": 4,\n  \"model\": \"resnet50\n}");
+        FAIL_CHECK("parsed an unterminated string");
+    } catch (const ScenarioError& e) {
+        const std::string message = e.what();
+        CHECK(e.path() == "$");
+        CHECK(message.find("line 2, column 21") != std::string::npos);
+        CHECK(message.find("line 3") == std::string::npos);
+        CHECK(message.find("json.exception") == std::string::npos);
+    }
+    expect_parse_error("", "$", "malformed JSON", "line 1, column 1");
+    expect_parse_error(R"({"workers": 4} x)", "$", "malformed JSON", "line 1, column 16");
+    expect_parse_error("{\"workers\": 4,\n\n", "$", "malformed JSON", "line 3");
+    // Valid syntax, but beyond a double: the value's path, not an internal error.
+    expect_parse_error(R"({"workers": 1e400})", "$.workers", "range", "1e400");
+    expect_parse_error(R"({"a": [1, -1e400]})", "$.a[1]", "range", "-1e400");
+}
+
+TEST_CASE("loader: apply_override rejects malformed assignments") {
+    expect_override_error(base(), "workers", "--set workers", "PATH=VALUE");
+    expect_override_error(base(), "=5", "--set =5", "PATH=VALUE");
+    expect_override_error(base(), "network..bandwidth=1Gbps", "--set network..bandwidth=1Gbps", "dotted key path");
+    expect_override_error(base(), "network.=1Gbps", "--set network.=1Gbps", "dotted key path");
+    expect_override_error(base(), ".workers=1", "--set .workers=1", "dotted key path");
+    expect_override_error(base(), "workers.x=1", "$.workers", "cannot set a key inside 4");
+    expect_override_error(base(), "model.name=vgg16", "$.model", "cannot set a key inside \"resnet50\"");
+    json placed = with(base(), P("/placement"), from_text(R"(["h0", "h1", "h2", "h3"])"));
+    expect_override_error(placed, "placement.4=h0", "$.placement", "index below 4", "\"4\"");
+    expect_override_error(placed, "placement.x=h0", "$.placement", "index below 4", "\"x\"");
+}
+
+TEST_CASE("loader: apply_override creates keys and parses values as JSON, else as strings") {
+    json j = json::object();
+    apply_override(j, "a.b.c=1");
+    CHECK(j == from_text(R"({"a": {"b": {"c": 1}}})"));
+    CHECK(j["a"]["b"]["c"].is_number_integer());
+
+    json s = base();
+    apply_override(s, "seed=7");
+    apply_override(s, "overlap.wfbp=false");
+    apply_override(s, "network.bandwidth=25Gbps");
+    CHECK(s["seed"] == 7);
+    CHECK(s["overlap"]["wfbp"].is_boolean());
+    CHECK(s["overlap"]["wfbp"] == false);
+    CHECK(s["network"]["bandwidth"] == "25Gbps");
+    CHECK(s["network"]["latency"] == "5us");  // siblings untouched
+
+    json t = base();
+    apply_override(t, "description=\"quoted\"");
+    apply_override(t, "network.bandwidth=1e400Gbps");
+    apply_override(t, "iterations=null");
+    apply_override(t, "architecture={\"kind\": \"ps\", \"servers\": 2}");
+    CHECK(t["description"] == "quoted");
+    CHECK(t["network"]["bandwidth"] == "1e400Gbps");
+    CHECK(t["iterations"].is_null());
+    CHECK(t["architecture"]["servers"] == 2);
+
+    json p = with(base(), P("/placement"), from_text(R"(["h0", "h1", "h2", "h3"])"));
+    apply_override(p, "placement.1=h3");
+    CHECK(p["placement"] == from_text(R"(["h0", "h3", "h2", "h3"])"));
+
+    // An override is seen by the loader.
+    json q = base();
+    apply_override(q, "network.bandwidth=25Gbps");
+    const auto loaded = load_scenario(q);
+    CHECK(std::get<ddlsim::topo::StarSpec>(loaded.topology).bandwidth.bits_per_s() == doctest::Approx(25e9));
+}

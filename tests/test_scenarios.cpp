@@ -1,0 +1,87 @@
+// Example scenarios: each runs, matches its reviewed golden result, and is deterministic.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+
+using namespace ddlsim;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+json result_of(const std::string& file) {
+    const auto s = scenario::load_scenario_file(file, {});
+    json r = scenario::result_json(s, scenario::run_scenario(s));
+    r.erase("wall_time_s");
+    return r;
+}
+
+// Structured comparison: same keys, equal strings, numbers within a relative tolerance.
+void compare(const json& got, const json& want, const std::string& path) {
+    CAPTURE(path);
+    if (want.is_number()) {
+        REQUIRE(got.is_number());
+        CHECK(got.get<double>() == doctest::Approx(want.get<double>()).epsilon(1e-9));
+    } else if (want.is_object()) {
+        REQUIRE(got.is_object());
+        for (const auto& [k, v] : want.items()) {
+            if (k == "wall_time_s") continue;
+            CAPTURE(k);
+            REQUIRE(got.contains(k));
+            compare(got.at(k), v, path + "." + k);
+        }
+        for (const auto& [k, v] : got.items()) CHECK_MESSAGE(want.contains(k), "new key " << path << "." << k);
+    } else {
+        CHECK(got == want);
+    }
+}
+
+std::vector<fs::path> examples() {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(fs::path(DDLSIM_SOURCE_DIR) / "scenarios" / "examples"))
+        if (e.path().extension() == ".json") out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("examples: every example matches its golden result (tools/update-golden.sh)") {
+    const auto files = examples();
+    REQUIRE(files.size() >= 5);
+    for (const auto& f : files) {
+        CAPTURE(f.string());
+        const fs::path golden = fs::path(DDLSIM_SOURCE_DIR) / "tests" / "golden" / (f.stem().string() + ".json");
+        REQUIRE_MESSAGE(fs::exists(golden), "no golden result; run tools/update-golden.sh and review it");
+        std::ifstream in(golden);
+        compare(result_of(f.string()), json::parse(in), "$");
+    }
+}
+
+TEST_CASE("determinism: the same scenario twice gives identical JSON but for wall_time_s") {
+    for (const auto& f : examples()) {
+        CAPTURE(f.string());
+        CHECK(result_of(f.string()).dump() == result_of(f.string()).dump());
+    }
+}
+
+TEST_CASE("examples: results are physically sane") {
+    for (const auto& f : examples()) {
+        CAPTURE(f.string());
+        const json r = result_of(f.string());
+        const double it = r["iteration_time_s"], compute = r["compute_time_s"], comm = r["communication_time_s"];
+        CHECK(it > 0);
+        CHECK(r["scaling_efficiency"].get<double>() > 0);
+        CHECK(r["scaling_efficiency"].get<double>() <= 1.0 + 1e-12);
+        // No overlap in this version: an iteration is at least compute plus exposed communication.
+        CHECK(it >= compute * (1 - 1e-12));
+        CHECK(r["exposed_communication_time_s"].get<double>() <= comm * (1 + 1e-12));
+        CHECK(it == doctest::Approx(compute + comm).epsilon(0.05));
+        CHECK(r["events"].get<std::uint64_t>() > 0);
+    }
+}
