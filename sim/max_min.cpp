@@ -1,5 +1,6 @@
 #include "sim/max_min.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -47,6 +48,7 @@ void MaxMinSolver::solve(const MaxMinProblem& p, std::vector<double>& rates) {
     frozen_.assign(n_flows, 0);
 
     std::size_t left = n_flows;
+    const bool has_caps = std::any_of(p.cap.begin(), p.cap.end(), [](double c) { return c != inf; });
     auto freeze = [&](std::uint32_t f, double r) {
         rates[f] = r;
         frozen_[f] = 1;
@@ -64,8 +66,9 @@ void MaxMinSolver::solve(const MaxMinProblem& p, std::vector<double>& rates) {
         for (std::size_t l = 0; l < n_links; ++l)
             if (unfrozen_[l] > 0) share = std::min(share, remaining_[l] / unfrozen_[l]);
         double min_cap = inf;
-        for (std::uint32_t f = 0; f < n_flows; ++f)
-            if (!frozen_[f]) min_cap = std::min(min_cap, p.cap[f]);
+        if (has_caps)
+            for (std::uint32_t f = 0; f < n_flows; ++f)
+                if (!frozen_[f]) min_cap = std::min(min_cap, p.cap[f]);
 
         if (min_cap <= share) {
             // Caps bind first: freeze every flow whose cap equals the minimum.

@@ -51,7 +51,21 @@ void Network::activate(std::uint32_t t) {
     x.updated = engine_.now();
     for (LinkIndex l : x.route) links_[l].flows.push_back(t);
     ++active_count_;
-    resolve_from(x.route);
+    mark_dirty(x.route);
+}
+
+void Network::mark_dirty(const Route& route) {
+    dirty_.insert(dirty_.end(), route.begin(), route.end());
+    if (resolve_pending_) return;
+    resolve_pending_ = true;
+    engine_.after(Time::zero(), [this] { resolve_dirty(); });
+}
+
+void Network::resolve_dirty() {
+    resolve_pending_ = false;
+    Route seeds;
+    seeds.swap(dirty_);
+    resolve_from(seeds);
 }
 
 void Network::finish(std::uint32_t t) {
@@ -70,9 +84,9 @@ void Network::finish(std::uint32_t t) {
     x.on_done = nullptr;
     x.live = false;
     x.completion = {};
-    Route route = std::move(x.route);
+    mark_dirty(x.route);
+    x.route.clear();
     free_.push_back(t);
-    resolve_from(route);
     done();
 }
 

@@ -4,9 +4,10 @@
 // active transfers until its S bytes are through. With a constant rate r it ends
 // at start + Λ + S/r (the fluid model of SimGrid without correction factors).
 //
-// Rates are re-solved whenever a transfer becomes active or finishes, only over
-// the connected component of transfers that share links with it (transfitively):
-// flows outside that component cannot change rate.
+// Rates are re-solved whenever transfers become active or finish, only over the
+// connected component of transfers that share links with them (transitively): flows
+// outside it cannot change rate. Starts and finishes at the same instant are batched
+// into one re-solve, run before simulated time advances, so no byte is mis-counted.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +78,8 @@ private:
 
     void activate(std::uint32_t t);
     void finish(std::uint32_t t);
+    void mark_dirty(const Route& route);
+    void resolve_dirty();
     void resolve_from(const Route& seeds);
     void reschedule(std::uint32_t t);
 
@@ -86,6 +89,8 @@ private:
     std::vector<std::uint32_t> free_;
     std::size_t active_count_ = 0;
     std::uint32_t epoch_ = 0;
+    Route dirty_;               ///< links touched since the last re-solve
+    bool resolve_pending_ = false;
     // Scratch space for re-solves.
     MaxMinProblem problem_;
     MaxMinSolver solver_;
