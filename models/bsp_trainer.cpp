@@ -27,8 +27,7 @@ double wire_bytes(const sim::Plan& plan, const TrainingJob& job) {
 
 }  // namespace
 
-BspTrainer::BspTrainer(sim::Engine& engine, sim::Network& network, const topo::Fabric& fabric,
-                       const TrainingJob& job)
+BspTrainer::BspTrainer(sim::Engine& engine, sim::Network& network, const topo::Fabric& fabric, const TrainingJob& job)
     : engine_(engine),
       network_(network),
       fabric_(fabric),

@@ -18,8 +18,14 @@ struct CatalogEntry {
 constexpr std::array<CatalogEntry, 11> k_catalog{{
     {"alexnet", [] { return detail::alexnet(); }},
     {"vgg16", [] { return detail::vgg16(); }},
-    {"resnet50", [] { return detail::resnet({3, 4, 6, 3}); }},
-    {"resnet101", [] { return detail::resnet({3, 4, 23, 3}); }},
+    {"resnet50",
+     [] {
+         return detail::resnet({3, 4, 6, 3});
+     }},
+    {"resnet101",
+     [] {
+         return detail::resnet({3, 4, 23, 3});
+     }},
     {"inception_v3", [] { return detail::inception_v3(); }},
     {"bert_base", [] { return detail::bert({.layers = 12, .hidden = 768}); }},
     {"bert_large", [] { return detail::bert({.layers = 24, .hidden = 1024}); }},

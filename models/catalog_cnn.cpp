@@ -251,8 +251,9 @@ Workload alexnet() {
 
 Workload vgg16() {
     constexpr int pool_marker = 0;  // 'M' in torchvision's configuration lists
-    constexpr std::array<int, 18> config_d{64, 64, pool_marker, 128, 128, pool_marker, 256, 256, 256, pool_marker,
-                                           512, 512, 512, pool_marker, 512, 512, 512, pool_marker};
+    constexpr std::array<int, 18> config_d{64,  64,          pool_marker, 128,         128, pool_marker,
+                                           256, 256,         256,         pool_marker, 512, 512,
+                                           512, pool_marker, 512,         512,         512, pool_marker};
     Workload workload;
     workload.input = "224x224 RGB image";
     FeatureMap x{3, 224, 224};

@@ -24,8 +24,7 @@ inline void add_tensor(Layer& layer, std::string name, std::int64_t params) {
 }
 
 /// Appends dense layer `prefix` (weight `in` x `out`, bias `out`), applied to `rows` vectors per sample, to `layer`.
-inline void add_linear(Layer& layer, const std::string& prefix, std::int64_t in, std::int64_t out,
-                       std::int64_t rows) {
+inline void add_linear(Layer& layer, const std::string& prefix, std::int64_t in, std::int64_t out, std::int64_t rows) {
     add_tensor(layer, prefix + ".weight", in * out);
     add_tensor(layer, prefix + ".bias", out);
     layer.fwd_flops += 2.0 * static_cast<double>(rows * in * out);

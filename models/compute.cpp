@@ -23,8 +23,9 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
         s.bwd_fixed = l.bwd_time.has_value();
         s.bwd = s.bwd_fixed ? l.bwd_time->seconds() : 2.0 * s.fwd;
         s.update_fixed = l.update_time.has_value();
-        s.update = s.update_fixed ? l.update_time->seconds()
-                                  : static_cast<double>(l.params()) * bytes_per_param / d.memory_bandwidth.bytes_per_s();
+        s.update = s.update_fixed
+                       ? l.update_time->seconds()
+                       : static_cast<double>(l.params()) * bytes_per_param / d.memory_bandwidth.bytes_per_s();
         for (auto [t, f] : {std::pair{s.fwd, s.fwd_fixed}, {s.bwd, s.bwd_fixed}, {s.update, s.update_fixed}})
             (f ? fixed : derived) += t;
         raw.push_back(s);
@@ -37,9 +38,10 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
             throw std::invalid_argument(
                 "device.samples_per_s needs layers whose times are derived (fwd_flops or parameters), not all fixed");
         if (fixed >= target)
-            throw std::invalid_argument(fmt::format(
-                "device.samples_per_s = {} means {:.6g} s per iteration, but explicit layer times already take {:.6g} s",
-                *d.samples_per_s, target, fixed));
+            throw std::invalid_argument(
+                fmt::format("device.samples_per_s = {} means {:.6g} s per iteration, but explicit layer times already "
+                            "take {:.6g} s",
+                            *d.samples_per_s, target, fixed));
         scale = (target - fixed) / derived;
     }
 

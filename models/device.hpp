@@ -35,8 +35,8 @@ inline constexpr double kDefaultEfficiency = 0.5;
 /// The resolved `device` block: a compute rate, a memory bandwidth and, optionally,
 /// a measured single-device throughput that fixes the compute scale.
 struct DeviceSpec {
-    std::string name;                     ///< profile name, or "custom"
-    sim::FlopRate peak;                   ///< at the chosen precision
+    std::string name;    ///< profile name, or "custom"
+    sim::FlopRate peak;  ///< at the chosen precision
     double efficiency = kDefaultEfficiency;
     sim::Bandwidth memory_bandwidth;
     std::optional<double> samples_per_s;  ///< measured samples/s of this model at this batch size

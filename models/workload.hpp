@@ -24,8 +24,8 @@ struct Tensor {
 struct Layer {
     std::string name;
     std::vector<Tensor> tensors;
-    double fwd_flops = 0.0;                 ///< forward FLOPs per sample (2 x MACs)
-    std::optional<sim::Time> fwd_time;      ///< per iteration (whole local batch), used exactly when set
+    double fwd_flops = 0.0;             ///< forward FLOPs per sample (2 x MACs)
+    std::optional<sim::Time> fwd_time;  ///< per iteration (whole local batch), used exactly when set
     std::optional<sim::Time> bwd_time;
     std::optional<sim::Time> update_time;
 
@@ -35,7 +35,7 @@ struct Layer {
 /// A model: its layers in forward order.
 struct Workload {
     std::string name;
-    std::string input;                      ///< what one sample is, e.g. "224x224 RGB image"
+    std::string input;  ///< what one sample is, e.g. "224x224 RGB image"
     std::vector<Layer> layers;
 
     [[nodiscard]] std::int64_t params() const;

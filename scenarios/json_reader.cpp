@@ -66,7 +66,8 @@ json ObjectSchema::to_json() const {
 
 ObjectReader::ObjectReader(const json& j, std::string path, const ObjectSchema& schema)
     : j_(j), path_(std::move(path)), schema_(schema) {
-    if (!j.is_object()) throw ScenarioError(path_, fmt::format("expected an object ({}), got {}", schema.description, describe(j)));
+    if (!j.is_object())
+        throw ScenarioError(path_, fmt::format("expected an object ({}), got {}", schema.description, describe(j)));
     for (const auto& [key, value] : j.items()) {
         if (schema.find(key)) continue;
         std::vector<std::string> names;
@@ -77,11 +78,14 @@ ObjectReader::ObjectReader(const json& j, std::string path, const ObjectSchema& 
             const std::size_t d = edit_distance(key, f.name);
             if (d < best_d) best_d = d, best = f.name;
         }
-        std::string hint = best_d <= std::max<std::size_t>(2, key.size() / 3) ? fmt::format(" (did you mean \"{}\"?)", best) : "";
+        std::string hint =
+            best_d <= std::max<std::size_t>(2, key.size() / 3) ? fmt::format(" (did you mean \"{}\"?)", best) : "";
         throw ScenarioError(path_ + "." + key, fmt::format("unknown key{}; expected one of: {}", hint, join(names)));
     }
     for (const auto& f : schema.fields)
-        if (f.required && !j.contains(f.name)) throw ScenarioError(path_ + "." + f.name, "required key is missing: " + f.schema.value("description", f.name));
+        if (f.required && !j.contains(f.name))
+            throw ScenarioError(path_ + "." + f.name,
+                                "required key is missing: " + f.schema.value("description", f.name));
 }
 
 const Field& ObjectReader::declared(std::string_view key) const {
@@ -101,7 +105,9 @@ const json& ObjectReader::at(std::string_view key) {
     return j_.at(std::string(key));
 }
 
-std::string ObjectReader::path(std::string_view key) const { return path_ + "." + std::string(key); }
+std::string ObjectReader::path(std::string_view key) const {
+    return path_ + "." + std::string(key);
+}
 
 void ObjectReader::forbid(std::string_view key, std::string_view why) const {
     if (has(key)) throw ScenarioError(path(key), std::string(why));
@@ -138,12 +144,14 @@ std::uint64_t read_uint(const json& j, const std::string& path, std::uint64_t mi
     } else {
         throw ScenarioError(path, fmt::format("expected an integer in {} .. {}, got {}", min, max, describe(j)));
     }
-    if (v < min || v > max) throw ScenarioError(path, fmt::format("expected an integer in {} .. {}, got {}", min, max, v));
+    if (v < min || v > max)
+        throw ScenarioError(path, fmt::format("expected an integer in {} .. {}, got {}", min, max, v));
     return v;
 }
 
 double read_number(const json& j, const std::string& path, double min, double max) {
-    if (!j.is_number()) throw ScenarioError(path, fmt::format("expected a number in [{}, {}], got {}", min, max, describe(j)));
+    if (!j.is_number())
+        throw ScenarioError(path, fmt::format("expected a number in [{}, {}], got {}", min, max, describe(j)));
     const double v = j.get<double>();
     if (!std::isfinite(v) || v < min || v > max)
         throw ScenarioError(path, fmt::format("expected a number in [{}, {}], got {}", min, max, describe(j)));
@@ -206,40 +214,43 @@ sim::FlopRate read_flop_rate(const json& j, const std::string& path) {
 
 const json& read_array(const json& j, const std::string& path, std::size_t min_size) {
     if (!j.is_array()) throw ScenarioError(path, "expected an array, got " + describe(j));
-    if (j.size() < min_size) throw ScenarioError(path, fmt::format("expected at least {} element(s), got {}", min_size, j.size()));
+    if (j.size() < min_size)
+        throw ScenarioError(path, fmt::format("expected at least {} element(s), got {}", min_size, j.size()));
     return j;
 }
 
 json bandwidth_schema(std::string description) {
-    return {{"description", std::move(description) + R"( — "10Gbps" (bits/s), "1.25GBps" (bytes/s) or a number of bytes/s)"},
-            {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+]+\s*[kMGT]?[bB]ps\s*$)"}},
+    return {{"description",
+             std::move(description) + R"( — "10Gbps" (bits/s), "1.25GBps" (bytes/s) or a number of bytes/s)"},
+            {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+-]+\s*[kMGT]?[bB]ps\s*$)"}},
                                    {{"type", "number"}, {"exclusiveMinimum", 0}}})},
             {"examples", json::array({"10Gbps", "100Gbps", "12.5GBps"})}};
 }
 
 json time_schema(std::string description) {
     return {{"description", std::move(description) + R"( — "5us", "2ms", "1.5s" or a number of seconds)"},
-            {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+]+\s*(ps|ns|us|ms|s|min|h)\s*$)"}},
+            {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+-]+\s*(ps|ns|us|ms|s|min|h)\s*$)"}},
                                    {{"type", "number"}, {"minimum", 0}}})},
             {"examples", json::array({"5us", "1ms"})}};
 }
 
 json bytes_schema(std::string description) {
     return {{"description", std::move(description) + R"( — "25MB" (10^6), "25MiB" (2^20) or a number of bytes)"},
-            {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+]+\s*([kKMGT]?B|[KMG]iB)\s*$)"}},
+            {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+-]+\s*([kKMGT]?B|[KMG]iB)\s*$)"}},
                                    {{"type", "number"}, {"minimum", 0}}})},
             {"examples", json::array({"25MB", "4MiB"})}};
 }
 
 json flop_rate_schema(std::string description) {
     return {{"description", std::move(description) + R"( — "125TFLOPS" or a number of FLOP/s)"},
-            {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+]+\s*[MGTP]?FLOPS\s*$)"}},
+            {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+-]+\s*[MGTP]?FLOPS\s*$)"}},
                                    {{"type", "number"}, {"exclusiveMinimum", 0}}})},
             {"examples", json::array({"125TFLOPS", "19.5TFLOPS"})}};
 }
 
 json enum_schema(std::span<const std::string> choices, std::string description) {
-    return {{"type", "string"}, {"enum", json(std::vector<std::string>(choices.begin(), choices.end()))},
+    return {{"type", "string"},
+            {"enum", json(std::vector<std::string>(choices.begin(), choices.end()))},
             {"description", std::move(description)}};
 }
 
@@ -285,8 +296,10 @@ json parse_strict(std::string_view text) {
     } catch (const json::parse_error& e) {
         std::size_t line = 1, col = 1;
         for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-            if (text[i] == '\n') ++line, col = 1;
-            else ++col;
+            if (text[i] == '\n')
+                ++line, col = 1;
+            else
+                ++col;
         }
         // Drop nlohmann's "[json.exception.parse_error.101] parse error at line L, column C: " prefix: its position
         // counts a newline as column 0 of the next line and would contradict the one computed above.
@@ -296,14 +309,16 @@ json parse_strict(std::string_view text) {
     } catch (const json::out_of_range& e) {
         // Valid JSON syntax, but a number beyond the range of a double ("1e400"): name the value's path.
         std::string p = "$";
-        if (!frames.empty()) p = where() + (frames.back().array ? fmt::format("[{}]", frames.back().next_index)
-                                                                : "." + frames.back().current);
+        if (!frames.empty())
+            p = where() +
+                (frames.back().array ? fmt::format("[{}]", frames.back().next_index) : "." + frames.back().current);
         std::string msg = e.what();
         std::string token;
         if (auto a = msg.find('\''), b = msg.rfind('\''); a != std::string::npos && b > a)
             token = msg.substr(a + 1, b - a - 1);
         throw ScenarioError(p, fmt::format("expected a number within the range of a double (magnitude below 1.8e308), "
-                                           "got {}", token.empty() ? msg : token));
+                                           "got {}",
+                                           token.empty() ? msg : token));
     }
 }
 

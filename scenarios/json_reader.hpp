@@ -24,8 +24,7 @@ using nlohmann::json;
 /// Bad input: `path` is the JSON path ("$.network.bandwidth"), `what()` what was expected.
 class ScenarioError : public std::runtime_error {
 public:
-    ScenarioError(std::string path, const std::string& message)
-        : std::runtime_error(message), path_(std::move(path)) {}
+    ScenarioError(std::string path, const std::string& message) : std::runtime_error(message), path_(std::move(path)) {}
     [[nodiscard]] const std::string& path() const { return path_; }
 
 private:
@@ -40,7 +39,7 @@ struct Field {
 
 /// The keys one kind of object may hold.
 struct ObjectSchema {
-    std::string id;           ///< name under $defs
+    std::string id;  ///< name under $defs
     std::string description;
     std::vector<Field> fields;
 

@@ -18,8 +18,8 @@ namespace ddlsim::scenario {
 namespace {
 
 constexpr std::uint64_t kMaxWorkers = 1'000'000;
-constexpr double kMaxEvents = 2e9;        // flow-mode refusal bound (about an hour of simulation)
-constexpr double kMaxPlanSteps = 5e7;     // transfers in one round, bounds memory
+constexpr double kMaxEvents = 2e9;     // flow-mode refusal bound (about an hour of simulation)
+constexpr double kMaxPlanSteps = 5e7;  // transfers in one round, bounds memory
 
 std::string list(const std::vector<std::string>& v) {
     std::string out;
@@ -33,14 +33,16 @@ void reject_planned_value(const json& j, const std::string& path, const std::str
     const auto& planned = tables().planned.values.at(what);
     if (j.is_string() && std::find(planned.begin(), planned.end(), j.get<std::string>()) != planned.end())
         throw ScenarioError(path, fmt::format("{} is part of the scenario format but not implemented in this version; "
-                                              "available: {}", j.dump(), list(implemented)));
+                                              "available: {}",
+                                              j.dump(), list(implemented)));
 }
 
 void reject_planned_keys(const json& j, const std::string& path, const std::string& object_id) {
     if (!j.is_object()) return;
     for (const auto& key : tables().planned.keys.at(object_id))
         if (j.contains(key))
-            throw ScenarioError(path + "." + key, "this key is part of the scenario format but not implemented in this version");
+            throw ScenarioError(path + "." + key,
+                                "this key is part of the scenario format but not implemented in this version");
 }
 
 // A number in (0, max]: read_number's closed-interval message would wrongly offer 0.
@@ -82,7 +84,9 @@ models::Layer read_layer(const json& j, const std::string& path) {
 models::Workload builtin_or_throw(const json& j, const std::string& path) {
     const std::string name = read_string(j, path);
     auto w = models::builtin_workload(name);
-    if (!w) throw ScenarioError(path, fmt::format("expected a built-in model ({}), got \"{}\"", list(tables().choices.models), name));
+    if (!w)
+        throw ScenarioError(
+            path, fmt::format("expected a built-in model ({}), got \"{}\"", list(tables().choices.models), name));
     return *w;
 }
 
@@ -117,7 +121,9 @@ void read_model(const json& j, Scenario& s) {
 models::DeviceProfile profile_or_throw(const json& j, const std::string& path) {
     const std::string name = read_string(j, path);
     auto p = models::builtin_device(name);
-    if (!p) throw ScenarioError(path, fmt::format("expected a built-in device ({}), got \"{}\"", list(tables().choices.devices), name));
+    if (!p)
+        throw ScenarioError(
+            path, fmt::format("expected a built-in device ({}), got \"{}\"", list(tables().choices.devices), name));
     return *p;
 }
 
@@ -131,14 +137,17 @@ models::DeviceSpec read_device(const json& j) {
     reject_planned_keys(j, "$.device", "device");
     ObjectReader r(j, "$.device", t.device);
     const auto p = r.has("name") ? profile_or_throw(r.at("name"), r.path("name")) : *models::builtin_device("V100");
-    const auto precision = r.has("precision") ? read_choice(r.at("precision"), r.path("precision"), t.choices.precisions) : "fp32";
+    const auto precision =
+        r.has("precision") ? read_choice(r.at("precision"), r.path("precision"), t.choices.precisions) : "fp32";
     d.name = r.has("name") ? p.name : "custom";
-    d.peak = p.peak(precision == "fp16" ? models::Precision::fp16
-                    : precision == "tf32" ? models::Precision::tf32 : models::Precision::fp32);
+    d.peak = p.peak(precision == "fp16"   ? models::Precision::fp16
+                    : precision == "tf32" ? models::Precision::tf32
+                                          : models::Precision::fp32);
     d.memory_bandwidth = p.memory_bandwidth;
     if (r.has("peak_flops")) d.peak = read_flop_rate(r.at("peak_flops"), r.path("peak_flops"));
     if (r.has("efficiency")) d.efficiency = read_positive(r.at("efficiency"), r.path("efficiency"), 1.0);
-    if (r.has("memory_bandwidth")) d.memory_bandwidth = read_bandwidth(r.at("memory_bandwidth"), r.path("memory_bandwidth"));
+    if (r.has("memory_bandwidth"))
+        d.memory_bandwidth = read_bandwidth(r.at("memory_bandwidth"), r.path("memory_bandwidth"));
     if (r.has("samples_per_s")) d.samples_per_s = read_positive(r.at("samples_per_s"), r.path("samples_per_s"), 1e12);
     r.finish();
     return d;
@@ -164,20 +173,25 @@ topo::ArchitectureSpec read_architecture(const json& j, std::uint32_t workers) {
     } else {
         a.kind = topo::ArchKind::ps;
         if (r.has("placement"))
-            a.placement = read_choice(r.at("placement"), r.path("placement"), t.choices.server_placements) == "colocated"
-                              ? topo::ServerPlacement::colocated
-                              : topo::ServerPlacement::dedicated;
+            a.placement =
+                read_choice(r.at("placement"), r.path("placement"), t.choices.server_placements) == "colocated"
+                    ? topo::ServerPlacement::colocated
+                    : topo::ServerPlacement::dedicated;
         a.servers = a.placement == topo::ServerPlacement::colocated ? workers : 1;
         if (r.has("servers")) a.servers = read_uint(r.at("servers"), r.path("servers"), 1, kMaxWorkers);
         if (a.placement == topo::ServerPlacement::colocated && a.servers > workers)
-            throw ScenarioError(r.path("servers"), fmt::format("colocated servers live on worker hosts: expected at most "
-                                                               "{} (the workers), got {}", workers, a.servers));
-        if (r.has("aggregation_rate")) a.aggregation_rate = read_bandwidth(r.at("aggregation_rate"), r.path("aggregation_rate"));
+            throw ScenarioError(r.path("servers"),
+                                fmt::format("colocated servers live on worker hosts: expected at most "
+                                            "{} (the workers), got {}",
+                                            workers, a.servers));
+        if (r.has("aggregation_rate"))
+            a.aggregation_rate = read_bandwidth(r.at("aggregation_rate"), r.path("aggregation_rate"));
         if (r.has("server_placement")) {
             const json& sp = read_array(r.at("server_placement"), r.path("server_placement"), 1);
             if (sp.size() != a.servers)
-                throw ScenarioError(r.path("server_placement"),
-                                    fmt::format("expected {} host names (one per server), got {}", a.servers, sp.size()));
+                throw ScenarioError(
+                    r.path("server_placement"),
+                    fmt::format("expected {} host names (one per server), got {}", a.servers, sp.size()));
             for (std::size_t i = 0; i < sp.size(); ++i)
                 a.server_placement.push_back(read_string(sp[i], fmt::format("{}[{}]", r.path("server_placement"), i)));
         }
@@ -222,7 +236,7 @@ void read_network(const json& j, Scenario& s, std::size_t extra) {
     const json& topo_json = r.at("topology");
     reject_planned_value(topo_json, r.path("topology"), "topology", t.choices.topologies);
     const std::string topology = read_choice(topo_json, r.path("topology"), t.choices.topologies);
-    const std::vector<std::string> all{"bandwidth", "latency", "hosts", "gpus_per_node", "num_nodes",
+    const std::vector<std::string> all{"bandwidth",       "latency",       "hosts", "gpus_per_node", "num_nodes",
                                        "intra_bandwidth", "intra_latency", "nodes", "links"};
     std::vector<std::string> allowed;
     if (topology == "star") allowed = {"bandwidth", "latency", "hosts"};
@@ -271,7 +285,8 @@ void read_network(const json& j, Scenario& s, std::size_t extra) {
                                       ? topo::NodeKind::switch_
                                       : topo::NodeKind::host};
             for (const auto& prev : c.nodes)
-                if (prev.name == node.name) throw ScenarioError(n.path("name"), fmt::format("duplicate node name \"{}\"", node.name));
+                if (prev.name == node.name)
+                    throw ScenarioError(n.path("name"), fmt::format("duplicate node name \"{}\"", node.name));
             n.finish();
             c.nodes.push_back(std::move(node));
         }
@@ -285,8 +300,10 @@ void read_network(const json& j, Scenario& s, std::size_t extra) {
             auto known = [&](const std::string& name) {
                 return std::any_of(c.nodes.begin(), c.nodes.end(), [&](const auto& nd) { return nd.name == name; });
             };
-            if (!known(link.from)) throw ScenarioError(l.path("from"), fmt::format("expected a node name, got \"{}\"", link.from));
-            if (!known(link.to)) throw ScenarioError(l.path("to"), fmt::format("expected a node name, got \"{}\"", link.to));
+            if (!known(link.from))
+                throw ScenarioError(l.path("from"), fmt::format("expected a node name, got \"{}\"", link.from));
+            if (!known(link.to))
+                throw ScenarioError(l.path("to"), fmt::format("expected a node name, got \"{}\"", link.to));
             if (link.from == link.to) throw ScenarioError(l.path("to"), "a link must join two different nodes");
             l.finish();
             c.links.push_back(std::move(link));
@@ -300,7 +317,8 @@ double round_steps(const Scenario& s) {
     const double n = s.workers;
     switch (s.architecture.kind) {
         case topo::ArchKind::allreduce: return 2.0 * (n - 1) * n;
-        case topo::ArchKind::ps: return 2.0 * n * static_cast<double>(s.architecture.servers) + static_cast<double>(s.architecture.servers);
+        case topo::ArchKind::ps:
+            return 2.0 * n * static_cast<double>(s.architecture.servers) + static_cast<double>(s.architecture.servers);
         case topo::ArchKind::gossip: return 2.0 * n;
     }
     return 0.0;
@@ -317,14 +335,16 @@ void resolve_placement(const json& root, Scenario& s) {
     }
     auto check_host = [&](const std::string& name, const std::string& path) {
         if (std::find(hosts.begin(), hosts.end(), name) == hosts.end()) {
-            const std::string range = hosts.size() <= 6 ? list(hosts) : fmt::format("\"{}\" .. \"{}\"", hosts.front(), hosts.back());
+            const std::string range =
+                hosts.size() <= 6 ? list(hosts) : fmt::format("\"{}\" .. \"{}\"", hosts.front(), hosts.back());
             throw ScenarioError(path, fmt::format("expected a host of the network ({}), got \"{}\"", range, name));
         }
     };
     if (root.contains("placement")) {
         const json& p = read_array(root.at("placement"), "$.placement", 1);
         if (p.size() != s.workers)
-            throw ScenarioError("$.placement", fmt::format("expected {} host names (one per worker), got {}", s.workers, p.size()));
+            throw ScenarioError("$.placement",
+                                fmt::format("expected {} host names (one per worker), got {}", s.workers, p.size()));
         for (std::size_t i = 0; i < p.size(); ++i) {
             const std::string path = fmt::format("$.placement[{}]", i);
             s.placement.push_back(read_string(p[i], path));
@@ -333,7 +353,8 @@ void resolve_placement(const json& root, Scenario& s) {
     } else {
         if (hosts.size() < s.workers)
             throw ScenarioError("$.network", fmt::format("the network has {} hosts but {} workers need one each "
-                                                         "(or give a placement)", hosts.size(), s.workers));
+                                                         "(or give a placement)",
+                                                         hosts.size(), s.workers));
         s.placement.assign(hosts.begin(), hosts.begin() + s.workers);
     }
     const auto& a = s.architecture;
@@ -347,7 +368,8 @@ void resolve_placement(const json& root, Scenario& s) {
     } else {
         // Dedicated: the first hosts no worker uses, in host order.
         for (const auto& h : hosts)
-            if (s.server_placement.size() < a.servers && std::find(s.placement.begin(), s.placement.end(), h) == s.placement.end())
+            if (s.server_placement.size() < a.servers &&
+                std::find(s.placement.begin(), s.placement.end(), h) == s.placement.end())
                 s.server_placement.push_back(h);
         if (s.server_placement.size() < a.servers)
             throw ScenarioError("$.architecture.servers",
@@ -365,33 +387,40 @@ Scenario load_scenario(const json& j) {
     Scenario s;
     s.workers = static_cast<std::uint32_t>(read_uint(root.at("workers"), root.path("workers"), 1, kMaxWorkers));
     read_model(root.at("model"), s);
-    s.batch_size = static_cast<std::uint32_t>(read_uint(root.at("batch_size"), root.path("batch_size"), 1, 100'000'000));
+    s.batch_size =
+        static_cast<std::uint32_t>(read_uint(root.at("batch_size"), root.path("batch_size"), 1, 100'000'000));
     if (root.has("iterations"))
-        s.iterations = static_cast<std::uint32_t>(read_uint(root.at("iterations"), root.path("iterations"), 1, 1'000'000'000));
+        s.iterations =
+            static_cast<std::uint32_t>(read_uint(root.at("iterations"), root.path("iterations"), 1, 1'000'000'000));
     if (root.has("seed")) s.seed = read_uint(root.at("seed"), root.path("seed"), 0, UINT64_MAX);
     if (root.has("description")) (void)read_string(root.at("description"), root.path("description"));
     s.device = read_device(root.at("device"));
     if (s.device.samples_per_s && s.workload.fwd_flops() <= 0.0 && s.workload.params() == 0)
-        throw ScenarioError("$.device.samples_per_s", "the model has no FLOPs and no parameters to scale to a throughput");
+        throw ScenarioError("$.device.samples_per_s",
+                            "the model has no FLOPs and no parameters to scale to a throughput");
     if (root.has("architecture")) s.architecture = read_architecture(root.at("architecture"), s.workers);
     read_sync_compression_overlap(root);
     const bool default_servers = s.architecture.kind == topo::ArchKind::ps &&
                                  s.architecture.placement == topo::ServerPlacement::dedicated &&
                                  s.architecture.server_placement.empty();
     read_network(root.at("network"), s, default_servers ? s.architecture.servers : 0);
+    // Refuse oversized runs before building anything large.
+    const double steps = round_steps(s);
+    if (steps > kMaxPlanSteps)
+        throw ScenarioError("$.workers",
+                            fmt::format("one synchronisation round would hold {:.3g} transfers (limit {:.0e}); "
+                                        "use fewer workers or servers",
+                                        steps, kMaxPlanSteps));
+    const double events = s.iterations * (4.0 * steps + 4.0 * s.workers);
+    if (s.network_model == NetworkModel::flow && events > kMaxEvents)
+        throw ScenarioError("$.iterations",
+                            fmt::format("the flow model would process about {:.3g} events (limit {:.0e}); "
+                                        "use fewer iterations or \"network\": {{\"model\": \"analytic\"}}",
+                                        events, kMaxEvents));
     if (root.has("placement")) (void)root.at("placement");
     resolve_placement(j, s);
     root.finish();
 
-    const double steps = round_steps(s);
-    if (steps > kMaxPlanSteps)
-        throw ScenarioError("$.workers", fmt::format("one synchronisation round would hold {:.3g} transfers (limit {:.0e}); "
-                                                     "use fewer workers or servers", steps, kMaxPlanSteps));
-    const double events = s.iterations * (3.0 * steps + 4.0 * s.workers);
-    if (s.network_model == NetworkModel::flow && events > kMaxEvents)
-        throw ScenarioError("$.iterations", fmt::format("the flow model would process about {:.3g} events (limit {:.0e}); "
-                                                        "use fewer iterations or \"network\": {{\"model\": \"analytic\"}}",
-                                                        events, kMaxEvents));
     return s;
 }
 
@@ -404,7 +433,8 @@ void apply_override(json& j, const std::string& assignment) {
     std::vector<std::string> parts;
     std::stringstream ss(path);
     for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
-    if (parts.empty() || path.back() == '.' || std::any_of(parts.begin(), parts.end(), [](auto& p) { return p.empty(); }))
+    if (parts.empty() || path.back() == '.' ||
+        std::any_of(parts.begin(), parts.end(), [](auto& p) { return p.empty(); }))
         throw ScenarioError("--set " + assignment, "expected a dotted key path such as network.bandwidth");
     json* node = &j;
     std::string where = "$";
@@ -415,7 +445,8 @@ void apply_override(json& j, const std::string& assignment) {
             std::size_t idx = 0;
             auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), idx);
             if (ec != std::errc{} || ptr != key.data() + key.size() || idx >= node->size())
-                throw ScenarioError(where, fmt::format("--set: expected an index below {}, got \"{}\"", node->size(), key));
+                throw ScenarioError(where,
+                                    fmt::format("--set: expected an index below {}, got \"{}\"", node->size(), key));
             node = &(*node)[idx];
             where += fmt::format("[{}]", idx);
         } else {

@@ -20,8 +20,8 @@ enum class NetworkModel { flow, analytic };
 struct Scenario {
     std::uint32_t workers = 1;
     models::Workload workload;
-    std::string model_name;          ///< built-in name or "custom"
-    double bytes_per_param = 4.0;    ///< gradient element size (model.dtype)
+    std::string model_name;        ///< built-in name or "custom"
+    double bytes_per_param = 4.0;  ///< gradient element size (model.dtype)
     std::uint32_t batch_size = 1;
     std::uint32_t iterations = 10;
     models::DeviceSpec device;

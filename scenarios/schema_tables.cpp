@@ -13,7 +13,9 @@ json integer(std::string description, std::int64_t min) {
 json ref(const std::string& id, std::string description) {
     return {{"$ref", "#/$defs/" + id}, {"description", std::move(description)}};
 }
-json str(std::string description) { return {{"type", "string"}, {"description", std::move(description)}}; }
+json str(std::string description) {
+    return {{"type", "string"}, {"description", std::move(description)}};
+}
 
 Tables build() {
     Tables t;
@@ -21,90 +23,134 @@ Tables build() {
     c.models = models::builtin_workload_names();
     for (const auto& d : models::builtin_devices()) c.devices.push_back(d.name);
 
-    t.root = {"scenario", "a ddlsim scenario: one data-parallel training job on one network", {
-        {"description", str("free text describing the scenario (not interpreted)")},
-        {"workers", integer("number of data-parallel workers (GPUs)", 1), true},
-        {"model", {{"description", "a built-in workload name or a model object"},
-                   {"oneOf", json::array({enum_schema(c.models, "built-in workload"), ref("model", "model object")})}}, true},
-        {"batch_size", integer("samples per worker per iteration", 1), true},
-        {"iterations", integer("iterations to simulate (default 10)", 1)},
-        {"device", {{"description", "a built-in device profile name or a device object"},
-                    {"oneOf", json::array({enum_schema(c.devices, "built-in profile"), ref("device", "device object")})}}, true},
-        {"network", ref("network", "the physical network"), true},
-        {"placement", {{"type", "array"}, {"items", {{"type", "string"}}},
-                       {"description", "the host each worker runs on (default: hosts in order)"}}},
-        {"architecture", ref("architecture", "how gradients are aggregated (default: ring all-reduce)")},
-        {"sync", ref("sync", "synchronisation scheme (default: bsp)")},
-        {"compression", ref("compression", "gradient compression (default: none)")},
-        {"overlap", ref("overlap", "compute/communication overlap (default: none)")},
-        {"seed", integer("seed of every random choice (default 0)", 0)},
-    }};
-    t.network = {"network", "the physical network", {
-        {"topology", enum_schema(c.topologies, "fabric shape: star, two_tier (nodes of GPUs) or custom"), true},
-        {"bandwidth", bandwidth_schema("host (star) or node NIC (two_tier) link bandwidth")},
-        {"latency", time_schema("per-link latency of those links")},
-        {"hosts", integer("star: number of hosts (default: workers plus dedicated servers)", 1)},
-        {"gpus_per_node", integer("two_tier: GPUs per node", 1)},
-        {"num_nodes", integer("two_tier: number of nodes (default: enough for the workers)", 1)},
-        {"intra_bandwidth", bandwidth_schema("two_tier: GPU link bandwidth on the intra-node fabric")},
-        {"intra_latency", time_schema("two_tier: GPU link latency on the intra-node fabric")},
-        {"nodes", {{"type", "array"}, {"items", ref("node", "a node")}, {"description", "custom: the nodes"}}},
-        {"links", {{"type", "array"}, {"items", ref("link", "a link")}, {"description", "custom: full-duplex links"}}},
-        {"model", enum_schema(c.network_models, "flow: max-min fair sharing (default); analytic: closed-form alpha-beta")},
-    }};
-    t.node = {"node", "a node of a custom topology", {
-        {"name", str("unique node name"), true},
-        {"kind", enum_schema(c.node_kinds, "host (runs workers or servers) or switch"), true},
-    }};
-    t.link = {"link", "a full-duplex link of a custom topology", {
-        {"from", str("node name"), true},
-        {"to", str("node name"), true},
-        {"bandwidth", bandwidth_schema("capacity of each direction"), true},
-        {"latency", time_schema("one-way latency"), true},
-    }};
-    t.model = {"model", "a built-in model by name with options, or explicit layers", {
-        {"name", enum_schema(c.models, "built-in workload (exclusive with layers)")},
-        {"layers", {{"type", "array"}, {"items", ref("layer", "a layer")}, {"description", "layers in forward order"}}},
-        {"dtype", enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)")},
-    }};
-    t.layer = {"layer", "one layer of a custom model", {
-        {"name", str("layer name"), true},
-        {"params", integer("parameters (one gradient tensor)", 0), true},
-        {"fwd_flops", {{"type", "number"}, {"minimum", 0}, {"description", "forward FLOPs per sample"}}},
-        {"fwd_time", time_schema("forward time per iteration, used exactly")},
-        {"bwd_time", time_schema("backward time per iteration, used exactly (default 2 x forward)")},
-        {"update_time", time_schema("update time per iteration, used exactly")},
-    }};
-    t.device = {"device", "a device: a profile with overrides, explicit peaks, or a measured throughput", {
-        {"name", enum_schema(c.devices, "built-in profile the other keys override (default V100)")},
-        {"precision", enum_schema(c.precisions, "which datasheet peak applies (default fp32)")},
-        {"peak_flops", flop_rate_schema("peak compute rate (overrides the profile)")},
-        {"efficiency", {{"type", "number"}, {"exclusiveMinimum", 0}, {"maximum", 1},
-                        {"description", "sustained fraction of peak (default 0.5)"}}},
-        {"memory_bandwidth", bandwidth_schema("device memory bandwidth (update time)")},
-        {"samples_per_s", {{"type", "number"}, {"exclusiveMinimum", 0},
-                           {"description", "measured single-device samples/s of this model at this batch size; fixes the compute scale"}}},
-    }};
-    t.architecture = {"architecture", "how gradients are aggregated", {
-        {"kind", enum_schema(c.arch_kinds, "allreduce, ps (parameter server) or gossip (D-PSGD)"), true},
-        {"algorithm", enum_schema(c.algorithms, "allreduce: algorithm (default ring)")},
-        {"servers", integer("ps: number of servers k (default 1 dedicated, workers colocated)", 1)},
-        {"placement", enum_schema(c.server_placements, "ps: dedicated server hosts or colocated on worker hosts (default dedicated)")},
-        {"aggregation_rate", bandwidth_schema("ps: a server's summation throughput (default unlimited)")},
-        {"server_placement", {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "ps: host of each server"}}},
-        {"graph", enum_schema(c.gossip_graphs, "gossip: communication graph (default ring)")},
-    }};
-    t.sync = {"sync", "synchronisation scheme", {
-        {"kind", enum_schema(c.sync_kinds, "bsp: a barrier per iteration"), true},
-    }};
-    t.compression = {"compression", "gradient compression", {
-        {"kind", enum_schema(c.compression_kinds, "none"), true},
-    }};
-    t.overlap = {"overlap", "compute/communication overlap (this version: none)", {
-        {"wfbp", {{"const", false}, {"description", "wait-free backprop (not implemented yet: false)"}}},
-        {"fusion", enum_schema(c.fusions, "tensor fusion (not implemented yet: none)")},
-        {"priority", {{"const", false}, {"description", "priority scheduling (not implemented yet: false)"}}},
-    }};
+    t.root = {
+        "scenario",
+        "a ddlsim scenario: one data-parallel training job on one network",
+        {
+            {"description", str("free text describing the scenario (not interpreted)")},
+            {"workers", integer("number of data-parallel workers (GPUs)", 1), true},
+            {"model",
+             {{"description", "a built-in workload name or a model object"},
+              {"oneOf", json::array({enum_schema(c.models, "built-in workload"), ref("model", "model object")})}},
+             true},
+            {"batch_size", integer("samples per worker per iteration", 1), true},
+            {"iterations", integer("iterations to simulate (default 10)", 1)},
+            {"device",
+             {{"description", "a built-in device profile name or a device object"},
+              {"oneOf", json::array({enum_schema(c.devices, "built-in profile"), ref("device", "device object")})}},
+             true},
+            {"network", ref("network", "the physical network"), true},
+            {"placement",
+             {{"type", "array"},
+              {"items", {{"type", "string"}}},
+              {"description", "the host each worker runs on (default: hosts in order)"}}},
+            {"architecture", ref("architecture", "how gradients are aggregated (default: ring all-reduce)")},
+            {"sync", ref("sync", "synchronisation scheme (default: bsp)")},
+            {"compression", ref("compression", "gradient compression (default: none)")},
+            {"overlap", ref("overlap", "compute/communication overlap (default: none)")},
+            {"seed", integer("seed of every random choice (default 0)", 0)},
+        }};
+    t.network = {
+        "network",
+        "the physical network",
+        {
+            {"topology", enum_schema(c.topologies, "fabric shape: star, two_tier (nodes of GPUs) or custom"), true},
+            {"bandwidth", bandwidth_schema("host (star) or node NIC (two_tier) link bandwidth")},
+            {"latency", time_schema("per-link latency of those links")},
+            {"hosts", integer("star: number of hosts (default: workers plus dedicated servers)", 1)},
+            {"gpus_per_node", integer("two_tier: GPUs per node", 1)},
+            {"num_nodes", integer("two_tier: number of nodes (default: enough for the workers)", 1)},
+            {"intra_bandwidth", bandwidth_schema("two_tier: GPU link bandwidth on the intra-node fabric")},
+            {"intra_latency", time_schema("two_tier: GPU link latency on the intra-node fabric")},
+            {"nodes", {{"type", "array"}, {"items", ref("node", "a node")}, {"description", "custom: the nodes"}}},
+            {"links",
+             {{"type", "array"}, {"items", ref("link", "a link")}, {"description", "custom: full-duplex links"}}},
+            {"model",
+             enum_schema(c.network_models, "flow: max-min fair sharing (default); analytic: closed-form alpha-beta")},
+        }};
+    t.node = {"node",
+              "a node of a custom topology",
+              {
+                  {"name", str("unique node name"), true},
+                  {"kind", enum_schema(c.node_kinds, "host (runs workers or servers) or switch"), true},
+              }};
+    t.link = {"link",
+              "a full-duplex link of a custom topology",
+              {
+                  {"from", str("node name"), true},
+                  {"to", str("node name"), true},
+                  {"bandwidth", bandwidth_schema("capacity of each direction"), true},
+                  {"latency", time_schema("one-way latency"), true},
+              }};
+    t.model = {
+        "model",
+        "a built-in model by name with options, or explicit layers",
+        {
+            {"name", enum_schema(c.models, "built-in workload (exclusive with layers)")},
+            {"layers",
+             {{"type", "array"}, {"items", ref("layer", "a layer")}, {"description", "layers in forward order"}}},
+            {"dtype", enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)")},
+        }};
+    t.layer = {"layer",
+               "one layer of a custom model",
+               {
+                   {"name", str("layer name"), true},
+                   {"params", integer("parameters (one gradient tensor)", 0), true},
+                   {"fwd_flops", {{"type", "number"}, {"minimum", 0}, {"description", "forward FLOPs per sample"}}},
+                   {"fwd_time", time_schema("forward time per iteration, used exactly")},
+                   {"bwd_time", time_schema("backward time per iteration, used exactly (default 2 x forward)")},
+                   {"update_time", time_schema("update time per iteration, used exactly")},
+               }};
+    t.device = {"device",
+                "a device: a profile with overrides, explicit peaks, or a measured throughput",
+                {
+                    {"name", enum_schema(c.devices, "built-in profile the other keys override (default V100)")},
+                    {"precision", enum_schema(c.precisions, "which datasheet peak applies (default fp32)")},
+                    {"peak_flops", flop_rate_schema("peak compute rate (overrides the profile)")},
+                    {"efficiency",
+                     {{"type", "number"},
+                      {"exclusiveMinimum", 0},
+                      {"maximum", 1},
+                      {"description", "sustained fraction of peak (default 0.5)"}}},
+                    {"memory_bandwidth", bandwidth_schema("device memory bandwidth (update time)")},
+                    {"samples_per_s",
+                     {{"type", "number"},
+                      {"exclusiveMinimum", 0},
+                      {"description",
+                       "measured single-device samples/s of this model at this batch size; fixes the compute scale"}}},
+                }};
+    t.architecture = {
+        "architecture",
+        "how gradients are aggregated",
+        {
+            {"kind", enum_schema(c.arch_kinds, "allreduce, ps (parameter server) or gossip (D-PSGD)"), true},
+            {"algorithm", enum_schema(c.algorithms, "allreduce: algorithm (default ring)")},
+            {"servers", integer("ps: number of servers k (default 1 dedicated, workers colocated)", 1)},
+            {"placement", enum_schema(c.server_placements,
+                                      "ps: dedicated server hosts or colocated on worker hosts (default dedicated)")},
+            {"aggregation_rate", bandwidth_schema("ps: a server's summation throughput (default unlimited)")},
+            {"server_placement",
+             {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "ps: host of each server"}}},
+            {"graph", enum_schema(c.gossip_graphs, "gossip: communication graph (default ring)")},
+        }};
+    t.sync = {"sync",
+              "synchronisation scheme",
+              {
+                  {"kind", enum_schema(c.sync_kinds, "bsp: a barrier per iteration"), true},
+              }};
+    t.compression = {"compression",
+                     "gradient compression",
+                     {
+                         {"kind", enum_schema(c.compression_kinds, "none"), true},
+                     }};
+    t.overlap = {
+        "overlap",
+        "compute/communication overlap (this version: none)",
+        {
+            {"wfbp", {{"const", false}, {"description", "wait-free backprop (not implemented yet: false)"}}},
+            {"fusion", enum_schema(c.fusions, "tensor fusion (not implemented yet: none)")},
+            {"priority", {{"const", false}, {"description", "priority scheduling (not implemented yet: false)"}}},
+        }};
     return t;
 }
 
@@ -120,8 +166,8 @@ json scenario_schema() {
     json out = t.root.to_json();
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema";
     out["title"] = "ddlsim scenario";
-    for (const ObjectSchema* s : {&t.network, &t.node, &t.link, &t.model, &t.layer, &t.device, &t.architecture,
-                                  &t.sync, &t.compression, &t.overlap})
+    for (const ObjectSchema* s : {&t.network, &t.node, &t.link, &t.model, &t.layer, &t.device, &t.architecture, &t.sync,
+                                  &t.compression, &t.overlap})
         out["$defs"][s->id] = s->to_json();
     return out;
 }

@@ -35,16 +35,15 @@ struct Planned {
         {"algorithm", {"tree", "halving_doubling", "hierarchical", "torus2d"}},
         {"graph", {"torus", "exponential"}},
         {"sync", {"ssp", "asp", "local_sgd", "fedavg"}},
-        {"compression", {"fp16", "qsgd", "terngrad", "signsgd", "ef_signsgd", "onebit", "topk", "randomk", "dgc",
-                         "gtopk", "powersgd"}},
+        {"compression",
+         {"fp16", "qsgd", "terngrad", "signsgd", "ef_signsgd", "onebit", "topk", "randomk", "dgc", "gtopk",
+          "powersgd"}},
         {"fusion", {"buffer", "mgwfbp"}},
     };
     /// Keys by object id ("scenario", "architecture", ...).
     std::map<std::string, std::vector<std::string>> keys{
-        {"scenario", {"stragglers", "convergence", "jobs"}},
-        {"architecture", {"style"}},
-        {"overlap", {"bucket_size", "partition_size"}},
-        {"device", {"profile"}},
+        {"scenario", {"stragglers", "convergence", "jobs"}}, {"architecture", {"style"}},
+        {"overlap", {"bucket_size", "partition_size"}},      {"device", {"profile"}},
         {"network", {"oversubscription", "nics_per_node"}},
     };
 };

@@ -49,9 +49,7 @@ private:
         std::uint32_t generation = 1;
         bool armed = false;
     };
-    static bool later(const Entry& a, const Entry& b) {
-        return a.time != b.time ? a.time > b.time : a.seq > b.seq;
-    }
+    static bool later(const Entry& a, const Entry& b) { return a.time != b.time ? a.time > b.time : a.seq > b.seq; }
 
     std::vector<Entry> heap_;
     std::vector<Slot> slots_;

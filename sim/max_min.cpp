@@ -39,8 +39,7 @@ void MaxMinSolver::solve(const MaxMinProblem& p, std::vector<double>& rates) {
         std::vector<std::uint32_t>& fill = unfrozen_;  // reused as a cursor here
         fill.assign(link_offsets_.begin(), link_offsets_.end() - 1);
         for (std::uint32_t f = 0; f < n_flows; ++f)
-            for (std::uint32_t i = p.offsets[f]; i < p.offsets[f + 1]; ++i)
-                link_flows_[fill[p.links[i]]++] = f;
+            for (std::uint32_t i = p.offsets[f]; i < p.offsets[f + 1]; ++i) link_flows_[fill[p.links[i]]++] = f;
     }
     remaining_.assign(p.capacity.begin(), p.capacity.end());
     unfrozen_.assign(n_links, 0);

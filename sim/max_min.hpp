@@ -24,10 +24,10 @@ namespace ddlsim::sim {
 /// A max-min problem in compressed form: flow f crosses links
 /// links[offsets[f] .. offsets[f+1]).
 struct MaxMinProblem {
-    std::vector<double> capacity;          ///< per link, > 0
+    std::vector<double> capacity;           ///< per link, > 0
     std::vector<std::uint32_t> offsets{0};  ///< size F + 1
-    std::vector<std::uint32_t> links;      ///< link indices, concatenated per flow
-    std::vector<double> cap;               ///< per flow upper bound (infinity = none)
+    std::vector<std::uint32_t> links;       ///< link indices, concatenated per flow
+    std::vector<double> cap;                ///< per flow upper bound (infinity = none)
 
     /// Appends a flow over `route` with an optional cap; returns its index.
     std::uint32_t add_flow(std::span<const std::uint32_t> route,

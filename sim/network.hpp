@@ -31,7 +31,7 @@ struct LinkSpec {
 
 /// Per-link counters, for utilisation reports.
 struct LinkStats {
-    double bytes = 0.0;      ///< bytes that crossed the link
+    double bytes = 0.0;  ///< bytes that crossed the link
     std::uint64_t transfers = 0;
 };
 
@@ -89,7 +89,7 @@ private:
     std::vector<std::uint32_t> free_;
     std::size_t active_count_ = 0;
     std::uint32_t epoch_ = 0;
-    Route dirty_;               ///< links touched since the last re-solve
+    Route dirty_;  ///< links touched since the last re-solve
     bool resolve_pending_ = false;
     // Scratch space for re-solves.
     MaxMinProblem problem_;

@@ -19,8 +19,8 @@ struct PlanStep {
     std::uint32_t src = 0;
     std::uint32_t dst = 0;
     Bytes bytes;
-    Time work;                          ///< local steps only (src == dst)
-    std::vector<std::uint32_t> after;   ///< indices of earlier steps
+    Time work;                         ///< local steps only (src == dst)
+    std::vector<std::uint32_t> after;  ///< indices of earlier steps
 };
 
 /// A DAG of steps among `endpoints` endpoints; steps may only depend on earlier ones.

@@ -23,7 +23,9 @@ struct Split {
     std::string_view unit;
 };
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string quoted(std::string_view s) {
+    return "\"" + std::string(s) + "\"";
+}
 
 // Splits leading number and trailing unit; throws with `what` on failure.
 Split split_quantity(std::string_view text, std::string_view what) {
@@ -54,15 +56,15 @@ double lookup(const std::array<Unit, N>& table, Split s, std::string_view text, 
 }
 
 constexpr std::array<Unit, 10> kBandwidthUnits{{{"bps", 1.0 / 8},
-                                                 {"kbps", 1e3 / 8},
-                                                 {"Mbps", 1e6 / 8},
-                                                 {"Gbps", 1e9 / 8},
-                                                 {"Tbps", 1e12 / 8},
-                                                 {"Bps", 1.0},
-                                                 {"kBps", 1e3},
-                                                 {"MBps", 1e6},
-                                                 {"GBps", 1e9},
-                                                 {"TBps", 1e12}}};
+                                                {"kbps", 1e3 / 8},
+                                                {"Mbps", 1e6 / 8},
+                                                {"Gbps", 1e9 / 8},
+                                                {"Tbps", 1e12 / 8},
+                                                {"Bps", 1.0},
+                                                {"kBps", 1e3},
+                                                {"MBps", 1e6},
+                                                {"GBps", 1e9},
+                                                {"TBps", 1e12}}};
 
 constexpr std::array<Unit, 7> kTimeUnits{
     {{"ps", 1e-12}, {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}, {"min", 60.0}, {"h", 3600.0}}};
@@ -85,8 +87,7 @@ constexpr std::array<Unit, 5> kFlopUnits{
 Bandwidth parse_bandwidth(std::string_view text) {
     constexpr std::string_view what = R"(a bandwidth such as "10Gbps" or "1.25GBps")";
     const Split s = split_quantity(text, what);
-    const double v = lookup(kBandwidthUnits, s, text, what,
-                            R"("Gbps" is bits per second, "GBps" bytes per second)");
+    const double v = lookup(kBandwidthUnits, s, text, what, R"("Gbps" is bits per second, "GBps" bytes per second)");
     if (v <= 0.0) throw std::invalid_argument("expected a positive bandwidth, got " + quoted(text));
     return Bandwidth::bytes_per_s(v);
 }

@@ -31,8 +31,14 @@ public:
     constexpr auto operator<=>(const Time&) const = default;
     constexpr Time operator+(Time o) const { return Time{v_ + o.v_}; }
     constexpr Time operator-(Time o) const { return Time{v_ - o.v_}; }
-    constexpr Time& operator+=(Time o) { v_ += o.v_; return *this; }
-    constexpr Time& operator-=(Time o) { v_ -= o.v_; return *this; }
+    constexpr Time& operator+=(Time o) {
+        v_ += o.v_;
+        return *this;
+    }
+    constexpr Time& operator-=(Time o) {
+        v_ -= o.v_;
+        return *this;
+    }
 
 private:
     constexpr explicit Time(std::int64_t v) : v_(v) {}
@@ -50,7 +56,10 @@ public:
     constexpr Bytes operator-(Bytes o) const { return Bytes{v_ - o.v_}; }
     constexpr Bytes operator*(double k) const { return Bytes{v_ * k}; }
     constexpr Bytes operator/(double k) const { return Bytes{v_ / k}; }
-    constexpr Bytes& operator+=(Bytes o) { v_ += o.v_; return *this; }
+    constexpr Bytes& operator+=(Bytes o) {
+        v_ += o.v_;
+        return *this;
+    }
 
 private:
     double v_ = 0.0;
@@ -82,7 +91,10 @@ public:
     constexpr auto operator<=>(const Flops&) const = default;
     constexpr Flops operator+(Flops o) const { return Flops{v_ + o.v_}; }
     constexpr Flops operator*(double k) const { return Flops{v_ * k}; }
-    constexpr Flops& operator+=(Flops o) { v_ += o.v_; return *this; }
+    constexpr Flops& operator+=(Flops o) {
+        v_ += o.v_;
+        return *this;
+    }
 
 private:
     double v_ = 0.0;
@@ -103,8 +115,12 @@ private:
 };
 
 /// Time to move `b` at rate `r` (r > 0).
-[[nodiscard]] inline Time transfer_time(Bytes b, Bandwidth r) { return Time::seconds(b.value() / r.bytes_per_s()); }
+[[nodiscard]] inline Time transfer_time(Bytes b, Bandwidth r) {
+    return Time::seconds(b.value() / r.bytes_per_s());
+}
 /// Time to execute `f` at rate `r` (r > 0).
-[[nodiscard]] inline Time work_time(Flops f, FlopRate r) { return Time::seconds(f.value() / r.per_s()); }
+[[nodiscard]] inline Time work_time(Flops f, FlopRate r) {
+    return Time::seconds(f.value() / r.per_s());
+}
 
 }  // namespace ddlsim::sim

@@ -17,18 +17,25 @@ constexpr double kL = 5e-6;  // per-link latency, s
 
 // A one-layer model of S bytes of fp32 gradients with no compute, on a star.
 json comm_only(int n, double S, double gbps, const json& arch, const char* model = "flow") {
-    return json{{"workers", n},
-                {"model", {{"layers", json::array({{{"name", "g"}, {"params", static_cast<std::int64_t>(S / 4)},
-                                                    {"fwd_time", 0}, {"bwd_time", 0}, {"update_time", 0}}})}}},
-                {"batch_size", 1},
-                {"iterations", 1},
-                {"device", "V100"},
-                {"network", {{"topology", "star"}, {"bandwidth", fmt::format("{}Gbps", gbps)}, {"latency", "5us"},
-                             {"model", model}}},
-                {"architecture", arch}};
+    return json{
+        {"workers", n},
+        {"model",
+         {{"layers", json::array({{{"name", "g"},
+                                   {"params", static_cast<std::int64_t>(S / 4)},
+                                   {"fwd_time", 0},
+                                   {"bwd_time", 0},
+                                   {"update_time", 0}}})}}},
+        {"batch_size", 1},
+        {"iterations", 1},
+        {"device", "V100"},
+        {"network",
+         {{"topology", "star"}, {"bandwidth", fmt::format("{}Gbps", gbps)}, {"latency", "5us"}, {"model", model}}},
+        {"architecture", arch}};
 }
 
-scenario::RunResult run(const json& j) { return scenario::run_scenario(scenario::load_scenario(j)); }
+scenario::RunResult run(const json& j) {
+    return scenario::run_scenario(scenario::load_scenario(j));
+}
 
 void check_both_models(int n, double S, double gbps, const json& arch, double expected) {
     CAPTURE(n);
@@ -140,8 +147,8 @@ TEST_CASE("two_tier: ring all-reduce is bound by the NIC that carries every chun
     // Upper bound: the lockstep schedule, 6 slow hops (which the analytic model computes).
     const double S = 80e6, c = S / 4, B = 100e9 / 8, L = 2e-6, Li = 1e-6;
     json j = comm_only(4, S, 1, {{"kind", "allreduce"}});
-    j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2}, {"bandwidth", "100Gbps"}, {"latency", "2us"},
-                    {"intra_bandwidth", "300Gbps"}, {"intra_latency", "1us"}};
+    j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2},           {"bandwidth", "100Gbps"},
+                    {"latency", "2us"},       {"intra_bandwidth", "300Gbps"}, {"intra_latency", "1us"}};
     const double slow = 2 * Li + 2 * L + c / B;
     const double t = run(j).job.iteration_time_s;
     CHECK(t >= 2 * Li + 2 * L + 6 * c / B);
@@ -157,8 +164,8 @@ TEST_CASE("two_tier: parameter server on the top switch") {
     // T = 2 (Li + 2L + 4S/B).
     const double S = 10e6, B = 25e9 / 8, L = 3e-6, Li = 1e-6;
     json j = comm_only(4, S, 1, {{"kind", "ps"}, {"servers", 1}});
-    j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2}, {"bandwidth", "25Gbps"}, {"latency", "3us"},
-                    {"intra_bandwidth", "300Gbps"}, {"intra_latency", "1us"}};
+    j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2},           {"bandwidth", "25Gbps"},
+                    {"latency", "3us"},       {"intra_bandwidth", "300Gbps"}, {"intra_latency", "1us"}};
     CHECK(run(j).job.iteration_time_s == doctest::Approx(2 * (Li + 2 * L + 4 * S / B)).epsilon(1e-9));
 }
 

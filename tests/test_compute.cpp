@@ -71,8 +71,11 @@ TEST_CASE("compute: explicit times are used exactly, the rest scales around them
 TEST_CASE("compute: one worker with no communication runs at samples_per_s") {
     // The SPEC §3 scaling-efficiency baseline: one worker, ResNet-50, samples_per_s 367
     // (V100, batch 112, REFERENCE-MEASUREMENTS §2): throughput 367, efficiency 1.
-    const json j{{"workers", 1},         {"model", "resnet50"}, {"batch_size", 112},
-                 {"iterations", 5},      {"device", {{"name", "V100"}, {"samples_per_s", 367}}},
+    const json j{{"workers", 1},
+                 {"model", "resnet50"},
+                 {"batch_size", 112},
+                 {"iterations", 5},
+                 {"device", {{"name", "V100"}, {"samples_per_s", 367}}},
                  {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
     const auto r = scenario::run_scenario(scenario::load_scenario(j));
     CHECK(r.job.throughput_samples_per_s == doctest::Approx(367.0).epsilon(1e-9));
@@ -83,9 +86,9 @@ TEST_CASE("compute: one worker with no communication runs at samples_per_s") {
 TEST_CASE("compute: ResNet-50 on a V100 from the datasheet is in the measured range") {
     // 3 x 8.18 GFLOP per sample at 0.5 x 15.7 TFLOPS: 24.5e9 / 7.85e12 = 3.13 ms per sample,
     // 319 samples/s, against 367 measured at batch 112 (REFERENCE-MEASUREMENTS §2): within 15%.
-    const json j{{"workers", 1},    {"model", "resnet50"}, {"batch_size", 112},
-                 {"iterations", 1}, {"device", "V100"},
-                 {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
+    const json j{{"workers", 1},      {"model", "resnet50"},
+                 {"batch_size", 112}, {"iterations", 1},
+                 {"device", "V100"},  {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
     const auto r = scenario::run_scenario(scenario::load_scenario(j));
     CHECK(r.job.throughput_samples_per_s == doctest::Approx(367.0).epsilon(0.15));
 }

@@ -63,7 +63,10 @@ TEST_CASE("engine: scheduling in the past is a logic error") {
 TEST_CASE("engine: stop ends run after the current event") {
     Engine e;
     int ran = 0;
-    e.after(Time::ps(1), [&] { ++ran; e.stop(); });
+    e.after(Time::ps(1), [&] {
+        ++ran;
+        e.stop();
+    });
     e.after(Time::ps(2), [&] { ++ran; });
     e.run();
     CHECK(ran == 1);

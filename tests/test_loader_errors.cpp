@@ -87,7 +87,7 @@ void expect_error(const json& j, const std::string& path, const Words&... words)
     } catch (const ScenarioError& e) {
         check_error(e, path, {std::string_view(words)...});
     } catch (const std::exception& e) {
-        FAIL_CHECK("threw a non-ScenarioError (would be an internal error, exit 1): " << e.what());
+        FAIL_CHECK("threw a non-ScenarioError (would be an internal error, exit 1): " << std::string(e.what()));
     }
 }
 
@@ -101,7 +101,7 @@ void expect_parse_error(std::string_view text, const std::string& path, const Wo
     } catch (const ScenarioError& e) {
         check_error(e, path, {std::string_view(words)...});
     } catch (const std::exception& e) {
-        FAIL_CHECK("threw a non-ScenarioError: " << e.what());
+        FAIL_CHECK("threw a non-ScenarioError: " << std::string(e.what()));
     }
 }
 
@@ -115,7 +115,7 @@ void expect_override_error(json j, const std::string& assignment, const std::str
     } catch (const ScenarioError& e) {
         check_error(e, path, {std::string_view(words)...});
     } catch (const std::exception& e) {
-        FAIL_CHECK("threw a non-ScenarioError: " << e.what());
+        FAIL_CHECK("threw a non-ScenarioError: " << std::string(e.what()));
     }
 }
 

@@ -111,7 +111,8 @@ TEST_CASE("max-min: feasibility and bottleneck invariants on a random instance")
             if (load[l] < caps[l] * (1 - 1e-9)) continue;
             double biggest = 0.0;
             for (std::size_t g = 0; g < F; ++g)
-                if (std::find(routes[g].begin(), routes[g].end(), l) != routes[g].end()) biggest = std::max(biggest, rates[g]);
+                if (std::find(routes[g].begin(), routes[g].end(), l) != routes[g].end())
+                    biggest = std::max(biggest, rates[g]);
             if (rates[f] >= biggest * (1 - 1e-9)) has_bottleneck = true;
         }
         CHECK(has_bottleneck);

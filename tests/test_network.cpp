@@ -107,7 +107,10 @@ TEST_CASE("transfer DAG: dependencies, gates and endpoint completion") {
     CHECK(p.transfer_bytes() == 150.0);
     std::vector<double> done(3, -1);
     DagRunner run(
-        e, n, p, [&](std::uint32_t a, std::uint32_t b) -> const Route& { return a == 0 && b == 1 ? r01 : b == 2 ? r12 : none; },
+        e, n, p,
+        [&](std::uint32_t a, std::uint32_t b) -> const Route& { return a == 0 && b == 1 ? r01
+                                                                       : b == 2         ? r12
+                                                                                        : none; },
         [&](std::uint32_t ep) { done[ep] = e.now().seconds(); });
     run.open(0);
     run.open(2);

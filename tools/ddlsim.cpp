@@ -1,13 +1,13 @@
 // The ddlsim command line (SPEC §1). Only this file chooses exit codes:
 // 0 success, 2 bad input of any kind, 1 internal error.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
@@ -51,7 +51,14 @@ void write_atomically(const std::string& path, const std::string& text) {
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
                 const std::string& trace) {
     if (!trace.empty()) throw UsageError("--trace: timelines are not implemented in this version");
-    if (!out.empty() && std::filesystem::is_directory(out)) throw UsageError(fmt::format("{}: is a directory", out));
+    if (!out.empty()) {
+        // Check the output path before simulating, so a typo costs nothing.
+        const std::filesystem::path p(out);
+        const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+        if (std::filesystem::is_directory(p)) throw UsageError(fmt::format("{}: is a directory", out));
+        if (!std::filesystem::is_directory(dir))
+            throw UsageError(fmt::format("{}: cannot write there: folder \"{}\" does not exist", out, dir.string()));
+    }
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
     const auto result = ddlsim::scenario::run_scenario(scenario);
     std::cout << ddlsim::tools::run_summary(file, scenario, result) << std::flush;
@@ -70,13 +77,13 @@ int main(int argc, char** argv) {
     std::vector<std::string> sets;
     auto* run = app.add_subcommand("run", "simulate one scenario and print a summary");
     run->add_option("scenario", file, "scenario JSON file")->required();
-    run->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)");
+    run->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)")->expected(1)->take_all();
     run->add_option("--out", out, "write the result JSON here");
     run->add_option("--trace", trace, "write a Chrome-trace timeline here (not implemented yet)");
 
     auto* check = app.add_subcommand("check", "validate a scenario without running it");
     check->add_option("scenario", file, "scenario JSON file")->required();
-    check->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)");
+    check->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)")->expected(1)->take_all();
 
     app.add_subcommand("schema", "print the JSON Schema of scenarios");
     app.add_subcommand("models", "list the built-in model workloads and device profiles");
@@ -90,7 +97,12 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        std::cerr << "error: " << e.what() << " (see ddlsim --help)\n";
+        const bool unknown_command = argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty();
+        if (unknown_command)
+            std::cerr << fmt::format(
+                "error: unknown command \"{}\"; expected run, check, schema or models (see ddlsim --help)\n", argv[1]);
+        else
+            std::cerr << "error: " << e.what() << " (see ddlsim --help)\n";
         return 2;
     }
 

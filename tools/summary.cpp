@@ -15,19 +15,26 @@ std::string si(double v, const char* unit) {
     return fmt::format("{:.4g} {}{}", v, prefixes[i], unit);
 }
 
-std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
+std::string ms(double s) {
+    return fmt::format("{:.3f} ms", s * 1e3);
+}
+
+std::string latency(double s) {
+    if (s < 1e-3) return fmt::format("{:.4g} us", s * 1e6);
+    return fmt::format("{:.4g} ms", s * 1e3);
+}
 
 std::string topology_line(const scenario::Scenario& s) {
     return std::visit(
         [](const auto& t) -> std::string {
             using T = std::decay_t<decltype(t)>;
             if constexpr (std::is_same_v<T, topo::StarSpec>)
-                return fmt::format("star, {} hosts, {} links, {} latency", t.hosts, si(t.bandwidth.bits_per_s(), "bit/s"),
-                                   ms(t.latency.seconds()));
+                return fmt::format("star, {} hosts, {} links, {} latency", t.hosts,
+                                   si(t.bandwidth.bits_per_s(), "bit/s"), latency(t.latency.seconds()));
             else if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
                 return fmt::format("two_tier, {} nodes x {} GPUs, NIC {} / {}, intra {} / {}", t.nodes, t.gpus_per_node,
-                                   si(t.bandwidth.bits_per_s(), "bit/s"), ms(t.latency.seconds()),
-                                   si(t.intra_bandwidth.bits_per_s(), "bit/s"), ms(t.intra_latency.seconds()));
+                                   si(t.bandwidth.bits_per_s(), "bit/s"), latency(t.latency.seconds()),
+                                   si(t.intra_bandwidth.bits_per_s(), "bit/s"), latency(t.intra_latency.seconds()));
             else
                 return fmt::format("custom, {} nodes, {} links", t.nodes.size(), t.links.size());
         },
@@ -41,16 +48,16 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
     const double exposed_share = j.iteration_time_s > 0 ? j.exposed_communication_time_s / j.iteration_time_s : 0.0;
     std::string out;
     out += fmt::format("ddlsim run {}\n", file);
-    out += fmt::format("  model         {} ({:.1f} M parameters, {} gradient tensors, {} per iteration)\n", s.model_name,
-                       static_cast<double>(s.workload.params()) / 1e6, s.workload.tensor_count(),
+    out += fmt::format("  model         {} ({:.1f} M parameters, {} gradient tensors, {} per iteration)\n",
+                       s.model_name, static_cast<double>(s.workload.params()) / 1e6, s.workload.tensor_count(),
                        si(static_cast<double>(s.workload.params()) * s.bytes_per_param, "B"));
-    out += fmt::format("  cluster       {} workers on {}, batch {} per worker, device {}\n", s.workers, topology_line(s),
-                       s.batch_size, s.device.name);
+    out += fmt::format("  cluster       {} workers on {}, batch {} per worker, device {}\n", s.workers,
+                       topology_line(s), s.batch_size, s.device.name);
     out += fmt::format("  scheme        {}, bsp, no compression, no overlap; network model {}\n",
                        scenario::describe_architecture(s),
                        s.network_model == scenario::NetworkModel::flow ? "flow (max-min)" : "analytic (alpha-beta)");
     out += "\n";
-    out += fmt::format("  {:<32}{:>16}\n", "per iteration", "");
+    out += fmt::format("  per iteration (mean over {} iterations)\n", s.iterations);
     out += fmt::format("  {:<32}{:>16}\n", "iteration time", ms(j.iteration_time_s));
     out += fmt::format("  {:<32}{:>16}\n", "  compute (fwd + bwd + update)", ms(j.compute_time_s));
     out += fmt::format("  {:<32}{:>16}\n", "    forward", ms(j.forward_time_s));
@@ -72,12 +79,12 @@ std::string catalog_listing() {
     out += fmt::format("  {:<14}{:>16}{:>9}{:>14}  {}\n", "name", "parameters", "tensors", "fwd GFLOP/smp", "sample");
     for (const auto& name : models::builtin_workload_names()) {
         const auto w = *models::builtin_workload(name);
-        out += fmt::format("  {:<14}{:>16}{:>9}{:>14.2f}  {}\n", name, w.params(), w.tensor_count(), w.fwd_flops() / 1e9,
-                           w.input);
+        out += fmt::format("  {:<14}{:>16}{:>9}{:>14.2f}  {}\n", name, w.params(), w.tensor_count(),
+                           w.fwd_flops() / 1e9, w.input);
     }
     out += "\nBuilt-in devices (ddlsim \"device\" key; dense peaks from the vendors' datasheets)\n";
-    out += fmt::format("  {:<8}{:>12}{:>12}{:>12}{:>12}  {}\n", "name", "FP32 TF/s", "TF32 TF/s", "FP16 TF/s", "mem GB/s",
-                       "part");
+    out += fmt::format("  {:<8}{:>12}{:>12}{:>12}{:>12}  {}\n", "name", "FP32 TF/s", "TF32 TF/s", "FP16 TF/s",
+                       "mem GB/s", "part");
     for (const auto& d : models::builtin_devices())
         out += fmt::format("  {:<8}{:>12.1f}{:>12.1f}{:>12.1f}{:>12.0f}  {}\n", d.name, d.fp32.per_s() / 1e12,
                            d.tf32.per_s() / 1e12, d.fp16.per_s() / 1e12, d.memory_bandwidth.bytes_per_s() / 1e9,

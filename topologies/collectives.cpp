@@ -72,12 +72,10 @@ std::uint32_t server_endpoints(const ArchitectureSpec& spec) {
 
 sim::Plan plan_round(const ArchitectureSpec& spec, std::uint32_t n, sim::Bytes bytes) {
     switch (spec.kind) {
-        case ArchKind::allreduce:
-            return ring_allreduce(n, bytes);
+        case ArchKind::allreduce: return ring_allreduce(n, bytes);
         case ArchKind::ps:
             return parameter_server(n, static_cast<std::uint32_t>(spec.servers), bytes, spec.aggregation_rate);
-        case ArchKind::gossip:
-            return gossip_exchange(gossip_neighbours(spec.graph, n), bytes);
+        case ArchKind::gossip: return gossip_exchange(gossip_neighbours(spec.graph, n), bytes);
     }
     throw std::logic_error("unknown architecture kind");
 }

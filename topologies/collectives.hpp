@@ -34,10 +34,10 @@ enum class GossipGraph { ring };
 struct ArchitectureSpec {
     ArchKind kind = ArchKind::allreduce;
     AllreduceAlgorithm algorithm = AllreduceAlgorithm::ring;
-    std::size_t servers = 1;                           ///< ps: k
+    std::size_t servers = 1;  ///< ps: k
     ServerPlacement placement = ServerPlacement::dedicated;
-    std::optional<sim::Bandwidth> aggregation_rate;    ///< ps: summation throughput per server
-    std::vector<std::string> server_placement;         ///< ps: hosts of the servers, when given
+    std::optional<sim::Bandwidth> aggregation_rate;  ///< ps: summation throughput per server
+    std::vector<std::string> server_placement;       ///< ps: hosts of the servers, when given
     GossipGraph graph = GossipGraph::ring;
 };
 

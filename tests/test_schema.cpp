@@ -1,0 +1,205 @@
+// The JSON Schema that `ddlsim schema` prints is generated from the loader's key
+// tables; these tests hold it against the loader from the other side: every $ref
+// resolves, every example scenario the loader accepts validates, and a scenario with
+// a key the schema lacks is rejected by both.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/json_reader.hpp"
+#include "scenarios/scenario.hpp"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A validator for the subset of JSON Schema 2020-12 the generator uses.
+class MiniValidator {
+public:
+    explicit MiniValidator(json schema) : root_(std::move(schema)) {}
+
+    bool valid(const json& v) const { return check(root_, v); }
+
+private:
+    const json& resolve(const json& s) const {
+        if (!s.contains("$ref")) return s;
+        const std::string ref = s["$ref"];
+        REQUIRE(ref.rfind("#/$defs/", 0) == 0);
+        const std::string id = ref.substr(8);
+        REQUIRE_MESSAGE(root_["$defs"].contains(id), "dangling $ref " << ref);
+        return root_["$defs"][id];
+    }
+
+    bool check(const json& schema, const json& v) const {
+        const json& s = resolve(schema);
+        if (s.contains("oneOf")) {
+            int matches = 0;
+            for (const auto& alt : s["oneOf"]) matches += check(alt, v) ? 1 : 0;
+            if (matches != 1) return false;
+        }
+        if (s.contains("const") && v != s["const"]) return false;
+        if (s.contains("enum") && std::find(s["enum"].begin(), s["enum"].end(), v) == s["enum"].end()) return false;
+        if (s.contains("type")) {
+            const std::string t = s["type"];
+            if (t == "object" && !v.is_object()) return false;
+            if (t == "array" && !v.is_array()) return false;
+            if (t == "string" && !v.is_string()) return false;
+            if (t == "number" && !v.is_number()) return false;
+            if (t == "integer" && !(v.is_number_integer() || v.is_number_unsigned())) return false;
+            if (t == "boolean" && !v.is_boolean()) return false;
+        }
+        if (v.is_number()) {
+            const double x = v.get<double>();
+            if (s.contains("minimum") && x < s["minimum"].get<double>()) return false;
+            if (s.contains("exclusiveMinimum") && x <= s["exclusiveMinimum"].get<double>()) return false;
+            if (s.contains("maximum") && x > s["maximum"].get<double>()) return false;
+        }
+        if (v.is_string() && s.contains("pattern") &&
+            !std::regex_search(v.get<std::string>(), std::regex(s["pattern"].get<std::string>())))
+            return false;
+        if (v.is_array() && s.contains("items"))
+            for (const auto& item : v)
+                if (!check(s["items"], item)) return false;
+        if (v.is_object() && s.contains("properties")) {
+            for (const auto& [k, item] : v.items()) {
+                if (!s["properties"].contains(k)) {
+                    if (s.value("additionalProperties", true) == false) return false;
+                    continue;
+                }
+                if (!check(s["properties"][k], item)) return false;
+            }
+            if (s.contains("required"))
+                for (const auto& r : s["required"])
+                    if (!v.contains(r.get<std::string>())) return false;
+        }
+        return true;
+    }
+
+    json root_;
+};
+
+std::vector<json> example_scenarios() {
+    std::vector<json> out;
+    for (const auto& e : fs::directory_iterator(fs::path(DDLSIM_SOURCE_DIR) / "scenarios" / "examples")) {
+        std::ifstream in(e.path());
+        out.push_back(json::parse(in));
+    }
+    return out;
+}
+
+void collect_refs(const json& j, std::vector<std::string>& refs) {
+    if (j.is_object()) {
+        if (j.contains("$ref")) refs.push_back(j["$ref"]);
+        for (const auto& [k, v] : j.items()) collect_refs(v, refs);
+    } else if (j.is_array()) {
+        for (const auto& v : j) collect_refs(v, refs);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("schema: every $ref resolves and every object forbids unknown keys") {
+    const json schema = ddlsim::scenario::scenario_schema();
+    std::vector<std::string> refs;
+    collect_refs(schema, refs);
+    CHECK(refs.size() >= 10);
+    for (const auto& r : refs) {
+        CAPTURE(r);
+        CHECK(schema["$defs"].contains(r.substr(8)));
+    }
+    CHECK(schema["additionalProperties"] == false);
+    for (const auto& [id, def] : schema["$defs"].items()) {
+        CAPTURE(id);
+        CHECK(def["additionalProperties"] == false);
+        for (const auto& [k, prop] : def["properties"].items()) CHECK_MESSAGE(prop.contains("description"), k);
+    }
+}
+
+TEST_CASE("schema: the loader and the schema agree on the examples and on mutations") {
+    const MiniValidator v(ddlsim::scenario::scenario_schema());
+    for (const json& ex : example_scenarios()) {
+        CAPTURE(ex.dump());
+        CHECK_NOTHROW((void)ddlsim::scenario::load_scenario(ex));
+        CHECK(v.valid(ex));
+        // A typo'd key: both reject.
+        json typo = ex;
+        typo["network"]["bandwith"] = "10Gbps";
+        CHECK_FALSE(v.valid(typo));
+        CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(typo), ddlsim::scenario::ScenarioError);
+        // An unknown enum value: both reject.
+        json bad_enum = ex;
+        bad_enum["network"]["model"] = "packet";
+        CHECK_FALSE(v.valid(bad_enum));
+        CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(bad_enum), ddlsim::scenario::ScenarioError);
+        // A bandwidth in the wrong unit family: both reject.
+        json bad_unit = ex;
+        bad_unit["network"]["latency"] = "5 parsecs";
+        CHECK_FALSE(v.valid(bad_unit));
+        CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(bad_unit), ddlsim::scenario::ScenarioError);
+    }
+}
+
+TEST_CASE("schema: every optional key the schema documents is one the loader accepts") {
+    // Start from a minimal valid star scenario and add each documented optional key with a
+    // value the schema accepts; the loader must take it. Keys that need a particular kind
+    // (ps, two_tier, custom) are added in a matching base.
+    const json base{{"workers", 4},
+                    {"model", "resnet50"},
+                    {"batch_size", 8},
+                    {"device", "V100"},
+                    {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
+    const MiniValidator v(ddlsim::scenario::scenario_schema());
+    const std::vector<std::pair<std::string, json>> additions{
+        {"/iterations", 3},
+        {"/seed", 42},
+        {"/description", "text"},
+        {"/placement", {"h3", "h2", "h1", "h0"}},
+        {"/model", {{"name", "resnet50"}, {"dtype", "fp16"}}},
+        {"/device",
+         {{"name", "A100"},
+          {"precision", "tf32"},
+          {"peak_flops", "100TFLOPS"},
+          {"efficiency", 0.4},
+          {"memory_bandwidth", "2TBps"},
+          {"samples_per_s", 900}}},
+        {"/architecture", {{"kind", "allreduce"}, {"algorithm", "ring"}}},
+        {"/architecture",
+         {{"kind", "ps"},
+          {"servers", 2},
+          {"placement", "dedicated"},
+          {"aggregation_rate", "10GBps"},
+          {"server_placement", {"h4", "h5"}}}},
+        {"/architecture", {{"kind", "gossip"}, {"graph", "ring"}}},
+        {"/sync", {{"kind", "bsp"}}},
+        {"/compression", {{"kind", "none"}}},
+        {"/overlap", {{"wfbp", false}, {"fusion", "none"}, {"priority", false}}},
+        {"/network/hosts", 6},
+        {"/network/model", "analytic"},
+    };
+    for (const auto& [ptr, value] : additions) {
+        CAPTURE(ptr);
+        json j = base;
+        j[json::json_pointer(ptr)] = value;
+        if (ptr == "/architecture" && value["kind"] == "ps") j["network"]["hosts"] = 6;
+        CHECK(v.valid(j));
+        CHECK_NOTHROW((void)ddlsim::scenario::load_scenario(j));
+    }
+    json tt = base;
+    tt["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2}, {"num_nodes", 3},
+                     {"bandwidth", "100Gbps"}, {"latency", "2us"},   {"intra_bandwidth", "300Gbps"},
+                     {"intra_latency", "1us"}};
+    CHECK(v.valid(tt));
+    CHECK_NOTHROW((void)ddlsim::scenario::load_scenario(tt));
+    json layers = base;
+    layers["model"] = {
+        {"layers",
+         {{{"name", "a"}, {"params", 10}, {"fwd_flops", 1e6}},
+          {{"name", "b"}, {"params", 10}, {"fwd_time", "1ms"}, {"bwd_time", "2ms"}, {"update_time", "10us"}}}}};
+    CHECK(v.valid(layers));
+    CHECK_NOTHROW((void)ddlsim::scenario::load_scenario(layers));
+}
