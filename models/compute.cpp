@@ -45,6 +45,11 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
         scale = (target - fixed) / derived;
     }
 
+    if (!(fixed + derived * scale < 1e6))
+        throw std::invalid_argument(
+            fmt::format("one iteration would compute for {:.3g} s; expected under 1e6 s "
+                        "(check batch_size, efficiency and peak_flops)",
+                        fixed + derived * scale));
     ComputeProfile p;
     for (const Seconds& s : raw) {
         const LayerTimes lt{sim::Time::seconds(s.fwd_fixed ? s.fwd : s.fwd * scale),

@@ -8,6 +8,11 @@
 #include "scenarios/json_reader.hpp"
 
 namespace ddlsim::scenario {
+namespace {
+constexpr const char* kTooLong =
+    "the simulated time exceeds what picosecond time can hold (about 106 days); "
+    "simulate fewer iterations, a smaller batch or a faster device";
+}  // namespace
 
 RunResult run_scenario(const Scenario& s) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -33,10 +38,16 @@ RunResult run_scenario(const Scenario& s) {
     for (const auto& h : s.server_placement) job.endpoint_hosts.push_back(*fabric.find(h));
 
     RunResult r;
-    if (s.network_model == NetworkModel::analytic) {
-        r.job = models::simulate_analytic(fabric, job);
-    } else {
-        r.job = models::simulate_flow(fabric, job, r.events);
+    try {
+        if (s.network_model == NetworkModel::analytic) {
+            r.job = models::simulate_analytic(fabric, job);
+        } else {
+            r.job = models::simulate_flow(fabric, job, r.events);
+        }
+    } catch (const std::overflow_error&) {
+        throw ScenarioError("$.iterations", kTooLong);
+    } catch (const std::out_of_range&) {
+        throw ScenarioError("$.iterations", kTooLong);
     }
     r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;

@@ -27,6 +27,12 @@ EventId Engine::at(Time t, Action action) {
     return {slot, s.generation};
 }
 
+EventId Engine::after(Time dt, Action action) {
+    if (dt > Time::max() - now_)
+        throw std::overflow_error("simulated time beyond the int64 picosecond range (106 days)");
+    return at(now_ + dt, std::move(action));
+}
+
 bool Engine::cancel(EventId id) {
     if (!id.valid() || id.slot >= slots_.size()) return false;
     Slot& s = slots_[id.slot];

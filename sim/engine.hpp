@@ -25,8 +25,8 @@ public:
     [[nodiscard]] Time now() const { return now_; }
     /// Schedules `action` at absolute time `t` (>= now()); throws std::logic_error otherwise.
     EventId at(Time t, Action action);
-    /// Schedules `action` `dt` after now().
-    EventId after(Time dt, Action action) { return at(now_ + dt, std::move(action)); }
+    /// Schedules `action` `dt` after now(); throws std::overflow_error past Time::max().
+    EventId after(Time dt, Action action);
     /// Cancels a pending event; returns false if it already ran or was cancelled.
     bool cancel(EventId id);
     /// Runs events until none is left or stop() is called.

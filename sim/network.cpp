@@ -138,6 +138,7 @@ void Network::reschedule(std::uint32_t t) {
     Transfer& x = transfers_[t];
     engine_.cancel(x.completion);
     const double secs = x.remaining / x.rate;
+    if (!(secs < 9.2e6)) throw std::overflow_error("a transfer would outlast the int64 picosecond range (106 days)");
     const Time dt = Time::ps(static_cast<std::int64_t>(std::llround(secs * 1e12)));
     x.completion = engine_.after(dt, [this, t] { finish(t); });
 }

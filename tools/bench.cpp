@@ -48,9 +48,8 @@ int main() {
             rusage ru{};
             getrusage(RUSAGE_SELF, &ru);
             fmt::print("{:<34}{:>12}{:>12.3f}{:>14.3g}{:>12.1f}\n",
-                       fmt::format("resnet50 {} x{} ({} it)", c.arch, c.workers, c.iterations), r.events,
-                       r.wall_time_s, static_cast<double>(r.events) / r.wall_time_s,
-                       static_cast<double>(ru.ru_maxrss) / 1024.0);
+                       fmt::format("resnet50 {} x{} ({} it)", c.arch, c.workers, c.iterations), r.events, r.wall_time_s,
+                       static_cast<double>(r.events) / r.wall_time_s, static_cast<double>(ru.ru_maxrss) / 1024.0);
             std::fflush(stdout);
             _exit(0);
         }

@@ -1,0 +1,54 @@
+// Inputs whose magnitudes the simulator cannot represent are bad input (exit 2),
+// never an overflow, a hang or an internal error.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/json_reader.hpp"
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+
+using namespace ddlsim;
+using nlohmann::json;
+
+namespace {
+json base() {
+    return {{"workers", 2},
+            {"model", "gpt2_xl"},
+            {"batch_size", 100},
+            {"device", "V100"},
+            {"network", {{"topology", "star"}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}}}};
+}
+std::string error_path(const json& j) {
+    try {
+        (void)scenario::run_scenario(scenario::load_scenario(j));
+    } catch (const scenario::ScenarioError& e) {
+        return e.path();
+    }
+    return "no error";
+}
+}  // namespace
+
+TEST_CASE("limits: an iteration that computes for more than 1e6 s is refused") {
+    json j = base();
+    j["batch_size"] = 100'000'000;
+    j["device"] = {{"name", "P100"}, {"efficiency", 0.01}};
+    CHECK(error_path(j) == "$.device");
+}
+
+TEST_CASE("limits: simulated time past the picosecond range is refused, not wrapped") {
+    // 2 workers of GPT-2 XL at 1 bps: one ring step of 3.1 GB takes 2.5e10 s.
+    json j = base();
+    j["network"]["bandwidth"] = "1bps";
+    CHECK(error_path(j) == "$.iterations");
+}
+
+TEST_CASE("limits: flow runs beyond the event budget are refused up front; analytic ones run") {
+    json j = base();
+    j["workers"] = 64;
+    j["iterations"] = 1'000'000;
+    CHECK(error_path(j) == "$.iterations");
+    j["network"]["model"] = "analytic";
+    j["iterations"] = 1000;
+    CHECK(error_path(j) == "no error");
+}
