@@ -18,11 +18,15 @@ void finish_result(const TrainingJob& job, double makespan_s, JobResult& r) {
 
 namespace {
 
-double wire_bytes(const sim::Plan& plan, const TrainingJob& job) {
-    double total = 0.0;
-    for (const auto& s : plan.steps)
-        if (s.src != s.dst && job.endpoint_hosts[s.src] != job.endpoint_hosts[s.dst]) total += s.bytes.value();
-    return total;
+double wire_bytes(const topo::Collective& c, const TrainingJob& job) {
+    return c.wire_bytes(
+        [&](std::uint32_t a, std::uint32_t b) { return job.endpoint_hosts[a] != job.endpoint_hosts[b]; });
+}
+
+// The ECMP flow key of a connection: stable across iterations, distinct per job and pair.
+std::uint64_t flow_key(const TrainingJob& job, std::uint32_t a, std::uint32_t b) {
+    return job.seed * 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(job.index) << 48) ^
+           (static_cast<std::uint64_t>(a) << 24) ^ static_cast<std::uint64_t>(b);
 }
 
 }  // namespace
@@ -32,8 +36,7 @@ BspTrainer::BspTrainer(sim::Engine& engine, sim::Network& network, const topo::F
       network_(network),
       fabric_(fabric),
       job_(job),
-      plan_(topo::plan_round(job.architecture, job.workers, job.gradient_bytes())),
-      wire_bytes_(wire_bytes(plan_, job)),
+      collective_(topo::make_collective(job.architecture, job.workers, job.gradient_bytes())),
       workers_(job.workers) {}
 
 void BspTrainer::start() {
@@ -54,18 +57,19 @@ void BspTrainer::gradient_ready(std::uint32_t w) {
     round(workers_[w].iteration).runner->open(w);
 }
 
+const sim::Route& BspTrainer::route(std::uint32_t a, std::uint32_t b) const {
+    return fabric_.route(job_.endpoint_hosts[a], job_.endpoint_hosts[b], flow_key(job_, a, b));
+}
+
 BspTrainer::Round& BspTrainer::round(std::uint32_t iteration) {
     auto it = rounds_.find(iteration);
     if (it != rounds_.end()) return it->second;
     Round& r = rounds_[iteration];
-    r.endpoints_left = plan_.endpoints;
-    r.runner = std::make_unique<sim::DagRunner>(
-        engine_, network_, plan_,
-        [this](std::uint32_t a, std::uint32_t b) -> const sim::Route& {
-            return fabric_.route(job_.endpoint_hosts[a], job_.endpoint_hosts[b]);
-        },
+    r.endpoints_left = collective_->endpoints();
+    r.runner = collective_->start_round(
+        engine_, network_, [this](std::uint32_t a, std::uint32_t b) -> const sim::Route& { return route(a, b); },
         [this, iteration](std::uint32_t e) { endpoint_done(iteration, e); });
-    for (std::uint32_t s = job_.workers; s < plan_.endpoints; ++s) r.runner->open(s);  // servers are always ready
+    for (std::uint32_t s = job_.workers; s < collective_->endpoints(); ++s) r.runner->open(s);  // servers are ready
     return r;
 }
 
@@ -78,7 +82,7 @@ void BspTrainer::endpoint_done(std::uint32_t iteration, std::uint32_t e) {
             begin_iteration(e);
         });
     }
-    if (--rounds_[iteration].endpoints_left == 0)  // the runner is still on the stack: drop it later
+    if (--rounds_[iteration].endpoints_left == 0)  // the round is still on the stack: drop it later
         engine_.after(sim::Time::zero(), [this, iteration] { rounds_.erase(iteration); });
 }
 
@@ -93,24 +97,29 @@ JobResult BspTrainer::result() const {
     finish_result(job_, makespan.seconds(), r);
     r.communication_time_s = sync / job_.workers / job_.iterations;
     r.exposed_communication_time_s = r.communication_time_s;  // no overlap: all of it is exposed
-    r.bytes_on_wire_per_iteration = wire_bytes_;
+    r.bytes_on_wire_per_iteration = wire_bytes(*collective_, job_);
     return r;
 }
 
-JobResult simulate_flow(const topo::Fabric& fabric, const TrainingJob& job, std::uint64_t& events) {
+FlowRun simulate_flow(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs) {
     sim::Engine engine;
     sim::Network network(engine);
     fabric.install(network);
-    BspTrainer trainer(engine, network, fabric, job);
-    trainer.start();
+    std::vector<std::unique_ptr<BspTrainer>> trainers;
+    for (const TrainingJob& job : jobs) trainers.push_back(std::make_unique<BspTrainer>(engine, network, fabric, job));
+    for (auto& t : trainers) t->start();
     engine.run();
-    events = engine.events_processed();
-    return trainer.result();
+    FlowRun run;
+    run.events = engine.events_processed();
+    run.makespan_s = engine.now().seconds();
+    for (auto& t : trainers) run.jobs.push_back(t->result());
+    for (sim::LinkIndex l = 0; l < network.link_count(); ++l) run.links.push_back(network.stats(l));
+    return run;
 }
 
 JobResult simulate_analytic(const topo::Fabric& fabric, const TrainingJob& job) {
-    const sim::Plan plan = topo::plan_round(job.architecture, job.workers, job.gradient_bytes());
-    const sim::Time comm = sim::alpha_beta_time(plan, [&](std::uint32_t a, std::uint32_t b) {
+    const auto collective = topo::make_collective(job.architecture, job.workers, job.gradient_bytes());
+    const sim::Time comm = collective->alpha_beta([&](std::uint32_t a, std::uint32_t b) {
         const topo::Vertex ha = job.endpoint_hosts[a];
         const topo::Vertex hb = job.endpoint_hosts[b];
         if (ha == hb) return sim::PathCost{sim::Time::zero(), sim::Bandwidth{}, true};
@@ -120,7 +129,7 @@ JobResult simulate_analytic(const topo::Fabric& fabric, const TrainingJob& job) 
     finish_result(job, (job.compute.iteration() + comm).seconds() * job.iterations, r);
     r.communication_time_s = comm.seconds();
     r.exposed_communication_time_s = comm.seconds();
-    r.bytes_on_wire_per_iteration = wire_bytes(plan, job);
+    r.bytes_on_wire_per_iteration = wire_bytes(*collective, job);
     return r;
 }
 

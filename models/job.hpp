@@ -22,6 +22,8 @@ struct TrainingJob {
     double bytes_per_param = 4.0;
     topo::ArchitectureSpec architecture;
     std::vector<topo::Vertex> endpoint_hosts;  ///< workers, then server endpoints
+    std::uint32_t index = 0;                   ///< position among the jobs sharing a fabric
+    std::uint64_t seed = 0;                    ///< ECMP flow hashing derives from it
 
     /// Gradient (or model) bytes one worker synchronises per iteration.
     [[nodiscard]] sim::Bytes gradient_bytes() const {

@@ -61,6 +61,7 @@ json ObjectSchema::to_json() const {
     }
     json out{{"type", "object"}, {"description", description}, {"properties", props}, {"additionalProperties", false}};
     if (!required.empty()) out["required"] = required;
+    if (!one_of.is_null()) out["oneOf"] = one_of;
     return out;
 }
 

@@ -42,6 +42,7 @@ struct ObjectSchema {
     std::string id;  ///< name under $defs
     std::string description;
     std::vector<Field> fields;
+    json one_of = nullptr;  ///< optional JSON Schema "oneOf" over the whole object (e.g. alternative required sets)
 
     [[nodiscard]] const Field* find(std::string_view name) const;
     [[nodiscard]] json to_json() const;

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -10,20 +12,31 @@
 
 namespace ddlsim::scenario {
 
-struct RunResult {
-    models::JobResult job;
-    std::uint64_t events = 0;
-    double wall_time_s = 0.0;
+/// One directed link's load over the run.
+struct LinkLoad {
+    std::string name;  ///< "a->b"
+    double bytes = 0.0;
+    double utilization = 0.0;  ///< bytes / (capacity x simulated time)
 };
 
-/// Builds the fabric and the job, simulates it; throws ScenarioError for
+struct RunResult {
+    std::vector<models::JobResult> jobs;  ///< in scenario order
+    std::uint64_t events = 0;
+    double simulated_time_s = 0.0;
+    double wall_time_s = 0.0;
+    std::vector<LinkLoad> busiest_links;  ///< flow model: the most loaded directed links, most loaded first
+    double mean_link_utilization = 0.0;   ///< over links that carried traffic
+};
+
+/// Builds the fabric and the jobs and simulates them; throws ScenarioError for
 /// inconsistent combinations found only once the pieces meet.
 [[nodiscard]] RunResult run_scenario(const Scenario& s);
 
-/// The result JSON (every SPEC §3 key that applies, plus a scenario echo).
+/// The result JSON: for one job the SPEC §3 keys at the top level; with a "jobs"
+/// list, one such object per job under "jobs". Plus events, wall time and links.
 [[nodiscard]] nlohmann::json result_json(const Scenario& s, const RunResult& r);
 
-/// A one-line description of the architecture, e.g. "ps (4 dedicated servers)".
-[[nodiscard]] std::string describe_architecture(const Scenario& s);
+/// A one-line description of a job's architecture, e.g. "ps (4 dedicated servers)".
+[[nodiscard]] std::string describe_architecture(const JobSpec& j);
 
 }  // namespace ddlsim::scenario

@@ -17,24 +17,32 @@ namespace ddlsim::scenario {
 
 enum class NetworkModel { flow, analytic };
 
-struct Scenario {
+/// One training job: its model, devices, workers and schemes.
+struct JobSpec {
+    std::string name;  ///< "job0", "job1", ... unless given
     std::uint32_t workers = 1;
     models::Workload workload;
     std::string model_name;        ///< built-in name or "custom"
     double bytes_per_param = 4.0;  ///< gradient element size (model.dtype)
     std::uint32_t batch_size = 1;
-    std::uint32_t iterations = 10;
     models::DeviceSpec device;
-    topo::TopologySpec topology;
-    NetworkModel network_model = NetworkModel::flow;
     std::vector<std::string> placement;         ///< host of each worker
     std::vector<std::string> server_placement;  ///< host of each server endpoint (ps)
     topo::ArchitectureSpec architecture;
+};
+
+struct Scenario {
+    std::vector<JobSpec> jobs;  ///< one, unless the scenario has a "jobs" list
+    bool has_jobs_list = false;
+    std::uint32_t iterations = 10;
+    topo::TopologySpec topology;
+    NetworkModel network_model = NetworkModel::flow;
     std::uint64_t seed = 0;
 };
 
 /// Loads a scenario from parsed JSON; throws ScenarioError on any bad input.
-[[nodiscard]] Scenario load_scenario(const nlohmann::json& j);
+/// `base_dir` resolves relative file names inside it (network.file).
+[[nodiscard]] Scenario load_scenario(const nlohmann::json& j, const std::string& base_dir = ".");
 
 /// Reads, parses and loads a scenario file, applying `--set PATH=VALUE` overrides
 /// first; throws ScenarioError (path "$" for unreadable or malformed files).
@@ -42,6 +50,9 @@ struct Scenario {
 
 /// Applies one "a.b.c=VALUE" override (VALUE as JSON if it parses, else as a string).
 void apply_override(nlohmann::json& j, const std::string& assignment);
+
+/// Reads a JSON file strictly (ScenarioError with path "$" when unreadable or malformed).
+[[nodiscard]] nlohmann::json read_json_file(const std::string& file);
 
 /// The JSON Schema of scenarios, generated from the loader's own key tables.
 [[nodiscard]] nlohmann::json scenario_schema();

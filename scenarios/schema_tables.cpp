@@ -1,5 +1,7 @@
 #include "scenarios/schema_tables.hpp"
 
+#include <algorithm>
+
 #include "models/device.hpp"
 #include "models/workload.hpp"
 #include "scenarios/scenario.hpp"
@@ -23,50 +25,97 @@ Tables build() {
     c.models = models::builtin_workload_names();
     for (const auto& d : models::builtin_devices()) c.devices.push_back(d.name);
 
-    t.root = {
-        "scenario",
-        "a ddlsim scenario: one data-parallel training job on one network",
-        {
-            {"description", str("free text describing the scenario (not interpreted)")},
-            {"workers", integer("number of data-parallel workers (GPUs)", 1), true},
-            {"model",
-             {{"description", "a built-in workload name or a model object"},
-              {"oneOf", json::array({enum_schema(c.models, "built-in workload"), ref("model", "model object")})}},
-             true},
-            {"batch_size", integer("samples per worker per iteration", 1), true},
-            {"iterations", integer("iterations to simulate (default 10)", 1)},
-            {"device",
-             {{"description", "a built-in device profile name or a device object"},
-              {"oneOf", json::array({enum_schema(c.devices, "built-in profile"), ref("device", "device object")})}},
-             true},
-            {"network", ref("network", "the physical network"), true},
-            {"placement",
-             {{"type", "array"},
-              {"items", {{"type", "string"}}},
-              {"description", "the host each worker runs on (default: hosts in order)"}}},
-            {"architecture", ref("architecture", "how gradients are aggregated (default: ring all-reduce)")},
-            {"sync", ref("sync", "synchronisation scheme (default: bsp)")},
-            {"compression", ref("compression", "gradient compression (default: none)")},
-            {"overlap", ref("overlap", "compute/communication overlap (default: none)")},
-            {"seed", integer("seed of every random choice (default 0)", 0)},
-        }};
+    // The per-job keys: at the root for one job, inside each element of "jobs" for several.
+    const std::vector<Field> job_fields{
+        {"workers", integer("number of data-parallel workers (GPUs)", 1)},
+        {"model",
+         {{"description", "a built-in workload name or a model object"},
+          {"oneOf", json::array({enum_schema(c.models, "built-in workload"), ref("model", "model object")})}}},
+        {"batch_size", integer("samples per worker per iteration", 1)},
+        {"device",
+         {{"description", "a built-in device profile name or a device object"},
+          {"oneOf", json::array({enum_schema(c.devices, "built-in profile"), ref("device", "device object")})}}},
+        {"placement",
+         {{"type", "array"},
+          {"items", {{"type", "string"}}},
+          {"description", "the host each worker runs on (default: the next unused hosts in order)"}}},
+        {"architecture", ref("architecture", "how gradients are aggregated (default: ring all-reduce)")},
+        {"sync", ref("sync", "synchronisation scheme (default: bsp)")},
+        {"compression", ref("compression", "gradient compression (default: none)")},
+        {"overlap", ref("overlap", "compute/communication overlap (default: none)")},
+    };
+    const json job_required = json::array({"workers", "model", "batch_size", "device"});
+    t.root = {"scenario",
+              "a ddlsim scenario: one training job (its keys at the root) or several sharing a network (jobs)",
+              {
+                  {"description", str("free text describing the scenario (not interpreted)")},
+                  {"iterations", integer("iterations to simulate, per job (default 10)", 1)},
+                  {"network", ref("network", "the physical network"), true},
+                  {"seed", integer("seed of every random choice, ECMP path hashing included (default 0)", 0)},
+                  {"jobs",
+                   {{"type", "array"},
+                    {"items", ref("job", "a job")},
+                    {"minItems", 1},
+                    {"description", "several training jobs sharing the network; per-job keys go inside each"}}},
+              }};
+    t.root.fields.insert(t.root.fields.end(), job_fields.begin(), job_fields.end());
+    t.root.one_of = json::array({{{"required", job_required}}, {{"required", json::array({"jobs"})}}});
+    t.job = {"job",
+             "one training job sharing the network with the others",
+             {
+                 {"name", str("job name in results (default job0, job1, ...)")},
+                 {"description", str("free text (not interpreted)")},
+             }};
+    t.job.fields.insert(t.job.fields.end(), job_fields.begin(), job_fields.end());
+    for (auto& f : t.job.fields)
+        if (std::find(job_required.begin(), job_required.end(), f.name) != job_required.end()) f.required = true;
     t.network = {
         "network",
         "the physical network",
         {
-            {"topology", enum_schema(c.topologies, "fabric shape: star, two_tier (nodes of GPUs) or custom"), true},
-            {"bandwidth", bandwidth_schema("host (star) or node NIC (two_tier) link bandwidth")},
-            {"latency", time_schema("per-link latency of those links")},
-            {"hosts", integer("star: number of hosts (default: workers plus dedicated servers)", 1)},
+            {"topology", enum_schema(c.topologies, "fabric shape"), true},
+            {"bandwidth", bandwidth_schema("host link bandwidth (node NIC bandwidth for two_tier; every link of a "
+                                           "fat_tree; leaf_spine host links)")},
+            {"latency", time_schema("latency of every link but two_tier intra-node ones")},
+            {"hosts", integer("star, ring: number of hosts (default: workers plus dedicated servers)", 1)},
             {"gpus_per_node", integer("two_tier: GPUs per node", 1)},
             {"num_nodes", integer("two_tier: number of nodes (default: enough for the workers)", 1)},
+            {"nics_per_node",
+             integer("two_tier: parallel NIC links from each node to the switch (default 1; ECMP spreads flows)", 1)},
             {"intra_bandwidth", bandwidth_schema("two_tier: GPU link bandwidth on the intra-node fabric")},
             {"intra_latency", time_schema("two_tier: GPU link latency on the intra-node fabric")},
+            {"k", integer("fat_tree: switch radix k (even): k^3/4 hosts", 2)},
+            {"hosts_per_leaf", integer("leaf_spine: hosts on each leaf", 1)},
+            {"spines", integer("leaf_spine: spine switches (each leaf links to every spine)", 1)},
+            {"leaves", integer("leaf_spine: leaf switches (default: enough for the workers)", 1)},
+            {"oversubscription",
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"description",
+               "leaf_spine: host bandwidth / uplink bandwidth of a leaf (default 1): each uplink gets "
+               "hosts_per_leaf x bandwidth / (spines x oversubscription)"}}},
+            {"dims",
+             {{"type", "array"},
+              {"items", {{"type", "integer"}, {"minimum", 1}}},
+              {"minItems", 2},
+              {"maxItems", 2},
+              {"description", "torus2d: [X, Y] hosts"}}},
             {"nodes", {{"type", "array"}, {"items", ref("node", "a node")}, {"description", "custom: the nodes"}}},
             {"links",
              {{"type", "array"}, {"items", ref("link", "a link")}, {"description", "custom: full-duplex links"}}},
+            {"file", str("custom: a JSON file holding {\"nodes\", \"links\"}, relative to the scenario file")},
             {"model",
              enum_schema(c.network_models, "flow: max-min fair sharing (default); analytic: closed-form alpha-beta")},
+        }};
+    t.topology_file = {
+        "topology_file",
+        "a custom topology kept in its own file",
+        {
+            {"description", str("free text (not interpreted)")},
+            {"nodes", {{"type", "array"}, {"items", ref("node", "a node")}, {"description", "the nodes"}}, true},
+            {"links",
+             {{"type", "array"}, {"items", ref("link", "a link")}, {"description", "full-duplex links"}},
+             true},
         }};
     t.node = {"node",
               "a node of a custom topology",
@@ -166,8 +215,8 @@ json scenario_schema() {
     json out = t.root.to_json();
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema";
     out["title"] = "ddlsim scenario";
-    for (const ObjectSchema* s : {&t.network, &t.node, &t.link, &t.model, &t.layer, &t.device, &t.architecture, &t.sync,
-                                  &t.compression, &t.overlap})
+    for (const ObjectSchema* s : {&t.job, &t.network, &t.topology_file, &t.node, &t.link, &t.model, &t.layer, &t.device,
+                                  &t.architecture, &t.sync, &t.compression, &t.overlap})
         out["$defs"][s->id] = s->to_json();
     return out;
 }

@@ -11,7 +11,7 @@
 namespace ddlsim::scenario {
 
 struct Choices {
-    std::vector<std::string> topologies{"star", "two_tier", "custom"};
+    std::vector<std::string> topologies{"star", "two_tier", "fat_tree", "leaf_spine", "ring", "torus2d", "custom"};
     std::vector<std::string> network_models{"flow", "analytic"};
     std::vector<std::string> node_kinds{"host", "switch"};
     std::vector<std::string> dtypes{"fp32", "fp16", "bf16"};
@@ -31,7 +31,6 @@ struct Choices {
 /// loader says so instead of calling them unknown.
 struct Planned {
     std::map<std::string, std::vector<std::string>> values{
-        {"topology", {"fat_tree", "leaf_spine", "ring", "torus2d"}},
         {"algorithm", {"tree", "halving_doubling", "hierarchical", "torus2d"}},
         {"graph", {"torus", "exponential"}},
         {"sync", {"ssp", "asp", "local_sgd", "fedavg"}},
@@ -42,16 +41,20 @@ struct Planned {
     };
     /// Keys by object id ("scenario", "architecture", ...).
     std::map<std::string, std::vector<std::string>> keys{
-        {"scenario", {"stragglers", "convergence", "jobs"}}, {"architecture", {"style"}},
-        {"overlap", {"bucket_size", "partition_size"}},      {"device", {"profile"}},
-        {"network", {"oversubscription", "nics_per_node"}},
+        {"scenario", {"stragglers", "convergence"}},
+        {"job", {"stragglers", "convergence"}},
+        {"architecture", {"style"}},
+        {"overlap", {"bucket_size", "partition_size"}},
+        {"device", {"profile"}},
+        {"network", {}},
     };
 };
 
 struct Tables {
     Choices choices;
     Planned planned;
-    ObjectSchema root, network, node, link, model, layer, device, architecture, sync, compression, overlap;
+    ObjectSchema root, job, network, topology_file, node, link, model, layer, device, architecture, sync, compression,
+        overlap;
 };
 
 /// The tables, built once.

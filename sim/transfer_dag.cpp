@@ -6,28 +6,54 @@
 
 namespace ddlsim::sim {
 
-std::uint32_t Plan::add(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::vector<std::uint32_t> after) {
-    steps.push_back(PlanStep{src, dst, bytes, Time::zero(), std::move(after)});
-    return static_cast<std::uint32_t>(steps.size() - 1);
+std::uint32_t Plan::add(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::span<const std::uint32_t> after) {
+    const auto index = static_cast<std::uint32_t>(steps_.size());
+    for (std::uint32_t d : after)
+        if (d >= index) throw std::logic_error("plan step depends on a later step");
+    steps_.push_back(PlanStep{src, dst, bytes, Time::zero()});
+    after_.insert(after_.end(), after.begin(), after.end());
+    after_offsets_.push_back(static_cast<std::uint32_t>(after_.size()));
+    sealed_ = false;
+    return index;
 }
 
-std::uint32_t Plan::add_work(std::uint32_t at, Time work, std::vector<std::uint32_t> after) {
-    steps.push_back(PlanStep{at, at, Bytes{0.0}, work, std::move(after)});
-    return static_cast<std::uint32_t>(steps.size() - 1);
+std::uint32_t Plan::add_work(std::uint32_t at, Time work, std::span<const std::uint32_t> after) {
+    const std::uint32_t s = add(at, at, Bytes{0.0}, after);
+    steps_[s].work = work;
+    return s;
+}
+
+void Plan::seal() {
+    dependent_offsets_.assign(steps_.size() + 1, 0);
+    for (std::uint32_t d : after_) ++dependent_offsets_[d + 1];
+    for (std::size_t s = 0; s < steps_.size(); ++s) dependent_offsets_[s + 1] += dependent_offsets_[s];
+    dependents_.resize(after_.size());
+    std::vector<std::uint32_t> fill(dependent_offsets_.begin(), dependent_offsets_.end() - 1);
+    for (std::uint32_t s = 0; s < steps_.size(); ++s)
+        for (std::uint32_t d : after(s)) dependents_[fill[d]++] = s;
+    sealed_ = true;
+}
+
+std::span<const std::uint32_t> Plan::after(std::size_t s) const {
+    return {after_.data() + after_offsets_[s], after_offsets_[s + 1] - after_offsets_[s]};
+}
+
+std::span<const std::uint32_t> Plan::dependents(std::size_t s) const {
+    return {dependents_.data() + dependent_offsets_[s], dependent_offsets_[s + 1] - dependent_offsets_[s]};
 }
 
 double Plan::transfer_bytes() const {
     double total = 0.0;
-    for (const auto& s : steps)
+    for (const auto& s : steps_)
         if (s.src != s.dst) total += s.bytes.value();
     return total;
 }
 
 Time alpha_beta_time(const Plan& plan, const PathCostLookup& cost) {
-    std::vector<std::uint32_t> level(plan.steps.size(), 0);
+    std::vector<std::uint32_t> level(plan.size(), 0);
     std::uint32_t levels = 0;
-    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
-        for (std::uint32_t d : plan.steps[s].after) level[s] = std::max(level[s], level[d] + 1);
+    for (std::size_t s = 0; s < plan.size(); ++s) {
+        for (std::uint32_t d : plan.after(s)) level[s] = std::max(level[s], level[d] + 1);
         levels = std::max(levels, level[s] + 1);
     }
     struct Level {
@@ -37,8 +63,8 @@ Time alpha_beta_time(const Plan& plan, const PathCostLookup& cost) {
     std::vector<Level> per_level(levels);
     // Serialisation time per (level, endpoint), out and in; allocated only for levels with transfers.
     std::vector<std::vector<double>> out_time(levels), in_time(levels);
-    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
-        const PlanStep& step = plan.steps[s];
+    for (std::size_t s = 0; s < plan.size(); ++s) {
+        const PlanStep& step = plan.step(s);
         Level& lv = per_level[level[s]];
         if (step.src == step.dst) {
             lv.work = std::max(lv.work, step.work.seconds());
@@ -74,23 +100,19 @@ DagRunner::DagRunner(Engine& engine, Network& network, const Plan& plan, RouteLo
       plan_(plan),
       routes_(std::move(routes)),
       on_done_(std::move(on_done)),
-      deps_left_(plan.steps.size(), 0),
-      dependents_(plan.steps.size()),
+      deps_left_(plan.size(), 0),
       endpoint_steps_left_(plan.endpoints, 0),
       gate_open_(plan.endpoints, 0),
       waiting_(plan.endpoints),
-      started_(plan.steps.size(), 0),
-      steps_left_(plan.steps.size()) {
-    for (std::uint32_t s = 0; s < plan.steps.size(); ++s) {
-        const PlanStep& step = plan.steps[s];
+      started_(plan.size(), 0),
+      steps_left_(plan.size()) {
+    if (!plan.sealed()) throw std::logic_error("a plan must be sealed before it runs");
+    for (std::uint32_t s = 0; s < plan.size(); ++s) {
+        const PlanStep& step = plan.step(s);
         if (step.src >= plan.endpoints || step.dst >= plan.endpoints)
             throw std::logic_error("plan step names an endpoint outside the plan");
-        for (std::uint32_t d : step.after) {
-            if (d >= s) throw std::logic_error("plan step depends on a later step");
-            dependents_[d].push_back(s);
-        }
-        deps_left_[s] = static_cast<std::uint32_t>(step.after.size());
-        if (step.after.empty()) waiting_[step.src].push_back(s);
+        deps_left_[s] = static_cast<std::uint32_t>(plan.after(s).size());
+        if (deps_left_[s] == 0) waiting_[step.src].push_back(s);
         ++endpoint_steps_left_[step.src];
         if (step.dst != step.src) ++endpoint_steps_left_[step.dst];
     }
@@ -109,7 +131,7 @@ void DagRunner::open(std::uint32_t e) {
 }
 
 void DagRunner::try_start(std::uint32_t s) {
-    const PlanStep& step = plan_.steps[s];
+    const PlanStep& step = plan_.step(s);
     if (started_[s] || deps_left_[s] != 0) return;
     if (!gate_open_[step.src]) {
         waiting_[step.src].push_back(s);
@@ -125,8 +147,8 @@ void DagRunner::try_start(std::uint32_t s) {
 
 void DagRunner::complete(std::uint32_t s) {
     --steps_left_;
-    const PlanStep& step = plan_.steps[s];
-    for (std::uint32_t d : dependents_[s])
+    const PlanStep& step = plan_.step(s);
+    for (std::uint32_t d : plan_.dependents(s))
         if (--deps_left_[d] == 0) try_start(d);
     touch_done(step.src);
     if (step.dst != step.src) touch_done(step.dst);

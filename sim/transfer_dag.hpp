@@ -1,13 +1,18 @@
 // Collectives as data (after htsim): a plan is a DAG of steps between abstract
 // endpoints; a step is either a transfer of `bytes` from `src` to `dst` over the
 // network, or, when src == dst, local work of duration `work` at that endpoint.
-// A step starts once every step in `after` is done and its source endpoint's gate
-// is open (the endpoint has its data ready). The runner reports each endpoint as
+// A step starts once every step it comes after is done and its source endpoint's
+// gate is open (the endpoint has its data ready). A round reports each endpoint as
 // done when every step it sends or receives has finished.
+//
+// Plans are stored in compressed (CSR) form and shared by every round that runs
+// them, so a round costs a few integers per step, not an allocation per step.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "sim/engine.hpp"
@@ -19,24 +24,48 @@ struct PlanStep {
     std::uint32_t src = 0;
     std::uint32_t dst = 0;
     Bytes bytes;
-    Time work;                         ///< local steps only (src == dst)
-    std::vector<std::uint32_t> after;  ///< indices of earlier steps
+    Time work;  ///< local steps only (src == dst)
 };
 
 /// A DAG of steps among `endpoints` endpoints; steps may only depend on earlier ones.
-struct Plan {
+class Plan {
+public:
     std::uint32_t endpoints = 0;
-    std::vector<PlanStep> steps;
 
-    /// Appends a step and returns its index.
-    std::uint32_t add(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::vector<std::uint32_t> after = {});
-    std::uint32_t add_work(std::uint32_t at, Time work, std::vector<std::uint32_t> after = {});
+    /// Appends a transfer (or, with src == dst, a zero-time local step) and returns its index.
+    std::uint32_t add(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::span<const std::uint32_t> after = {});
+    std::uint32_t add(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::initializer_list<std::uint32_t> after) {
+        return add(src, dst, bytes, std::span<const std::uint32_t>(after.begin(), after.size()));
+    }
+    /// Appends local work of duration `work` at endpoint `at`.
+    std::uint32_t add_work(std::uint32_t at, Time work, std::span<const std::uint32_t> after = {});
+    std::uint32_t add_work(std::uint32_t at, Time work, std::initializer_list<std::uint32_t> after) {
+        return add_work(at, work, std::span<const std::uint32_t>(after.begin(), after.size()));
+    }
+    /// Builds the reverse (dependents) index; required before a round runs the plan.
+    void seal();
+
+    [[nodiscard]] std::size_t size() const { return steps_.size(); }
+    [[nodiscard]] const PlanStep& step(std::size_t s) const { return steps_[s]; }
+    [[nodiscard]] std::span<const std::uint32_t> after(std::size_t s) const;
+    [[nodiscard]] std::span<const std::uint32_t> dependents(std::size_t s) const;
+    [[nodiscard]] bool sealed() const { return sealed_; }
     /// Bytes of all network steps whose endpoints differ (the bytes a round puts on the wire, counted once).
     [[nodiscard]] double transfer_bytes() const;
+
+private:
+    std::vector<PlanStep> steps_;
+    std::vector<std::uint32_t> after_offsets_{0};
+    std::vector<std::uint32_t> after_;
+    std::vector<std::uint32_t> dependent_offsets_;
+    std::vector<std::uint32_t> dependents_;
+    bool sealed_ = false;
 };
 
 /// Maps a pair of endpoints to the route between the hosts they sit on.
 using RouteLookup = std::function<const Route&(std::uint32_t src, std::uint32_t dst)>;
+/// Called when an endpoint's part of a round is over.
+using EndpointDone = std::function<void(std::uint32_t endpoint)>;
 
 /// Latency and bottleneck bandwidth between the hosts of two endpoints;
 /// `local` when they share a host (the transfer then costs nothing).
@@ -54,17 +83,23 @@ using PathCostLookup = std::function<PathCost(std::uint32_t src, std::uint32_t d
 /// On an idle star this equals the flow model for ring, PS and gossip rounds.
 [[nodiscard]] Time alpha_beta_time(const Plan& plan, const PathCostLookup& cost);
 
-/// Runs one plan on a network. Keep it alive until all endpoints are done.
-class DagRunner {
+/// One synchronisation round in progress: endpoints open their gates when their
+/// data is ready; the round calls back as each endpoint's part completes.
+class Round {
 public:
-    using EndpointDone = std::function<void(std::uint32_t endpoint)>;
+    virtual ~Round() = default;
+    /// Opens endpoint `e`'s gate: its sends may start from now on.
+    virtual void open(std::uint32_t e) = 0;
+};
 
+/// Runs one sealed plan on a network. Keep it alive until all endpoints are done.
+class DagRunner final : public Round {
+public:
     DagRunner(Engine& engine, Network& network, const Plan& plan, RouteLookup routes, EndpointDone on_done);
     DagRunner(const DagRunner&) = delete;
     DagRunner& operator=(const DagRunner&) = delete;
 
-    /// Opens endpoint `e`'s gate: its steps may start from now on.
-    void open(std::uint32_t e);
+    void open(std::uint32_t e) override;
     [[nodiscard]] bool finished() const { return steps_left_ == 0; }
 
 private:
@@ -78,7 +113,6 @@ private:
     RouteLookup routes_;
     EndpointDone on_done_;
     std::vector<std::uint32_t> deps_left_;
-    std::vector<std::vector<std::uint32_t>> dependents_;
     std::vector<std::uint32_t> endpoint_steps_left_;
     std::vector<char> gate_open_;
     std::vector<std::vector<std::uint32_t>> waiting_;  ///< per endpoint: steps ready but for its gate

@@ -220,8 +220,8 @@ TEST_CASE("cli: a failing run leaves an existing --out file untouched") {
     const std::string previous = "{\"iteration_time_s\": 42, \"note\": \"from an earlier run\"}\n";
     const std::string out = dir.write("result.json", previous);
     expect_bad_input(ddlsim({"run", typo, "--out", out}), "error: " + typo + ": $.network.bandwith: ");
-    expect_bad_input(ddlsim({"run", good, "--set", "network.topology=fat_tree", "--out", out}),
-                     "error: " + good + ": $.network.topology: ", {"not implemented"});
+    expect_bad_input(ddlsim({"run", good, "--set", "sync.kind=ssp", "--out", out}),
+                     "error: " + good + ": $.sync.kind: ", {"not implemented"});
     CHECK(read_file(out) == previous);
     CHECK(dir.entries() == std::vector<std::string>{"good.json", "result.json", "typo.json"});
 }

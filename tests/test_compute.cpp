@@ -78,9 +78,9 @@ TEST_CASE("compute: one worker with no communication runs at samples_per_s") {
                  {"device", {{"name", "V100"}, {"samples_per_s", 367}}},
                  {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
     const auto r = scenario::run_scenario(scenario::load_scenario(j));
-    CHECK(r.job.throughput_samples_per_s == doctest::Approx(367.0).epsilon(1e-9));
-    CHECK(r.job.scaling_efficiency == doctest::Approx(1.0).epsilon(1e-9));
-    CHECK(r.job.communication_time_s == 0.0);
+    CHECK(r.jobs.front().throughput_samples_per_s == doctest::Approx(367.0).epsilon(1e-9));
+    CHECK(r.jobs.front().scaling_efficiency == doctest::Approx(1.0).epsilon(1e-9));
+    CHECK(r.jobs.front().communication_time_s == 0.0);
 }
 
 TEST_CASE("compute: ResNet-50 on a V100 from the datasheet is in the measured range") {
@@ -90,5 +90,5 @@ TEST_CASE("compute: ResNet-50 on a V100 from the datasheet is in the measured ra
                  {"batch_size", 112}, {"iterations", 1},
                  {"device", "V100"},  {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
     const auto r = scenario::run_scenario(scenario::load_scenario(j));
-    CHECK(r.job.throughput_samples_per_s == doctest::Approx(367.0).epsilon(0.15));
+    CHECK(r.jobs.front().throughput_samples_per_s == doctest::Approx(367.0).epsilon(0.15));
 }

@@ -125,15 +125,15 @@ using P = json::json_pointer;
 
 TEST_CASE("loader: the base scenarios are valid, so every defect below is the only one") {
     const auto s = load_scenario(base());
-    CHECK(s.workers == 4);
-    CHECK(s.placement == std::vector<std::string>{"h0", "h1", "h2", "h3"});
+    CHECK(s.jobs.front().workers == 4);
+    CHECK(s.jobs.front().placement == std::vector<std::string>{"h0", "h1", "h2", "h3"});
     REQUIRE(std::holds_alternative<ddlsim::topo::StarSpec>(s.topology));
     CHECK(std::get<ddlsim::topo::StarSpec>(s.topology).bandwidth.bits_per_s() == doctest::Approx(10e9));
     const auto c = load_scenario(custom_base());
-    CHECK(c.placement == std::vector<std::string>{"h0", "h1", "h2", "h3"});
+    CHECK(c.jobs.front().placement == std::vector<std::string>{"h0", "h1", "h2", "h3"});
     CHECK_NOTHROW((void)load_scenario(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "servers": 2})"))));
     // An integral float is an integer.
-    CHECK(load_scenario(with(base(), P("/workers"), 4.0)).workers == 4);
+    CHECK(load_scenario(with(base(), P("/workers"), 4.0)).jobs.front().workers == 4);
 }
 
 TEST_CASE("loader: unknown key at the root, with a did-you-mean hint") {
@@ -209,9 +209,11 @@ TEST_CASE("loader: workers must be an integer in range") {
     expect_error(with(base(), P("/workers"), 0), "$.workers", "integer", "got 0");
     expect_error(with(base(), P("/workers"), 1e20), "$.workers", "integer", "1 .. 1000000");
     expect_error(with(base(), P("/workers"), 1'000'001), "$.workers", "1 .. 1000000", "1000001");
-    // Within the bound but too many transfers to plan: a ring round of n workers is 2(n-1)n transfers, over the
-    // 5e7 limit for n = 6000 (7.2e7); the message says what to change.
-    expect_error(with(base(), P("/workers"), 6000), "$.workers", "transfers", "fewer workers");
+    // Within the bound but too many transfers to plan: a colocated PS round of n workers and n servers is
+    // 2n^2 + n transfers, over the 5e7 limit for n = 6000 (7.2e7); the message says what to change.
+    json ps = with(base(), P("/workers"), 6000);
+    ps["architecture"] = {{"kind", "ps"}, {"placement", "colocated"}};
+    expect_error(ps, "$.workers", "transfers", "fewer workers");
 }
 
 TEST_CASE("loader: numbers out of range") {
@@ -230,7 +232,7 @@ TEST_CASE("loader: numbers out of range") {
                  "$.architecture.servers", "integer", "got 0");
     // Too many events for the flow model: the message points at the analytic model.
     json many = with(base(), P("/workers"), 1000);
-    many["iterations"] = 1000;
+    many["iterations"] = 10000;
     expect_error(many, "$.iterations", "fewer iterations", "analytic");
     many["network"]["model"] = "analytic";
     CHECK_NOTHROW((void)load_scenario(many));
@@ -282,10 +284,10 @@ TEST_CASE("loader: unknown names list the valid ones") {
 }
 
 TEST_CASE("loader: values and keys the SPEC defines but this version lacks say not implemented") {
-    expect_error(with(base(), P("/network/topology"), "fat_tree"), "$.network.topology", "not implemented", "\"star\"");
-    // Topology parameters of a planned topology do not mask the real reason.
+    // Topologies: a missing size parameter is named.
+    expect_error(with(base(), P("/network/topology"), "fat_tree"), "$.network.k", "required by topology");
     expect_error(with(base(), P("/network"), from_text(R"({"topology": "leaf_spine", "oversubscription": 2})")),
-                 "$.network.topology", "not implemented");
+                 "$.network.bandwidth", "required by topology");
     expect_error(with(base(), P("/architecture/algorithm"), "tree"), "$.architecture.algorithm", "not implemented",
                  "\"ring\"");
     expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "gossip", "graph": "exponential"})")),
@@ -299,7 +301,8 @@ TEST_CASE("loader: values and keys the SPEC defines but this version lacks say n
     expect_error(with(base(), P("/overlap"), from_text(R"({"wfbp": true})")), "$.overlap.wfbp", "not implemented");
     expect_error(with(base(), P("/overlap"), from_text(R"({"fusion": "buffer"})")), "$.overlap.fusion",
                  "not implemented");
-    expect_error(with(base(), P("/jobs"), json::array()), "$.jobs", "not implemented");
+    // With a jobs list the per-job keys belong inside each job.
+    expect_error(with(base(), P("/jobs"), json::array()), "$.workers", "inside each job");
     expect_error(with(base(), P("/stragglers"), from_text(R"({"fixed": {"0": 2.0}})")), "$.stragglers",
                  "not implemented");
     expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "style": "byteps"})")),
@@ -378,7 +381,7 @@ TEST_CASE("loader: parameter-server servers must fit on the hosts") {
     j["network"]["hosts"] = 5;
     expect_error(j, "$.architecture.servers", "2 dedicated servers", "1 free");
     j["network"]["hosts"] = 6;
-    CHECK(load_scenario(j).server_placement == std::vector<std::string>{"h4", "h5"});
+    CHECK(load_scenario(j).jobs.front().server_placement == std::vector<std::string>{"h4", "h5"});
 }
 
 TEST_CASE("loader: a model object holds exactly one of name and layers") {

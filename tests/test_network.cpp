@@ -104,6 +104,7 @@ TEST_CASE("transfer DAG: dependencies, gates and endpoint completion") {
     const auto s0 = p.add(0, 1, Bytes{100.0});
     const auto s1 = p.add(1, 2, Bytes{50.0}, {s0});
     p.add_work(2, Time::seconds(3.0), {s1});
+    p.seal();
     CHECK(p.transfer_bytes() == 150.0);
     std::vector<double> done(3, -1);
     DagRunner run(

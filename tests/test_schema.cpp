@@ -73,10 +73,10 @@ private:
                 }
                 if (!check(s["properties"][k], item)) return false;
             }
-            if (s.contains("required"))
-                for (const auto& r : s["required"])
-                    if (!v.contains(r.get<std::string>())) return false;
         }
+        if (v.is_object() && s.contains("required"))
+            for (const auto& r : s["required"])
+                if (!v.contains(r.get<std::string>())) return false;
         return true;
     }
 

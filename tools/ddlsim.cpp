@@ -110,8 +110,11 @@ int main(int argc, char** argv) {
         if (run->parsed()) return run_command(file, sets, out, trace);
         if (check->parsed()) {
             const auto s = ddlsim::scenario::load_scenario_file(file, sets);
-            std::cout << fmt::format("{}: ok ({} workers, model {}, {})\n", file, s.workers, s.model_name,
-                                     ddlsim::scenario::describe_architecture(s));
+            std::string jobs;
+            for (const auto& j : s.jobs)
+                jobs += fmt::format("{}{}: {} workers, model {}, {}", jobs.empty() ? "" : "; ", j.name, j.workers,
+                                    j.model_name, ddlsim::scenario::describe_architecture(j));
+            std::cout << fmt::format("{}: ok ({})\n", file, jobs);
             return 0;
         }
         if (app.got_subcommand("schema")) {

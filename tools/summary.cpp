@@ -25,37 +25,45 @@ std::string latency(double s) {
 }
 
 std::string topology_line(const scenario::Scenario& s) {
+    const auto bw = [](sim::Bandwidth b) { return si(b.bits_per_s(), "bit/s"); };
     return std::visit(
-        [](const auto& t) -> std::string {
+        [&](const auto& t) -> std::string {
             using T = std::decay_t<decltype(t)>;
             if constexpr (std::is_same_v<T, topo::StarSpec>)
-                return fmt::format("star, {} hosts, {} links, {} latency", t.hosts,
-                                   si(t.bandwidth.bits_per_s(), "bit/s"), latency(t.latency.seconds()));
+                return fmt::format("star, {} hosts, {} links, {} latency", t.hosts, bw(t.bandwidth),
+                                   latency(t.latency.seconds()));
             else if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
-                return fmt::format("two_tier, {} nodes x {} GPUs, NIC {} / {}, intra {} / {}", t.nodes, t.gpus_per_node,
-                                   si(t.bandwidth.bits_per_s(), "bit/s"), latency(t.latency.seconds()),
-                                   si(t.intra_bandwidth.bits_per_s(), "bit/s"), latency(t.intra_latency.seconds()));
+                return fmt::format("two_tier, {} nodes x {} GPUs, {} x NIC {} / {}, intra {} / {}", t.nodes,
+                                   t.gpus_per_node, t.nics_per_node, bw(t.bandwidth), latency(t.latency.seconds()),
+                                   bw(t.intra_bandwidth), latency(t.intra_latency.seconds()));
+            else if constexpr (std::is_same_v<T, topo::FatTreeSpec>)
+                return fmt::format("fat_tree k={}, {} hosts, {} links, {} latency", t.k, t.k * t.k * t.k / 4,
+                                   bw(t.bandwidth), latency(t.latency.seconds()));
+            else if constexpr (std::is_same_v<T, topo::LeafSpineSpec>)
+                return fmt::format("leaf_spine, {} leaves x {} hosts, {} spines, hosts {}, uplinks {} ({}:1)", t.leaves,
+                                   t.hosts_per_leaf, t.spines, bw(t.bandwidth), bw(topo::leaf_uplink_bandwidth(t)),
+                                   t.oversubscription);
+            else if constexpr (std::is_same_v<T, topo::RingSpec>)
+                return fmt::format("ring of {} hosts, {} links, {} latency", t.hosts, bw(t.bandwidth),
+                                   latency(t.latency.seconds()));
+            else if constexpr (std::is_same_v<T, topo::Torus2dSpec>)
+                return fmt::format("torus2d {} x {}, {} links, {} latency", t.x, t.y, bw(t.bandwidth),
+                                   latency(t.latency.seconds()));
             else
                 return fmt::format("custom, {} nodes, {} links", t.nodes.size(), t.links.size());
         },
         s.topology);
 }
 
-}  // namespace
-
-std::string run_summary(const std::string& file, const scenario::Scenario& s, const scenario::RunResult& r) {
-    const auto& j = r.job;
+std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec, const models::JobResult& j) {
     const double exposed_share = j.iteration_time_s > 0 ? j.exposed_communication_time_s / j.iteration_time_s : 0.0;
     std::string out;
-    out += fmt::format("ddlsim run {}\n", file);
     out += fmt::format("  model         {} ({:.1f} M parameters, {} gradient tensors, {} per iteration)\n",
-                       s.model_name, static_cast<double>(s.workload.params()) / 1e6, s.workload.tensor_count(),
-                       si(static_cast<double>(s.workload.params()) * s.bytes_per_param, "B"));
-    out += fmt::format("  cluster       {} workers on {}, batch {} per worker, device {}\n", s.workers,
-                       topology_line(s), s.batch_size, s.device.name);
-    out += fmt::format("  scheme        {}, bsp, no compression, no overlap; network model {}\n",
-                       scenario::describe_architecture(s),
-                       s.network_model == scenario::NetworkModel::flow ? "flow (max-min)" : "analytic (alpha-beta)");
+                       spec.model_name, static_cast<double>(spec.workload.params()) / 1e6, spec.workload.tensor_count(),
+                       si(static_cast<double>(spec.workload.params()) * spec.bytes_per_param, "B"));
+    out += fmt::format("  workers       {}, batch {} per worker, device {}\n", spec.workers, spec.batch_size,
+                       spec.device.name);
+    out += fmt::format("  scheme        {}, bsp, no compression, no overlap\n", scenario::describe_architecture(spec));
     out += "\n";
     out += fmt::format("  per iteration (mean over {} iterations)\n", s.iterations);
     out += fmt::format("  {:<32}{:>16}\n", "iteration time", ms(j.iteration_time_s));
@@ -69,8 +77,27 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
     out += fmt::format("  {:<32}{:>16}\n", "bytes on the wire", si(j.bytes_on_wire_per_iteration, "B"));
     out += fmt::format("  {:<32}{:>16}\n", "throughput", fmt::format("{:.1f} samples/s", j.throughput_samples_per_s));
     out += fmt::format("  {:<32}{:>16}\n", "scaling efficiency", fmt::format("{:.1f} %", 100.0 * j.scaling_efficiency));
+    return out;
+}
+
+}  // namespace
+
+std::string run_summary(const std::string& file, const scenario::Scenario& s, const scenario::RunResult& r) {
+    std::string out = fmt::format("ddlsim run {}\n", file);
+    out += fmt::format("  network       {}; model {}\n", topology_line(s),
+                       s.network_model == scenario::NetworkModel::flow ? "flow (max-min)" : "analytic (alpha-beta)");
+    for (std::size_t i = 0; i < s.jobs.size(); ++i) {
+        if (s.has_jobs_list) out += fmt::format("\n job {} ({} of {})\n", s.jobs[i].name, i + 1, s.jobs.size());
+        out += job_block(s, s.jobs[i], r.jobs[i]);
+    }
+    if (!r.busiest_links.empty()) {
+        out += fmt::format("\n  busiest links (mean utilisation of links in use {:.1f} %)\n",
+                           100.0 * r.mean_link_utilization);
+        for (const auto& l : r.busiest_links)
+            out += fmt::format("    {:<28}{:>12}{:>10.1f} %\n", l.name, si(l.bytes, "B"), 100.0 * l.utilization);
+    }
     out += fmt::format("\n  simulated {} iterations ({:.4g} s) with {} events in {:.3f} s wall time\n", s.iterations,
-                       j.makespan_s, r.events, r.wall_time_s);
+                       r.simulated_time_s, r.events, r.wall_time_s);
     return out;
 }
 

@@ -24,7 +24,7 @@ Fabric build(const TwoTierSpec& s) {
     for (std::size_t n = 0; n < s.nodes; ++n) {
         const std::string node = fmt::format("n{}", n);
         f.add_node(node, NodeKind::switch_);
-        f.add_link(node, "switch", s.bandwidth, s.latency);
+        for (std::size_t nic = 0; nic < s.nics_per_node; ++nic) f.add_link(node, "switch", s.bandwidth, s.latency);
         for (std::size_t g = 0; g < s.gpus_per_node; ++g) {
             const std::string gpu = fmt::format("n{}g{}", n, g);
             f.add_node(gpu, NodeKind::host);
@@ -39,6 +39,80 @@ Fabric build(const TwoTierSpec& s) {
     return f;
 }
 
+Fabric build(const FatTreeSpec& s) {
+    if (s.k < 2 || s.k % 2 != 0) throw std::invalid_argument("fat_tree: k must be even and at least 2");
+    const std::size_t half = s.k / 2;
+    Fabric f;
+    std::size_t host = 0;
+    for (std::size_t c = 0; c < half * half; ++c) f.add_node(fmt::format("c{}", c), NodeKind::switch_);
+    for (std::size_t p = 0; p < s.k; ++p) {
+        for (std::size_t a = 0; a < half; ++a) {
+            const std::string agg = fmt::format("a{}_{}", p, a);
+            f.add_node(agg, NodeKind::switch_);
+            // Aggregation switch a of every pod connects to core switches a*k/2 .. a*k/2 + k/2 - 1.
+            for (std::size_t m = 0; m < half; ++m)
+                f.add_link(agg, fmt::format("c{}", a * half + m), s.bandwidth, s.latency);
+        }
+        for (std::size_t e = 0; e < half; ++e) {
+            const std::string edge = fmt::format("e{}_{}", p, e);
+            f.add_node(edge, NodeKind::switch_);
+            for (std::size_t a = 0; a < half; ++a)
+                f.add_link(edge, fmt::format("a{}_{}", p, a), s.bandwidth, s.latency);
+            for (std::size_t h = 0; h < half; ++h) {
+                const std::string name = fmt::format("h{}", host++);
+                f.add_node(name, NodeKind::host);
+                f.add_link(name, edge, s.bandwidth, s.latency);
+            }
+        }
+    }
+    return f;
+}
+
+Fabric build(const LeafSpineSpec& s) {
+    Fabric f;
+    const sim::Bandwidth up = leaf_uplink_bandwidth(s);
+    for (std::size_t j = 0; j < s.spines; ++j) f.add_node(fmt::format("spine{}", j), NodeKind::switch_);
+    std::size_t host = 0;
+    for (std::size_t i = 0; i < s.leaves; ++i) {
+        const std::string leaf = fmt::format("leaf{}", i);
+        f.add_node(leaf, NodeKind::switch_);
+        for (std::size_t j = 0; j < s.spines; ++j) f.add_link(leaf, fmt::format("spine{}", j), up, s.latency);
+        for (std::size_t h = 0; h < s.hosts_per_leaf; ++h) {
+            const std::string name = fmt::format("h{}", host++);
+            f.add_node(name, NodeKind::host);
+            f.add_link(name, leaf, s.bandwidth, s.latency);
+        }
+    }
+    return f;
+}
+
+Fabric build(const RingSpec& s) {
+    Fabric f;
+    for (std::size_t i = 0; i < s.hosts; ++i) f.add_node(fmt::format("h{}", i), NodeKind::host);
+    if (s.hosts == 2) f.add_link("h0", "h1", s.bandwidth, s.latency);
+    if (s.hosts > 2)
+        for (std::size_t i = 0; i < s.hosts; ++i)
+            f.add_link(fmt::format("h{}", i), fmt::format("h{}", (i + 1) % s.hosts), s.bandwidth, s.latency);
+    return f;
+}
+
+Fabric build(const Torus2dSpec& s) {
+    Fabric f;
+    for (std::size_t y = 0; y < s.y; ++y)
+        for (std::size_t x = 0; x < s.x; ++x) f.add_node(fmt::format("h{}_{}", x, y), NodeKind::host);
+    // Wrap-around neighbours; a dimension of 2 gets one link (no duplicate), of 1 none.
+    for (std::size_t y = 0; y < s.y; ++y)
+        for (std::size_t x = 0; x < s.x; ++x) {
+            if (s.x > 2 || (s.x == 2 && x == 0))
+                f.add_link(fmt::format("h{}_{}", x, y), fmt::format("h{}_{}", (x + 1) % s.x, y), s.bandwidth,
+                           s.latency);
+            if (s.y > 2 || (s.y == 2 && y == 0))
+                f.add_link(fmt::format("h{}_{}", x, y), fmt::format("h{}_{}", x, (y + 1) % s.y), s.bandwidth,
+                           s.latency);
+        }
+    return f;
+}
+
 Fabric build(const CustomSpec& s) {
     Fabric f;
     for (const auto& n : s.nodes) f.add_node(n.name, n.kind);
@@ -47,6 +121,10 @@ Fabric build(const CustomSpec& s) {
 }
 
 }  // namespace
+
+sim::Bandwidth leaf_uplink_bandwidth(const LeafSpineSpec& s) {
+    return s.bandwidth * (static_cast<double>(s.hosts_per_leaf) / (static_cast<double>(s.spines) * s.oversubscription));
+}
 
 Fabric build_fabric(const TopologySpec& spec) {
     Fabric f = std::visit([](const auto& s) { return build(s); }, spec);

@@ -1,8 +1,14 @@
-// Builders of physical fabrics from plain specs. Host naming:
-//   star:     h0, h1, ...                 (switch "switch")
-//   two_tier: n<i>g<j> for GPU j of node i (node switch "n<i>", top switch "switch"),
-//             then extra hosts s0, s1, ... on the top switch (dedicated servers)
-//   custom:   the names given.
+// Builders of physical fabrics from plain specs. Host naming (the default
+// placement takes hosts in this order):
+//   star:       h0, h1, ...                        (switch "switch")
+//   two_tier:   n<i>g<j> for GPU j of node i (node switch "n<i>", top switch "switch"),
+//               then extra hosts s0, s1, ... on the top switch (dedicated servers)
+//   fat_tree:   h0 .. h(k^3/4 - 1), edge switch by edge switch
+//               (switches e<pod>_<i>, a<pod>_<i>, c<i>)
+//   leaf_spine: h0, h1, ... leaf by leaf (switches leaf<i>, spine<j>)
+//   ring:       h0 .. h(n-1), each joined to the next (no switch)
+//   torus2d:    h<x>_<y> on an X x Y wrap-around grid (no switch)
+//   custom:     the names given.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +28,8 @@ struct StarSpec {
 };
 
 /// Nodes of `gpus_per_node` GPUs on an intra-node fabric (a node switch, links of
-/// intra_bandwidth / intra_latency), each node's NIC (bandwidth / latency) on one switch.
+/// intra_bandwidth / intra_latency); each node reaches the top switch through
+/// `nics_per_node` parallel NIC links of bandwidth / latency (ECMP spreads flows).
 struct TwoTierSpec {
     std::size_t nodes = 0;
     std::size_t gpus_per_node = 0;
@@ -30,7 +37,44 @@ struct TwoTierSpec {
     sim::Time latency;
     sim::Bandwidth intra_bandwidth;
     sim::Time intra_latency;
+    std::size_t nics_per_node = 1;
     std::size_t extra_hosts = 0;  ///< single-NIC hosts on the top switch (e.g. dedicated servers)
+};
+
+/// k-ary fat-tree (Al-Fares et al., SIGCOMM 2008): k pods of k/2 edge and k/2
+/// aggregation switches, (k/2)^2 core switches, k^3/4 hosts, every link alike:
+/// full bisection bandwidth.
+struct FatTreeSpec {
+    std::size_t k = 4;
+    sim::Bandwidth bandwidth;
+    sim::Time latency;
+};
+
+/// Two-level Clos: `leaves` leaf switches of `hosts_per_leaf` hosts, each leaf
+/// linked to every one of `spines` spines. Leaf uplinks get
+/// hosts_per_leaf * bandwidth / (spines * oversubscription).
+struct LeafSpineSpec {
+    std::size_t leaves = 2;
+    std::size_t hosts_per_leaf = 1;
+    std::size_t spines = 1;
+    double oversubscription = 1.0;
+    sim::Bandwidth bandwidth;
+    sim::Time latency;
+};
+
+/// Hosts joined directly in a ring (each host to the next, full duplex).
+struct RingSpec {
+    std::size_t hosts = 0;
+    sim::Bandwidth bandwidth;
+    sim::Time latency;
+};
+
+/// Hosts on an X x Y grid with wrap-around links in both dimensions.
+struct Torus2dSpec {
+    std::size_t x = 0;
+    std::size_t y = 0;
+    sim::Bandwidth bandwidth;
+    sim::Time latency;
 };
 
 struct CustomNode {
@@ -51,9 +95,12 @@ struct CustomSpec {
     std::vector<CustomLink> links;
 };
 
-using TopologySpec = std::variant<StarSpec, TwoTierSpec, CustomSpec>;
+using TopologySpec = std::variant<StarSpec, TwoTierSpec, FatTreeSpec, LeafSpineSpec, RingSpec, Torus2dSpec, CustomSpec>;
 
 /// Builds and validates the fabric; throws std::invalid_argument on an invalid one.
 [[nodiscard]] Fabric build_fabric(const TopologySpec& spec);
+
+/// Leaf uplink bandwidth of a leaf-spine spec.
+[[nodiscard]] sim::Bandwidth leaf_uplink_bandwidth(const LeafSpineSpec& s);
 
 }  // namespace ddlsim::topo

@@ -3,23 +3,48 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "topologies/ring_allreduce.hpp"
+
 namespace ddlsim::topo {
 
-sim::Plan ring_allreduce(std::uint32_t n, sim::Bytes bytes) {
+PlanCollective::PlanCollective(sim::Plan plan) : plan_(std::move(plan)) {
+    plan_.seal();
+}
+
+std::unique_ptr<sim::Round> PlanCollective::start_round(sim::Engine& engine, sim::Network& network,
+                                                        sim::RouteLookup routes, sim::EndpointDone on_done) const {
+    return std::make_unique<sim::DagRunner>(engine, network, plan_, std::move(routes), std::move(on_done));
+}
+
+double PlanCollective::wire_bytes(const RemoteTest& remote) const {
+    double total = 0.0;
+    for (std::size_t s = 0; s < plan_.size(); ++s) {
+        const sim::PlanStep& step = plan_.step(s);
+        if (step.src != step.dst && remote(step.src, step.dst)) total += step.bytes.value();
+    }
+    return total;
+}
+
+sim::Time PlanCollective::alpha_beta(const sim::PathCostLookup& cost) const {
+    return sim::alpha_beta_time(plan_, cost);
+}
+
+sim::Plan ring_allreduce_plan(std::uint32_t n, sim::Bytes bytes) {
     sim::Plan plan;
     plan.endpoints = n;
     if (n < 2) return plan;
     const sim::Bytes chunk = bytes / n;
     const std::uint32_t steps = 2 * (n - 1);
-    plan.steps.reserve(static_cast<std::size_t>(steps) * n);
     // Step s of worker i has index s*n + i; it sends to i+1 after receiving step s-1 from
-    // i-1 and after its own send of step s-1 left (a worker sends one chunk at a time, as
-    // NCCL's ring channel does; on a homogeneous fabric both happen at the same moment).
+    // i-1 and after its own send of step s-1 is out.
     for (std::uint32_t s = 0; s < steps; ++s)
         for (std::uint32_t i = 0; i < n; ++i) {
-            std::vector<std::uint32_t> after;
-            if (s > 0) after = {(s - 1) * n + (i + n - 1) % n, (s - 1) * n + i};
-            plan.add(i, (i + 1) % n, chunk, std::move(after));
+            if (s == 0) {
+                plan.add(i, (i + 1) % n, chunk);
+            } else {
+                const std::uint32_t after[] = {(s - 1) * n + (i + n - 1) % n, (s - 1) * n + i};
+                plan.add(i, (i + 1) % n, chunk, after);
+            }
         }
     return plan;
 }
@@ -38,7 +63,7 @@ sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
         if (aggregation_rate) {
             // Summing n shards reads n*S/k bytes at the server's aggregation throughput.
             const sim::Time sum = sim::transfer_time(shard * n, *aggregation_rate);
-            ready = {plan.add_work(n + j, sum, std::move(ready))};
+            ready = {plan.add_work(n + j, sum, ready)};
         }
         for (std::uint32_t w = 0; w < n; ++w) plan.add(n + j, w, shard, ready);
     }
@@ -70,12 +95,14 @@ std::uint32_t server_endpoints(const ArchitectureSpec& spec) {
     return spec.kind == ArchKind::ps ? static_cast<std::uint32_t>(spec.servers) : 0;
 }
 
-sim::Plan plan_round(const ArchitectureSpec& spec, std::uint32_t n, sim::Bytes bytes) {
+std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, std::uint32_t n, sim::Bytes bytes) {
     switch (spec.kind) {
-        case ArchKind::allreduce: return ring_allreduce(n, bytes);
+        case ArchKind::allreduce: return std::make_unique<RingAllreduce>(n, bytes);
         case ArchKind::ps:
-            return parameter_server(n, static_cast<std::uint32_t>(spec.servers), bytes, spec.aggregation_rate);
-        case ArchKind::gossip: return gossip_exchange(gossip_neighbours(spec.graph, n), bytes);
+            return std::make_unique<PlanCollective>(
+                parameter_server(n, static_cast<std::uint32_t>(spec.servers), bytes, spec.aggregation_rate));
+        case ArchKind::gossip:
+            return std::make_unique<PlanCollective>(gossip_exchange(gossip_neighbours(spec.graph, n), bytes));
     }
     throw std::logic_error("unknown architecture kind");
 }

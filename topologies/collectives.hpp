@@ -1,6 +1,7 @@
-// Logical communication topologies: who sends what to whom in one
-// synchronisation round, as a transfer DAG (sim::Plan). Endpoints 0..n-1 are the
-// workers; a parameter server's k servers are endpoints n..n+k-1.
+// Logical communication topologies: who sends what to whom in one synchronisation
+// round. Endpoints 0..n-1 are the workers; a parameter server's k servers are
+// endpoints n..n+k-1. A Collective starts rounds on the flow network, counts the
+// bytes a round puts on the wire and gives its closed-form α-β time.
 //
 // Reference semantics (SPEC §4), each checked against a closed form in tests:
 //   ring all-reduce  2(n-1) steps; in each every worker sends S/n to its successor;
@@ -16,10 +17,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/engine.hpp"
+#include "sim/network.hpp"
 #include "sim/transfer_dag.hpp"
 #include "sim/units.hpp"
 
@@ -41,8 +46,44 @@ struct ArchitectureSpec {
     GossipGraph graph = GossipGraph::ring;
 };
 
-/// Ring all-reduce of `bytes` among `n` workers.
-[[nodiscard]] sim::Plan ring_allreduce(std::uint32_t n, sim::Bytes bytes);
+/// Whether two endpoints sit on different hosts.
+using RemoteTest = std::function<bool(std::uint32_t a, std::uint32_t b)>;
+
+/// The synchronisation pattern of one job.
+class Collective {
+public:
+    virtual ~Collective() = default;
+    /// Workers plus server endpoints.
+    [[nodiscard]] virtual std::uint32_t endpoints() const = 0;
+    /// Starts a round on the network; endpoints open their gates when their data is ready.
+    [[nodiscard]] virtual std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
+                                                                  sim::RouteLookup routes,
+                                                                  sim::EndpointDone on_done) const = 0;
+    /// Bytes one round puts on the wire (transfers between different hosts, each counted once).
+    [[nodiscard]] virtual double wire_bytes(const RemoteTest& remote) const = 0;
+    /// Closed-form α-β time of one round without contention (sim::alpha_beta_time semantics).
+    [[nodiscard]] virtual sim::Time alpha_beta(const sim::PathCostLookup& cost) const = 0;
+};
+
+/// A collective given as an explicit transfer DAG, run by sim::DagRunner.
+class PlanCollective final : public Collective {
+public:
+    explicit PlanCollective(sim::Plan plan);
+    [[nodiscard]] std::uint32_t endpoints() const override { return plan_.endpoints; }
+    [[nodiscard]] std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
+                                                          sim::RouteLookup routes,
+                                                          sim::EndpointDone on_done) const override;
+    [[nodiscard]] double wire_bytes(const RemoteTest& remote) const override;
+    [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
+    [[nodiscard]] const sim::Plan& plan() const { return plan_; }
+
+private:
+    sim::Plan plan_;
+};
+
+/// Ring all-reduce of `bytes` among `n` workers as an explicit DAG (2(n-1)n steps);
+/// the reference the O(n)-state RingAllreduce is tested against.
+[[nodiscard]] sim::Plan ring_allreduce_plan(std::uint32_t n, sim::Bytes bytes);
 /// Sharded parameter server: n workers, k servers (endpoints n..n+k-1), even shards.
 [[nodiscard]] sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
                                          std::optional<sim::Bandwidth> aggregation_rate);
@@ -53,7 +94,8 @@ struct ArchitectureSpec {
 
 /// Number of server endpoints the architecture adds after the n workers.
 [[nodiscard]] std::uint32_t server_endpoints(const ArchitectureSpec& spec);
-/// The plan of one synchronisation round of `bytes` per worker among n workers.
-[[nodiscard]] sim::Plan plan_round(const ArchitectureSpec& spec, std::uint32_t n, sim::Bytes bytes);
+/// The collective one round of `bytes` per worker among n workers runs.
+[[nodiscard]] std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, std::uint32_t n,
+                                                          sim::Bytes bytes);
 
 }  // namespace ddlsim::topo

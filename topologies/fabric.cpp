@@ -36,10 +36,18 @@ std::optional<Vertex> Fabric::find(const std::string& name) const {
 
 void Fabric::validate() const {
     if (hosts_.empty()) throw std::invalid_argument("the fabric has no host");
-    const auto& parents = parents_from(hosts_.front());
+    // One full BFS from the first host: every other host must be reached.
+    bfs(hosts_.front(), boost::graph_traits<Graph>::null_vertex());
+    std::string unreachable;
     for (Vertex h : hosts_)
-        if (h != hosts_.front() && parents[h] == boost::graph_traits<Graph>::null_vertex())
-            throw std::invalid_argument("host \"" + name(h) + "\" cannot reach host \"" + name(hosts_.front()) + "\"");
+        if (dist_[h] < 0) {
+            unreachable = name(h);
+            break;
+        }
+    clear_bfs();
+    if (!unreachable.empty())
+        throw std::invalid_argument("host \"" + unreachable + "\" cannot reach host \"" + name(hosts_.front()) +
+                                    "\" (the network is not connected)");
 }
 
 void Fabric::install(sim::Network& net) const {
@@ -49,49 +57,107 @@ void Fabric::install(sim::Network& net) const {
     }
 }
 
-// BFS tree from `src`: parent vertex and the link id used to reach each vertex.
-const std::vector<Vertex>& Fabric::parents_from(Vertex src) const {
-    if (auto it = bfs_parents_.find(src); it != bfs_parents_.end()) return it->second;
-    const auto n = boost::num_vertices(g_);
-    const Vertex none = boost::graph_traits<Graph>::null_vertex();
-    std::vector<Vertex> parent(n, none);
-    std::vector<std::uint32_t> via(n, std::numeric_limits<std::uint32_t>::max());
-    std::vector<char> seen(n, 0);
-    std::deque<Vertex> queue{src};
-    seen[src] = 1;
-    while (!queue.empty()) {
-        const Vertex u = queue.front();
-        queue.pop_front();
+void Fabric::bfs(Vertex a, Vertex b) const {
+    if (dist_.size() != boost::num_vertices(g_)) dist_.assign(boost::num_vertices(g_), -1);
+    std::size_t head = touched_.size();
+    dist_[a] = 0;
+    touched_.push_back(a);
+    while (head < touched_.size()) {
+        const Vertex u = touched_[head++];
         for (auto [e, end] = boost::out_edges(u, g_); e != end; ++e) {
             const Vertex v = boost::target(*e, g_);
-            if (seen[v]) continue;
-            seen[v] = 1;
-            parent[v] = u;
-            via[v] = g_[*e].id;
-            queue.push_back(v);
+            if (dist_[v] >= 0) continue;
+            dist_[v] = dist_[u] + 1;
+            touched_.push_back(v);
+            // Every vertex one hop closer than b is already labelled when b is first
+            // found, so the shortest-path DAG into b is complete: stop here.
+            if (v == b) return;
         }
     }
-    bfs_edges_.emplace(src, std::move(via));
-    return bfs_parents_.emplace(src, std::move(parent)).first->second;
 }
 
-const sim::Route& Fabric::route(Vertex a, Vertex b) const {
-    const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
-    if (auto it = routes_.find(key); it != routes_.end()) return it->second;
+void Fabric::clear_bfs() const {
+    for (Vertex v : touched_) dist_[v] = -1;
+    touched_.clear();
+}
+
+namespace {
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+}  // namespace
+
+sim::Route Fabric::walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& unique) const {
     sim::Route r;
-    if (a != b) {
-        const auto& parent = parents_from(a);
-        const auto& via = bfs_edges_.at(a);
-        if (parent[b] == boost::graph_traits<Graph>::null_vertex())
-            throw std::invalid_argument("no route from \"" + name(a) + "\" to \"" + name(b) + "\"");
-        for (Vertex v = b; v != a; v = parent[v]) {
-            const std::uint32_t id = via[v];
-            // Directed link 2*id runs first-end -> second-end of the fabric link.
-            r.push_back(link_ends_[id].first == parent[v] ? 2 * id : 2 * id + 1);
+    unique = true;
+    std::vector<std::pair<Vertex, std::uint32_t>> options;  // (predecessor, link id)
+    for (Vertex v = b; v != a;) {
+        options.clear();
+        for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e) {
+            const Vertex u = boost::target(*e, g_);
+            if (dist_[u] >= 0 && dist_[u] == dist_[v] - 1) options.emplace_back(u, g_[*e].id);
         }
-        std::reverse(r.begin(), r.end());
+        if (options.size() > 1) unique = false;
+        const auto [u, id] = options[options.size() == 1 ? 0 : mix(flow_key ^ mix(v)) % options.size()];
+        // Directed link 2*id runs first-end -> second-end of the fabric link.
+        r.push_back(link_ends_[id].first == u ? 2 * id : 2 * id + 1);
+        v = u;
     }
-    return routes_.emplace(key, std::move(r)).first->second;
+    std::reverse(r.begin(), r.end());
+    return r;
+}
+
+const sim::Route& Fabric::route(Vertex a, Vertex b, std::uint64_t flow_key) const {
+    const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
+    auto it = pair_routes_.find(key);
+    if (it == pair_routes_.end()) {
+        Cached c;
+        if (a != b) {
+            bfs(a, b);
+            if (dist_[b] < 0) {
+                clear_bfs();
+                throw std::invalid_argument("no route from \"" + name(a) + "\" to \"" + name(b) + "\"");
+            }
+            c.route = walk_back(a, b, 0, c.unique);
+            clear_bfs();
+        }
+        it = pair_routes_.emplace(key, std::move(c)).first;
+    }
+    if (it->second.unique) return it->second.route;
+    const auto fk = std::make_tuple(a, b, flow_key);
+    auto f = flow_routes_.find(fk);
+    if (f != flow_routes_.end()) return f->second;
+    bfs(a, b);
+    bool unique = false;
+    sim::Route r = walk_back(a, b, flow_key, unique);
+    clear_bfs();
+    return flow_routes_.emplace(fk, std::move(r)).first->second;
+}
+
+std::uint64_t Fabric::path_count(Vertex a, Vertex b) const {
+    if (a == b) return 1;
+    bfs(a, b);
+    if (dist_[b] < 0) {
+        clear_bfs();
+        return 0;
+    }
+    // Count paths through the shortest-path DAG, in BFS order (distances ascending).
+    std::unordered_map<Vertex, std::uint64_t> count{{a, 1}};
+    for (Vertex u : touched_) {
+        if (u == a || dist_[u] > dist_[b]) continue;
+        std::uint64_t c = 0;
+        for (auto [e, end] = boost::out_edges(u, g_); e != end; ++e) {
+            const Vertex p = boost::target(*e, g_);
+            if (dist_[p] >= 0 && dist_[p] == dist_[u] - 1) c = std::min<std::uint64_t>(c + count[p], 1ULL << 63);
+        }
+        count[u] = c;
+    }
+    const std::uint64_t n = count[b];
+    clear_bfs();
+    return n;
 }
 
 sim::Time Fabric::path_latency(Vertex a, Vertex b) const {

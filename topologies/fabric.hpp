@@ -1,13 +1,17 @@
 // A physical fabric: hosts and switches joined by full-duplex links, held as a
-// Boost.Graph undirected graph. Routes are shortest paths by hop count (BFS,
-// ties broken by link insertion order, so they are deterministic), cached per
-// pair, and expressed as directed sim::Network links once installed.
+// Boost.Graph undirected graph. Routes are shortest paths by hop count. Where
+// several shortest paths exist (fat-tree, leaf-spine, parallel NIC links), ECMP
+// picks one per flow: walking back from the destination, each hop chooses among
+// its equal-cost predecessors by a hash of the flow key, so a flow (a connection)
+// keeps its path and distinct flows spread. Routes are cached: per pair when the
+// shortest path is unique, per (pair, flow key) otherwise.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -51,8 +55,12 @@ public:
 
     /// Creates the directed links of every fabric link in `net` (indices 2*id, 2*id+1).
     void install(sim::Network& net) const;
-    /// The directed links from `a` to `b` (empty when a == b). Cached.
-    const sim::Route& route(Vertex a, Vertex b) const;
+    /// The directed links from `a` to `b` (empty when a == b) for flow `flow_key`. Cached.
+    const sim::Route& route(Vertex a, Vertex b, std::uint64_t flow_key = 0) const;
+    /// Number of shortest paths from a to b (saturating at 2^63), for tests and reports.
+    [[nodiscard]] std::uint64_t path_count(Vertex a, Vertex b) const;
+    [[nodiscard]] std::size_t node_count() const { return boost::num_vertices(g_); }
+    [[nodiscard]] const LinkInfo& link_info(std::uint32_t id) const { return link_info_[id]; }
     /// Sum of link latencies and the smallest bandwidth on the route from a to b.
     [[nodiscard]] sim::Time path_latency(Vertex a, Vertex b) const;
     [[nodiscard]] sim::Bandwidth path_bandwidth(Vertex a, Vertex b) const;
@@ -61,16 +69,24 @@ public:
     [[nodiscard]] std::string directed_link_name(sim::LinkIndex l) const;
 
 private:
-    const std::vector<Vertex>& parents_from(Vertex src) const;
+    struct Cached {
+        sim::Route route;
+        bool unique = true;
+    };
+    /// BFS from a until b is found; leaves hop distances in dist_ (-1 = unseen).
+    void bfs(Vertex a, Vertex b) const;
+    void clear_bfs() const;
+    sim::Route walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& unique) const;
 
     Graph g_;
     std::map<std::string, Vertex> by_name_;
     std::vector<Vertex> hosts_;
     std::vector<std::pair<Vertex, Vertex>> link_ends_;  ///< by link id
     std::vector<LinkInfo> link_info_;                   ///< by link id
-    mutable std::unordered_map<std::uint64_t, sim::Route> routes_;
-    mutable std::unordered_map<Vertex, std::vector<Vertex>> bfs_parents_;
-    mutable std::unordered_map<Vertex, std::vector<std::uint32_t>> bfs_edges_;
+    mutable std::unordered_map<std::uint64_t, Cached> pair_routes_;
+    mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> flow_routes_;
+    mutable std::vector<std::int32_t> dist_;
+    mutable std::vector<Vertex> touched_;
 };
 
 }  // namespace ddlsim::topo

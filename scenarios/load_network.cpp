@@ -1,0 +1,177 @@
+// Reading the network block: the topology, its parameters and the network model.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "scenarios/loader_detail.hpp"
+#include "scenarios/schema_tables.hpp"
+
+namespace ddlsim::scenario::detail {
+namespace {
+
+// Keys each topology takes (besides "topology" and "model"); * marks required ones.
+const std::map<std::string, std::vector<std::string>>& topology_keys() {
+    static const std::map<std::string, std::vector<std::string>> keys{
+        {"star", {"bandwidth*", "latency*", "hosts"}},
+        {"two_tier",
+         {"bandwidth*", "latency*", "gpus_per_node*", "intra_bandwidth*", "intra_latency*", "num_nodes",
+          "nics_per_node"}},
+        {"fat_tree", {"bandwidth*", "latency*", "k*"}},
+        {"leaf_spine", {"bandwidth*", "latency*", "hosts_per_leaf*", "spines*", "leaves", "oversubscription"}},
+        {"ring", {"bandwidth*", "latency*", "hosts"}},
+        {"torus2d", {"bandwidth*", "latency*", "dims*"}},
+        {"custom", {"nodes", "links", "file"}},
+    };
+    return keys;
+}
+
+topo::CustomSpec read_custom(const json& nodes, const json& links, const std::string& nodes_path,
+                             const std::string& links_path) {
+    const Tables& t = tables();
+    topo::CustomSpec c;
+    (void)read_array(nodes, nodes_path, 1);
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        ObjectReader n(nodes[i], fmt::format("{}[{}]", nodes_path, i), t.node);
+        topo::CustomNode node{read_string(n.at("name"), n.path("name")),
+                              read_choice(n.at("kind"), n.path("kind"), t.choices.node_kinds) == "switch"
+                                  ? topo::NodeKind::switch_
+                                  : topo::NodeKind::host};
+        for (const auto& prev : c.nodes)
+            if (prev.name == node.name)
+                throw ScenarioError(n.path("name"), fmt::format("duplicate node name \"{}\"", node.name));
+        n.finish();
+        c.nodes.push_back(std::move(node));
+    }
+    (void)read_array(links, links_path, 1);
+    for (std::size_t i = 0; i < links.size(); ++i) {
+        ObjectReader l(links[i], fmt::format("{}[{}]", links_path, i), t.link);
+        topo::CustomLink link{read_string(l.at("from"), l.path("from")), read_string(l.at("to"), l.path("to")),
+                              read_bandwidth(l.at("bandwidth"), l.path("bandwidth")),
+                              read_time(l.at("latency"), l.path("latency"))};
+        auto known = [&](const std::string& name) {
+            return std::any_of(c.nodes.begin(), c.nodes.end(), [&](const auto& nd) { return nd.name == name; });
+        };
+        if (!known(link.from))
+            throw ScenarioError(l.path("from"), fmt::format("expected a node name, got \"{}\"", link.from));
+        if (!known(link.to))
+            throw ScenarioError(l.path("to"), fmt::format("expected a node name, got \"{}\"", link.to));
+        if (link.from == link.to) throw ScenarioError(l.path("to"), "a link must join two different nodes");
+        l.finish();
+        c.links.push_back(std::move(link));
+    }
+    return c;
+}
+
+// A custom topology kept in its own file: {"nodes": [...], "links": [...]}.
+topo::CustomSpec read_topology_file(const std::string& file, const std::string& base_dir, const std::string& path) {
+    const std::filesystem::path p = std::filesystem::path(file).is_absolute() ? std::filesystem::path(file)
+                                                                              : std::filesystem::path(base_dir) / file;
+    try {
+        const json j = read_json_file(p.string());
+        ObjectReader r(j, "$", tables().topology_file);
+        if (r.has("description")) (void)read_string(r.at("description"), r.path("description"));
+        topo::CustomSpec c = read_custom(r.at("nodes"), r.at("links"), r.path("nodes"), r.path("links"));
+        r.finish();
+        return c;
+    } catch (const ScenarioError& e) {
+        throw ScenarioError(path, fmt::format("in topology file {}: {}: {}", p.string(), e.path(), e.what()));
+    }
+}
+
+}  // namespace
+
+NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t hosts_needed, std::size_t gpus_hint) {
+    const Tables& t = tables();
+    reject_planned_keys(j, "$.network", "network");
+    ObjectReader r(j, "$.network", t.network);
+    const std::string topology = read_choice(r.at("topology"), r.path("topology"), t.choices.topologies);
+
+    // Every key must belong to this topology; required ones must be there.
+    const auto& keys = topology_keys().at(topology);
+    std::vector<std::string> names;
+    for (const auto& k : keys) names.push_back(k.back() == '*' ? k.substr(0, k.size() - 1) : k);
+    for (const auto& field : t.network.fields) {
+        if (field.name == "topology" || field.name == "model") continue;
+        if (std::find(names.begin(), names.end(), field.name) == names.end())
+            r.forbid(field.name, fmt::format("not used by topology \"{}\" (it takes: {})", topology, list(names)));
+    }
+    for (const auto& k : keys)
+        if (k.back() == '*' && !r.has(k.substr(0, k.size() - 1)))
+            throw ScenarioError(r.path(k.substr(0, k.size() - 1)),
+                                fmt::format("required by topology \"{}\"", topology));
+
+    NetworkSpec out;
+    if (r.has("model"))
+        out.model = read_choice(r.at("model"), r.path("model"), t.choices.network_models) == "analytic"
+                        ? NetworkModel::analytic
+                        : NetworkModel::flow;
+    auto bandwidth = [&] { return read_bandwidth(r.at("bandwidth"), r.path("bandwidth")); };
+    auto latency = [&] { return read_time(r.at("latency"), r.path("latency")); };
+    auto count = [&](const char* key, std::uint64_t min, std::uint64_t max) {
+        return static_cast<std::size_t>(read_uint(r.at(key), r.path(key), min, max));
+    };
+    constexpr std::uint64_t kMaxHosts = 4 * kMaxWorkers;
+
+    if (topology == "star") {
+        topo::StarSpec s{hosts_needed, bandwidth(), latency()};
+        if (r.has("hosts")) s.hosts = count("hosts", 1, kMaxHosts);
+        out.topology = s;
+    } else if (topology == "ring") {
+        topo::RingSpec s{hosts_needed, bandwidth(), latency()};
+        if (r.has("hosts")) s.hosts = count("hosts", 1, kMaxHosts);
+        out.topology = s;
+    } else if (topology == "two_tier") {
+        topo::TwoTierSpec s;
+        s.bandwidth = bandwidth();
+        s.latency = latency();
+        s.gpus_per_node = count("gpus_per_node", 1, 1024);
+        s.intra_bandwidth = read_bandwidth(r.at("intra_bandwidth"), r.path("intra_bandwidth"));
+        s.intra_latency = read_time(r.at("intra_latency"), r.path("intra_latency"));
+        s.nodes = std::max<std::size_t>(1, (gpus_hint + s.gpus_per_node - 1) / s.gpus_per_node);
+        if (r.has("num_nodes")) s.nodes = count("num_nodes", 1, kMaxWorkers);
+        if (r.has("nics_per_node")) s.nics_per_node = count("nics_per_node", 1, 64);
+        s.extra_hosts = hosts_needed - gpus_hint;
+        out.topology = s;
+    } else if (topology == "fat_tree") {
+        topo::FatTreeSpec s{count("k", 2, 64), bandwidth(), latency()};
+        if (s.k % 2 != 0) throw ScenarioError(r.path("k"), fmt::format("expected an even k, got {}", s.k));
+        out.topology = s;
+    } else if (topology == "leaf_spine") {
+        topo::LeafSpineSpec s;
+        s.bandwidth = bandwidth();
+        s.latency = latency();
+        s.hosts_per_leaf = count("hosts_per_leaf", 1, 4096);
+        s.spines = count("spines", 1, 4096);
+        s.leaves = std::max<std::size_t>(1, (hosts_needed + s.hosts_per_leaf - 1) / s.hosts_per_leaf);
+        if (r.has("leaves")) s.leaves = count("leaves", 1, kMaxWorkers);
+        if (r.has("oversubscription"))
+            s.oversubscription = read_positive(r.at("oversubscription"), r.path("oversubscription"), 1e6);
+        out.topology = s;
+    } else if (topology == "torus2d") {
+        const json& dims = read_array(r.at("dims"), r.path("dims"), 2);
+        if (dims.size() != 2)
+            throw ScenarioError(r.path("dims"), fmt::format("expected [X, Y], got {} numbers", dims.size()));
+        topo::Torus2dSpec s{static_cast<std::size_t>(read_uint(dims[0], r.path("dims") + "[0]", 1, 65536)),
+                            static_cast<std::size_t>(read_uint(dims[1], r.path("dims") + "[1]", 1, 65536)), bandwidth(),
+                            latency()};
+        if (s.x * s.y > kMaxHosts) throw ScenarioError(r.path("dims"), "expected at most 4,000,000 hosts");
+        out.topology = s;
+    } else {
+        if (r.has("file") == (r.has("nodes") || r.has("links")))
+            throw ScenarioError(r.path("topology"),
+                                "custom: expected either \"nodes\" and \"links\", or a topology \"file\"");
+        if (r.has("file")) {
+            out.topology = read_topology_file(read_string(r.at("file"), r.path("file")), base_dir, r.path("file"));
+        } else {
+            if (!r.has("nodes")) throw ScenarioError(r.path("nodes"), "required by topology \"custom\"");
+            if (!r.has("links")) throw ScenarioError(r.path("links"), "required by topology \"custom\"");
+            out.topology = read_custom(r.at("nodes"), r.at("links"), r.path("nodes"), r.path("links"));
+        }
+    }
+    r.finish();
+    return out;
+}
+
+}  // namespace ddlsim::scenario::detail

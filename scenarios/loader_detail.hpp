@@ -1,0 +1,44 @@
+// Internal to the scenario loader: helpers shared by its files, and the readers
+// of the job and network blocks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scenarios/json_reader.hpp"
+#include "scenarios/scenario.hpp"
+
+namespace ddlsim::scenario::detail {
+
+inline constexpr std::uint64_t kMaxWorkers = 1'000'000;
+
+/// "a", "b", "c" — quoted and comma-separated.
+[[nodiscard]] std::string list(const std::vector<std::string>& v);
+/// Names defined by SPEC.md but not implemented yet get a message saying so.
+void reject_planned_value(const json& j, const std::string& path, const std::string& what,
+                          const std::vector<std::string>& implemented);
+void reject_planned_keys(const json& j, const std::string& path, const std::string& object_id);
+/// A planned value of `key` is reported before the object's keys are checked, so that a spec-conforming
+/// {"kind": "ssp", "staleness": 2} says "not implemented" rather than "unknown key staleness".
+void reject_planned_kind(const json& j, const std::string& path, const std::string& key, const std::string& what,
+                         const std::vector<std::string>& implemented);
+/// A number in (0, max].
+[[nodiscard]] double read_positive(const json& j, const std::string& path, double max);
+[[nodiscard]] std::string read_kind(ObjectReader& r, const std::string& key, const std::string& planned,
+                                    const std::vector<std::string>& choices);
+
+/// Reads the per-job keys (workers, model, batch_size, device, architecture, sync,
+/// compression, overlap; placement is resolved later) from `r`, whose path is the job's.
+[[nodiscard]] JobSpec read_job(ObjectReader& r);
+
+/// What the network block says, sized for `hosts_needed` hosts (workers plus default
+/// dedicated servers) where the topology's size is not given.
+struct NetworkSpec {
+    topo::TopologySpec topology;
+    NetworkModel model = NetworkModel::flow;
+};
+[[nodiscard]] NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t hosts_needed,
+                                       std::size_t gpus_hint);
+
+}  // namespace ddlsim::scenario::detail

@@ -1,0 +1,54 @@
+// Helpers shared by the loader's files.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "scenarios/loader_detail.hpp"
+#include "scenarios/schema_tables.hpp"
+
+namespace ddlsim::scenario::detail {
+
+std::string list(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "\"" : ", \"") + s + "\"";
+    return out;
+}
+
+void reject_planned_value(const json& j, const std::string& path, const std::string& what,
+                          const std::vector<std::string>& implemented) {
+    const auto& planned = tables().planned.values.at(what);
+    if (j.is_string() && std::find(planned.begin(), planned.end(), j.get<std::string>()) != planned.end())
+        throw ScenarioError(path, fmt::format("{} is part of the scenario format but not implemented in this version; "
+                                              "available: {}",
+                                              j.dump(), list(implemented)));
+}
+
+void reject_planned_keys(const json& j, const std::string& path, const std::string& object_id) {
+    if (!j.is_object()) return;
+    for (const auto& key : tables().planned.keys.at(object_id))
+        if (j.contains(key))
+            throw ScenarioError(path + "." + key,
+                                "this key is part of the scenario format but not implemented in this version");
+}
+
+// read_number's closed-interval message would wrongly offer 0.
+double read_positive(const json& j, const std::string& path, double max) {
+    if (!j.is_number() || !std::isfinite(j.get<double>()) || j.get<double>() <= 0.0 || j.get<double>() > max)
+        throw ScenarioError(path, fmt::format("expected a number in (0, {:g}], got {}", max, describe(j)));
+    return j.get<double>();
+}
+
+void reject_planned_kind(const json& j, const std::string& path, const std::string& key, const std::string& what,
+                         const std::vector<std::string>& implemented) {
+    if (j.is_object() && j.contains(key)) reject_planned_value(j.at(key), path + "." + key, what, implemented);
+}
+
+std::string read_kind(ObjectReader& r, const std::string& key, const std::string& planned,
+                      const std::vector<std::string>& choices) {
+    const json& v = r.at(key);
+    if (!planned.empty()) reject_planned_value(v, r.path(key), planned, choices);
+    return read_choice(v, r.path(key), choices);
+}
+
+}  // namespace ddlsim::scenario::detail
