@@ -111,6 +111,7 @@ FlowRun simulate_flow(const topo::Fabric& fabric, const std::vector<TrainingJob>
     engine.run();
     FlowRun run;
     run.events = engine.events_processed();
+    run.transfers = network.transfers_started();
     run.makespan_s = engine.now().seconds();
     for (auto& t : trainers) run.jobs.push_back(t->result());
     for (sim::LinkIndex l = 0; l < network.link_count(); ++l) run.links.push_back(network.stats(l));

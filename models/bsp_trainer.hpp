@@ -64,6 +64,7 @@ private:
 struct FlowRun {
     std::vector<JobResult> jobs;
     std::uint64_t events = 0;
+    std::uint64_t transfers = 0;
     double makespan_s = 0.0;
     std::vector<sim::LinkStats> links;  ///< per directed link (Fabric numbering)
 };

@@ -93,7 +93,7 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
     std::vector<std::string> names;
     for (const auto& k : keys) names.push_back(k.back() == '*' ? k.substr(0, k.size() - 1) : k);
     for (const auto& field : t.network.fields) {
-        if (field.name == "topology" || field.name == "model") continue;
+        if (field.name == "topology" || field.name == "model" || field.name == "routing") continue;
         if (std::find(names.begin(), names.end(), field.name) == names.end())
             r.forbid(field.name, fmt::format("not used by topology \"{}\" (it takes: {})", topology, list(names)));
     }
@@ -107,6 +107,10 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
         out.model = read_choice(r.at("model"), r.path("model"), t.choices.network_models) == "analytic"
                         ? NetworkModel::analytic
                         : NetworkModel::flow;
+    if (r.has("routing"))
+        out.routing = read_choice(r.at("routing"), r.path("routing"), t.choices.routings) == "dmodk"
+                          ? topo::Routing::dmodk
+                          : topo::Routing::ecmp;
     auto bandwidth = [&] { return read_bandwidth(r.at("bandwidth"), r.path("bandwidth")); };
     auto latency = [&] { return read_time(r.at("latency"), r.path("latency")); };
     auto count = [&](const char* key, std::uint64_t min, std::uint64_t max) {

@@ -151,7 +151,8 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     s.has_jobs_list = root.has("jobs");
     if (s.has_jobs_list) {
         for (const auto& f : t.job.fields)
-            if (f.name != "name") root.forbid(f.name, "with \"jobs\", per-job keys go inside each job");
+            if (f.name != "name" && f.name != "description")
+                root.forbid(f.name, "with \"jobs\", per-job keys go inside each job");
         const json& jobs = read_array(root.at("jobs"), root.path("jobs"), 1);
         std::set<std::string> names;
         for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -184,6 +185,7 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     detail::NetworkSpec net = detail::read_network(root.at("network"), base_dir, hosts_needed, workers);
     s.topology = std::move(net.topology);
     s.network_model = net.model;
+    s.routing = net.routing;
     check_limits(s, "$.jobs");
     resolve_placement(s, placements, paths);
     root.finish();

@@ -37,6 +37,7 @@ void reject_planned_kind(const json& j, const std::string& path, const std::stri
 struct NetworkSpec {
     topo::TopologySpec topology;
     NetworkModel model = NetworkModel::flow;
+    topo::Routing routing = topo::Routing::ecmp;
 };
 [[nodiscard]] NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t hosts_needed,
                                        std::size_t gpus_hint);

@@ -93,6 +93,7 @@ RunResult run_scenario(const Scenario& s) {
     topo::Fabric fabric;
     try {
         fabric = topo::build_fabric(s.topology);
+        fabric.set_routing(s.routing);
     } catch (const std::invalid_argument& e) {
         throw ScenarioError("$.network", e.what());
     }
@@ -110,6 +111,7 @@ RunResult run_scenario(const Scenario& s) {
             const models::FlowRun run = models::simulate_flow(fabric, jobs);
             r.jobs = run.jobs;
             r.events = run.events;
+            r.transfers = run.transfers;
             r.simulated_time_s = run.makespan_s;
             link_loads(fabric, run, r);
         }
@@ -144,6 +146,7 @@ nlohmann::json result_json(const Scenario& s, const RunResult& r) {
         out = job_json(s, s.jobs.front(), r.jobs.front());
     }
     out["events"] = r.events;
+    out["transfers"] = r.transfers;
     out["wall_time_s"] = r.wall_time_s;
     out["simulated_time_s"] = r.simulated_time_s;
     if (s.network_model == NetworkModel::flow) {

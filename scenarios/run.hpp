@@ -22,6 +22,7 @@ struct LinkLoad {
 struct RunResult {
     std::vector<models::JobResult> jobs;  ///< in scenario order
     std::uint64_t events = 0;
+    std::uint64_t transfers = 0;  ///< flow model: transfers simulated
     double simulated_time_s = 0.0;
     double wall_time_s = 0.0;
     std::vector<LinkLoad> busiest_links;  ///< flow model: the most loaded directed links, most loaded first

@@ -37,6 +37,7 @@ struct Scenario {
     std::uint32_t iterations = 10;
     topo::TopologySpec topology;
     NetworkModel network_model = NetworkModel::flow;
+    topo::Routing routing = topo::Routing::ecmp;
     std::uint64_t seed = 0;
 };
 

@@ -106,6 +106,9 @@ Tables build() {
             {"file", str("custom: a JSON file holding {\"nodes\", \"links\"}, relative to the scenario file")},
             {"model",
              enum_schema(c.network_models, "flow: max-min fair sharing (default); analytic: closed-form alpha-beta")},
+            {"routing", enum_schema(c.routings,
+                                    "choice among equal-cost shortest paths: ecmp (per-connection hash "
+                                    "of the seed, default) or dmodk (by destination index)")},
         }};
     t.topology_file = {
         "topology_file",

@@ -13,6 +13,7 @@ namespace ddlsim::scenario {
 struct Choices {
     std::vector<std::string> topologies{"star", "two_tier", "fat_tree", "leaf_spine", "ring", "torus2d", "custom"};
     std::vector<std::string> network_models{"flow", "analytic"};
+    std::vector<std::string> routings{"ecmp", "dmodk"};
     std::vector<std::string> node_kinds{"host", "switch"};
     std::vector<std::string> dtypes{"fp32", "fp16", "bf16"};
     std::vector<std::string> precisions{"fp32", "tf32", "fp16"};

@@ -21,6 +21,7 @@ Time Network::latency(const Route& route) const {
 }
 
 void Network::start(const Route& route, Bytes bytes, Callback on_done) {
+    ++started_;
     if (route.empty()) {
         engine_.after(Time::zero(), std::move(on_done));
         return;

@@ -53,6 +53,8 @@ public:
     /// An empty route (same host) completes after zero time.
     void start(const Route& route, Bytes bytes, Callback on_done);
 
+    /// Transfers started so far (each counted once, however many links it crosses).
+    [[nodiscard]] std::uint64_t transfers_started() const { return started_; }
     /// Transfers currently sharing bandwidth.
     [[nodiscard]] std::size_t active() const { return active_count_; }
     /// Sum of route latencies of `route`.
@@ -88,6 +90,7 @@ private:
     std::vector<Transfer> transfers_;
     std::vector<std::uint32_t> free_;
     std::size_t active_count_ = 0;
+    std::uint64_t started_ = 0;
     std::uint32_t epoch_ = 0;
     Route dirty_;  ///< links touched since the last re-solve
     bool resolve_pending_ = false;

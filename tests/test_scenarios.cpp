@@ -74,14 +74,19 @@ TEST_CASE("examples: results are physically sane") {
     for (const auto& f : examples()) {
         CAPTURE(f.string());
         const json r = result_of(f.string());
-        const double it = r["iteration_time_s"], compute = r["compute_time_s"], comm = r["communication_time_s"];
-        CHECK(it > 0);
-        CHECK(r["scaling_efficiency"].get<double>() > 0);
-        CHECK(r["scaling_efficiency"].get<double>() <= 1.0 + 1e-12);
-        // No overlap in this version: an iteration is at least compute plus exposed communication.
-        CHECK(it >= compute * (1 - 1e-12));
-        CHECK(r["exposed_communication_time_s"].get<double>() <= comm * (1 + 1e-12));
-        CHECK(it == doctest::Approx(compute + comm).epsilon(0.05));
+        const json jobs = r.contains("jobs") ? r["jobs"] : json::array({r});
+        for (const json& job : jobs) {
+            const double it = job["iteration_time_s"], compute = job["compute_time_s"];
+            const double comm = job["communication_time_s"];
+            CHECK(it > 0);
+            CHECK(job["scaling_efficiency"].get<double>() > 0);
+            CHECK(job["scaling_efficiency"].get<double>() <= 1.0 + 1e-12);
+            // No overlap in this version: an iteration is at least compute plus exposed communication.
+            CHECK(it >= compute * (1 - 1e-12));
+            CHECK(job["exposed_communication_time_s"].get<double>() <= comm * (1 + 1e-12));
+            CHECK(it == doctest::Approx(compute + comm).epsilon(0.05));
+        }
         CHECK(r["events"].get<std::uint64_t>() > 0);
+        for (const json& l : r["links"]["busiest"]) CHECK(l["utilization"].get<double>() <= 1.0 + 1e-9);
     }
 }

@@ -18,6 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+const std::string kExamples = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/examples";
+
 // A validator for the subset of JSON Schema 2020-12 the generator uses.
 class MiniValidator {
 public:
@@ -124,23 +126,23 @@ TEST_CASE("schema: the loader and the schema agree on the examples and on mutati
     const MiniValidator v(ddlsim::scenario::scenario_schema());
     for (const json& ex : example_scenarios()) {
         CAPTURE(ex.dump());
-        CHECK_NOTHROW((void)ddlsim::scenario::load_scenario(ex));
+        CHECK_NOTHROW((void)ddlsim::scenario::load_scenario(ex, kExamples));
         CHECK(v.valid(ex));
         // A typo'd key: both reject.
         json typo = ex;
         typo["network"]["bandwith"] = "10Gbps";
         CHECK_FALSE(v.valid(typo));
-        CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(typo), ddlsim::scenario::ScenarioError);
+        CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(typo, kExamples), ddlsim::scenario::ScenarioError);
         // An unknown enum value: both reject.
         json bad_enum = ex;
         bad_enum["network"]["model"] = "packet";
         CHECK_FALSE(v.valid(bad_enum));
-        CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(bad_enum), ddlsim::scenario::ScenarioError);
+        CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(bad_enum, kExamples), ddlsim::scenario::ScenarioError);
         // A bandwidth in the wrong unit family: both reject.
         json bad_unit = ex;
         bad_unit["network"]["latency"] = "5 parsecs";
         CHECK_FALSE(v.valid(bad_unit));
-        CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(bad_unit), ddlsim::scenario::ScenarioError);
+        CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(bad_unit, kExamples), ddlsim::scenario::ScenarioError);
     }
 }
 
@@ -180,6 +182,7 @@ TEST_CASE("schema: every optional key the schema documents is one the loader acc
         {"/overlap", {{"wfbp", false}, {"fusion", "none"}, {"priority", false}}},
         {"/network/hosts", 6},
         {"/network/model", "analytic"},
+        {"/network/routing", "dmodk"},
     };
     for (const auto& [ptr, value] : additions) {
         CAPTURE(ptr);

@@ -96,8 +96,8 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
         for (const auto& l : r.busiest_links)
             out += fmt::format("    {:<28}{:>12}{:>10.1f} %\n", l.name, si(l.bytes, "B"), 100.0 * l.utilization);
     }
-    out += fmt::format("\n  simulated {} iterations ({:.4g} s) with {} events in {:.3f} s wall time\n", s.iterations,
-                       r.simulated_time_s, r.events, r.wall_time_s);
+    out += fmt::format("\n  simulated {} iterations ({:.4g} s): {} transfers, {} events in {:.3f} s wall time\n",
+                       s.iterations, r.simulated_time_s, r.transfers, r.events, r.wall_time_s);
     return out;
 }
 

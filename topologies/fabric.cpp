@@ -11,6 +11,7 @@ Vertex Fabric::add_node(std::string name, NodeKind kind) {
     if (by_name_.contains(name)) throw std::invalid_argument("duplicate node name \"" + name + "\"");
     const Vertex v = boost::add_vertex(NodeInfo{name, kind}, g_);
     by_name_.emplace(std::move(name), v);
+    host_index_.push_back(static_cast<std::uint32_t>(hosts_.size()));
     if (kind == NodeKind::host) hosts_.push_back(v);
     return v;
 }
@@ -94,14 +95,24 @@ sim::Route Fabric::walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& u
     sim::Route r;
     unique = true;
     std::vector<std::pair<Vertex, std::uint32_t>> options;  // (predecessor, link id)
+    std::uint64_t digits = host_index_[b];                  // dmodk: destination index, one digit per choice
     for (Vertex v = b; v != a;) {
         options.clear();
         for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e) {
             const Vertex u = boost::target(*e, g_);
             if (dist_[u] >= 0 && dist_[u] == dist_[v] - 1) options.emplace_back(u, g_[*e].id);
         }
-        if (options.size() > 1) unique = false;
-        const auto [u, id] = options[options.size() == 1 ? 0 : mix(flow_key ^ mix(v)) % options.size()];
+        std::size_t pick = 0;
+        if (options.size() > 1) {
+            unique = false;
+            if (routing_ == Routing::dmodk) {
+                pick = digits % options.size();
+                digits /= options.size();
+            } else {
+                pick = mix(flow_key ^ mix(v)) % options.size();
+            }
+        }
+        const auto [u, id] = options[pick];
         // Directed link 2*id runs first-end -> second-end of the fabric link.
         r.push_back(link_ends_[id].first == u ? 2 * id : 2 * id + 1);
         v = u;
@@ -126,7 +137,7 @@ const sim::Route& Fabric::route(Vertex a, Vertex b, std::uint64_t flow_key) cons
         }
         it = pair_routes_.emplace(key, std::move(c)).first;
     }
-    if (it->second.unique) return it->second.route;
+    if (it->second.unique || routing_ == Routing::dmodk) return it->second.route;
     const auto fk = std::make_tuple(a, b, flow_key);
     auto f = flow_routes_.find(fk);
     if (f != flow_routes_.end()) return f->second;

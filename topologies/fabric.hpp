@@ -24,6 +24,14 @@ namespace ddlsim::topo {
 
 enum class NodeKind { host, switch_ };
 
+/// How a flow picks among equal-cost shortest paths.
+///  ecmp:  per flow, by a hash of its flow key (a connection keeps its path; flows spread
+///         statistically and may collide, as with hardware ECMP).
+///  dmodk: by the destination host's index, as a mixed-radix number whose digits pick the
+///         hop at each level walking back from the destination ("D-mod-k", the static
+///         routing of InfiniBand fat-trees; contention-free for shift permutations).
+enum class Routing { ecmp, dmodk };
+
 struct NodeInfo {
     std::string name;
     NodeKind kind = NodeKind::host;
@@ -44,6 +52,9 @@ public:
     Vertex add_node(std::string name, NodeKind kind);
     /// Adds a full-duplex link; throws on unknown names, self-loops, non-positive bandwidth.
     void add_link(const std::string& a, const std::string& b, sim::Bandwidth bw, sim::Time latency);
+
+    void set_routing(Routing r) { routing_ = r; }
+    [[nodiscard]] Routing routing() const { return routing_; }
 
     /// Throws std::invalid_argument unless every host reaches every other host.
     void validate() const;
@@ -83,6 +94,8 @@ private:
     std::vector<Vertex> hosts_;
     std::vector<std::pair<Vertex, Vertex>> link_ends_;  ///< by link id
     std::vector<LinkInfo> link_info_;                   ///< by link id
+    std::vector<std::uint32_t> host_index_;             ///< by vertex: position in hosts_
+    Routing routing_ = Routing::ecmp;
     mutable std::unordered_map<std::uint64_t, Cached> pair_routes_;
     mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> flow_routes_;
     mutable std::vector<std::int32_t> dist_;

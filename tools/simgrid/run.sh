@@ -62,8 +62,10 @@ for n in "${sizes[@]}"; do
  "batch_size": 1, "iterations": 1, "device": "V100",
  "network": {"topology": "star", "bandwidth": "$(python3 -c "print(repr($B_BPS * 8))")bps", "latency": "$(python3 -c "print(repr($L * 1e6))")us"}}
 EOF
-    if timeout "$timeout_s" /usr/bin/time -f '%M' -o "$tmp/rss$n" "$ddlsim" run "$tmp/s$n.json" --out "$tmp/r$n.json" \
-      >/dev/null 2>&1; then
+    echo 0 >"$tmp/rss$n"
+    timer=()
+    if [ -x /usr/bin/time ]; then timer=(/usr/bin/time -f '%M' -o "$tmp/rss$n"); fi
+    if timeout "$timeout_s" "${timer[@]}" "$ddlsim" run "$tmp/s$n.json" --out "$tmp/r$n.json" >/dev/null 2>&1; then
       dd="$(python3 - "$tmp/r$n.json" "$closed" "$sg_sim" "$transfers" "$tmp/rss$n" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -83,7 +85,7 @@ done
 cat <<'EOF'
 
 sg_* : SimGrid (CM02, TCP-gamma 0, crosstraffic 0; wall = engine run only, RSS = getrusage peak)
-dd_* : ddlsim (iteration_time_s, wall_time_s from --out JSON; RSS = /usr/bin/time peak)
+dd_* : ddlsim (iteration_time_s, wall_time_s from --out JSON; RSS = /usr/bin/time peak, 0 if unavailable)
 closed_s = 2(n-1)(2L + S/(nB)); transfers = 2(n-1)n; dd_vs_sg = |dd - sg| / sg
 sg_unit : SimGrid byte unit (1/k byte, bandwidth scaled by k, so S/n needs no rounding)
 EOF
