@@ -22,7 +22,7 @@ EventId Engine::at(Time t, Action action) {
     s.action = std::move(action);
     s.armed = true;
     heap_.push_back({t.ps(), next_seq_++, slot});
-    std::push_heap(heap_.begin(), heap_.end(), later);
+    std::push_heap(heap_.begin(), heap_.end(), Later{});
     ++live_;
     return {slot, s.generation};
 }
@@ -46,7 +46,7 @@ bool Engine::cancel(EventId id) {
 void Engine::run() {
     stopped_ = false;
     while (!heap_.empty() && !stopped_) {
-        std::pop_heap(heap_.begin(), heap_.end(), later);
+        std::pop_heap(heap_.begin(), heap_.end(), Later{});
         const Entry e = heap_.back();
         heap_.pop_back();
         Slot& s = slots_[e.slot];

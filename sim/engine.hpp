@@ -49,7 +49,11 @@ private:
         std::uint32_t generation = 1;
         bool armed = false;
     };
-    static bool later(const Entry& a, const Entry& b) { return a.time != b.time ? a.time > b.time : a.seq > b.seq; }
+    struct Later {  // heap order as a functor, so that the comparison inlines
+        bool operator()(const Entry& a, const Entry& b) const {
+            return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+        }
+    };
 
     std::vector<Entry> heap_;
     std::vector<Slot> slots_;

@@ -62,7 +62,8 @@ private:
     bool sealed_ = false;
 };
 
-/// Maps a pair of endpoints to the route between the hosts they sit on.
+/// Maps a pair of endpoints to the route between the hosts they sit on; the route
+/// must stay valid (at the same address) while the network runs.
 using RouteLookup = std::function<const Route&(std::uint32_t src, std::uint32_t dst)>;
 /// Called when an endpoint's part of a round is over.
 using EndpointDone = std::function<void(std::uint32_t endpoint)>;

@@ -59,13 +59,12 @@ sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
     for (std::uint32_t w = 0; w < n; ++w)
         for (std::uint32_t j = 0; j < k; ++j) pushes[j].push_back(plan.add(w, n + j, shard));
     for (std::uint32_t j = 0; j < k; ++j) {
-        std::vector<std::uint32_t> ready = std::move(pushes[j]);
-        if (aggregation_rate) {
-            // Summing n shards reads n*S/k bytes at the server's aggregation throughput.
-            const sim::Time sum = sim::transfer_time(shard * n, *aggregation_rate);
-            ready = {plan.add_work(n + j, sum, ready)};
-        }
-        for (std::uint32_t w = 0; w < n; ++w) plan.add(n + j, w, shard, ready);
+        // Aggregation at server j once all its shards arrived: summing n shards reads n*S/k bytes
+        // at the server's aggregation throughput (instant when unlimited). The pulls hang off this
+        // one step, so the plan has O(nk) dependencies, not O(n^2 k).
+        const sim::Time sum = aggregation_rate ? sim::transfer_time(shard * n, *aggregation_rate) : sim::Time::zero();
+        const std::uint32_t aggregated = plan.add_work(n + j, sum, pushes[j]);
+        for (std::uint32_t w = 0; w < n; ++w) plan.add(n + j, w, shard, {aggregated});
     }
     return plan;
 }

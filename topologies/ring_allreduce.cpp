@@ -35,13 +35,15 @@ private:
         bool sending = false;
         bool gate = false;
         bool done = false;
+        const sim::Route* route = nullptr;  ///< to the successor
     };
 
     void try_send(std::uint32_t i) {
         Worker& w = workers_[i];
         if (!w.gate || w.sending || w.sent == steps_ || w.received < w.sent) return;
         w.sending = true;
-        network_.start(routes_(i, (i + 1) % n_), chunk_, [this, i] { sent(i); });
+        if (!w.route) w.route = &routes_(i, (i + 1) % n_);  // looked up once per round (routes are stable)
+        network_.start(*w.route, chunk_, [this, i] { sent(i); });
     }
 
     void sent(std::uint32_t i) {
