@@ -16,6 +16,25 @@ void finish_result(const TrainingJob& job, double makespan_s, JobResult& r) {
     r.scaling_efficiency = r.iteration_time_s > 0.0 ? r.compute_time_s / r.iteration_time_s : 1.0;
 }
 
+topo::CollectiveContext collective_context(const TrainingJob& job, const topo::Fabric& fabric) {
+    topo::CollectiveContext ctx;
+    ctx.workers = job.workers;
+    ctx.bytes = job.gradient_bytes();
+    ctx.seed = job.seed;
+    for (auto l = job.workload.layers.rbegin(); l != job.workload.layers.rend(); ++l)
+        for (auto t = l->tensors.rbegin(); t != l->tensors.rend(); ++t)
+            ctx.tensor_bytes.push_back(static_cast<double>(t->params) * job.bytes_per_param);
+    // Node ids, renumbered densely in order of first appearance among the workers.
+    std::vector<std::uint32_t> seen;
+    for (std::uint32_t w = 0; w < job.workers; ++w) {
+        const std::uint32_t node = fabric.node_of(job.endpoint_hosts[w]);
+        auto it = std::find(seen.begin(), seen.end(), node);
+        if (it == seen.end()) it = seen.insert(seen.end(), node);
+        ctx.node_of.push_back(static_cast<std::uint32_t>(it - seen.begin()));
+    }
+    return ctx;
+}
+
 namespace {
 
 double wire_bytes(const topo::Collective& c, const TrainingJob& job) {
@@ -36,7 +55,7 @@ BspTrainer::BspTrainer(sim::Engine& engine, sim::Network& network, const topo::F
       network_(network),
       fabric_(fabric),
       job_(job),
-      collective_(topo::make_collective(job.architecture, job.workers, job.gradient_bytes())),
+      collective_(topo::make_collective(job.architecture, collective_context(job, fabric))),
       workers_(job.workers) {}
 
 void BspTrainer::start() {
@@ -68,7 +87,7 @@ BspTrainer::Round& BspTrainer::round(std::uint32_t iteration) {
     r.endpoints_left = collective_->endpoints();
     r.runner = collective_->start_round(
         engine_, network_, [this](std::uint32_t a, std::uint32_t b) -> const sim::Route& { return route(a, b); },
-        [this, iteration](std::uint32_t e) { endpoint_done(iteration, e); });
+        [this, iteration](std::uint32_t e) { endpoint_done(iteration, e); }, iteration);
     for (std::uint32_t s = job_.workers; s < collective_->endpoints(); ++s) r.runner->open(s);  // servers are ready
     return r;
 }
@@ -119,7 +138,7 @@ FlowRun simulate_flow(const topo::Fabric& fabric, const std::vector<TrainingJob>
 }
 
 JobResult simulate_analytic(const topo::Fabric& fabric, const TrainingJob& job) {
-    const auto collective = topo::make_collective(job.architecture, job.workers, job.gradient_bytes());
+    const auto collective = topo::make_collective(job.architecture, collective_context(job, fabric));
     const sim::Time comm = collective->alpha_beta([&](std::uint32_t a, std::uint32_t b) {
         const topo::Vertex ha = job.endpoint_hosts[a];
         const topo::Vertex hb = job.endpoint_hosts[b];

@@ -46,6 +46,9 @@ struct JobResult {
     double makespan_s = 0.0;
 };
 
+/// What the job's collective needs: sizes, tensors in backward order, nodes of the workers.
+[[nodiscard]] topo::CollectiveContext collective_context(const TrainingJob& job, const topo::Fabric& fabric);
+
 /// Fills the derived figures from the iteration time and compute profile.
 void finish_result(const TrainingJob& job, double makespan_s, JobResult& r);
 

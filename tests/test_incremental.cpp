@@ -148,7 +148,7 @@ TEST_CASE("ring all-reduce: the O(n) state machine matches the explicit DAG (ran
                 [&](std::uint32_t a, std::uint32_t b) -> const sim::Route& {
                     return fabric.route(hosts[a], hosts[b], a * 131 + b);
                 },
-                [&](std::uint32_t e) { done[e] = engine.now().seconds(); });
+                [&](std::uint32_t e) { done[e] = engine.now().seconds(); }, 0);
             for (std::uint32_t w = 0; w < n; ++w) engine.at(sim::Time::seconds(gate[w]), [&, w] { round->open(w); });
             engine.run();
             return done;

@@ -27,7 +27,7 @@ Fabric build(const TwoTierSpec& s) {
         for (std::size_t nic = 0; nic < s.nics_per_node; ++nic) f.add_link(node, "switch", s.bandwidth, s.latency);
         for (std::size_t g = 0; g < s.gpus_per_node; ++g) {
             const std::string gpu = fmt::format("n{}g{}", n, g);
-            f.add_node(gpu, NodeKind::host);
+            f.set_node(f.add_node(gpu, NodeKind::host), static_cast<std::uint32_t>(n));
             f.add_link(gpu, node, s.intra_bandwidth, s.intra_latency);
         }
     }

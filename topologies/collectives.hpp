@@ -31,19 +31,34 @@
 namespace ddlsim::topo {
 
 enum class ArchKind { allreduce, ps, gossip };
-enum class AllreduceAlgorithm { ring };
+enum class AllreduceAlgorithm { ring, tree, double_tree, halving_doubling, hierarchical, torus2d };
 enum class ServerPlacement { dedicated, colocated };
-enum class GossipGraph { ring };
+enum class PsSharding { bytes, round_robin, balanced };
+enum class PsStyle { standard, byteps };
+enum class GossipGraph { ring, torus, exponential, random_matching };
 
 /// The `architecture` block of a scenario.
 struct ArchitectureSpec {
     ArchKind kind = ArchKind::allreduce;
     AllreduceAlgorithm algorithm = AllreduceAlgorithm::ring;
-    std::size_t servers = 1;  ///< ps: k
+    sim::Bytes segment_size{0.0};  ///< allreduce: pipelining segment (0 = whole chunks)
+    std::size_t servers = 1;       ///< ps: k
     ServerPlacement placement = ServerPlacement::dedicated;
     std::optional<sim::Bandwidth> aggregation_rate;  ///< ps: summation throughput per server
     std::vector<std::string> server_placement;       ///< ps: hosts of the servers, when given
+    PsSharding sharding = PsSharding::bytes;         ///< ps: how parameters map to servers
+    bool per_tensor = false;                         ///< ps: push/pull each tensor as its own transfer
+    PsStyle style = PsStyle::standard;               ///< ps: BytePS summation servers + worker hosts
     GossipGraph graph = GossipGraph::ring;
+};
+
+/// What a collective needs to know about its job.
+struct CollectiveContext {
+    std::uint32_t workers = 1;
+    sim::Bytes bytes;                    ///< synchronised per worker per round
+    std::vector<double> tensor_bytes;    ///< gradient tensors in backward order (they sum to bytes)
+    std::vector<std::uint32_t> node_of;  ///< per worker: its node (workers on one node share a fast fabric)
+    std::uint64_t seed = 0;              ///< for seeded choices (random matchings)
 };
 
 /// Whether two endpoints sit on different hosts.
@@ -55,10 +70,10 @@ public:
     virtual ~Collective() = default;
     /// Workers plus server endpoints.
     [[nodiscard]] virtual std::uint32_t endpoints() const = 0;
-    /// Starts a round on the network; endpoints open their gates when their data is ready.
+    /// Starts round `round` (0, 1, ...) on the network; endpoints open their gates when their data is ready.
     [[nodiscard]] virtual std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
-                                                                  sim::RouteLookup routes,
-                                                                  sim::EndpointDone on_done) const = 0;
+                                                                  sim::RouteLookup routes, sim::EndpointDone on_done,
+                                                                  std::uint32_t round) const = 0;
     /// Bytes one round puts on the wire (transfers between different hosts, each counted once).
     [[nodiscard]] virtual double wire_bytes(const RemoteTest& remote) const = 0;
     /// Closed-form α-β time of one round without contention (sim::alpha_beta_time semantics).
@@ -71,8 +86,8 @@ public:
     explicit PlanCollective(sim::Plan plan);
     [[nodiscard]] std::uint32_t endpoints() const override { return plan_.endpoints; }
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
-                                                          sim::RouteLookup routes,
-                                                          sim::EndpointDone on_done) const override;
+                                                          sim::RouteLookup routes, sim::EndpointDone on_done,
+                                                          std::uint32_t round) const override;
     [[nodiscard]] double wire_bytes(const RemoteTest& remote) const override;
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
     [[nodiscard]] const sim::Plan& plan() const { return plan_; }
@@ -84,18 +99,10 @@ private:
 /// Ring all-reduce of `bytes` among `n` workers as an explicit DAG (2(n-1)n steps);
 /// the reference the O(n)-state RingAllreduce is tested against.
 [[nodiscard]] sim::Plan ring_allreduce_plan(std::uint32_t n, sim::Bytes bytes);
-/// Sharded parameter server: n workers, k servers (endpoints n..n+k-1), even shards.
-[[nodiscard]] sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
-                                         std::optional<sim::Bandwidth> aggregation_rate);
-/// Neighbours of each worker in a gossip graph (deduplicated, no self).
-[[nodiscard]] std::vector<std::vector<std::uint32_t>> gossip_neighbours(GossipGraph graph, std::uint32_t n);
-/// One D-PSGD exchange: every worker sends `bytes` to each of its neighbours.
-[[nodiscard]] sim::Plan gossip_exchange(const std::vector<std::vector<std::uint32_t>>& neighbours, sim::Bytes bytes);
 
 /// Number of server endpoints the architecture adds after the n workers.
 [[nodiscard]] std::uint32_t server_endpoints(const ArchitectureSpec& spec);
-/// The collective one round of `bytes` per worker among n workers runs.
-[[nodiscard]] std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, std::uint32_t n,
-                                                          sim::Bytes bytes);
+/// The collective the job's rounds run.
+[[nodiscard]] std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, const CollectiveContext& ctx);
 
 }  // namespace ddlsim::topo

@@ -12,6 +12,7 @@ Vertex Fabric::add_node(std::string name, NodeKind kind) {
     const Vertex v = boost::add_vertex(NodeInfo{name, kind}, g_);
     by_name_.emplace(std::move(name), v);
     host_index_.push_back(static_cast<std::uint32_t>(hosts_.size()));
+    node_of_.push_back(static_cast<std::uint32_t>(v));
     if (kind == NodeKind::host) hosts_.push_back(v);
     return v;
 }

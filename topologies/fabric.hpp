@@ -72,6 +72,10 @@ public:
     [[nodiscard]] std::uint64_t path_count(Vertex a, Vertex b) const;
     [[nodiscard]] std::size_t node_count() const { return boost::num_vertices(g_); }
     [[nodiscard]] const LinkInfo& link_info(std::uint32_t id) const { return link_info_[id]; }
+    /// The node (machine) a host belongs to: hosts of one node share a fast local fabric
+    /// (two_tier: the GPUs of a node). By default every host is its own node.
+    [[nodiscard]] std::uint32_t node_of(Vertex host) const { return node_of_[host]; }
+    void set_node(Vertex host, std::uint32_t node) { node_of_[host] = node; }
     /// Sum of link latencies and the smallest bandwidth on the route from a to b.
     [[nodiscard]] sim::Time path_latency(Vertex a, Vertex b) const;
     [[nodiscard]] sim::Bandwidth path_bandwidth(Vertex a, Vertex b) const;
@@ -95,6 +99,7 @@ private:
     std::vector<std::pair<Vertex, Vertex>> link_ends_;  ///< by link id
     std::vector<LinkInfo> link_info_;                   ///< by link id
     std::vector<std::uint32_t> host_index_;             ///< by vertex: position in hosts_
+    std::vector<std::uint32_t> node_of_;                ///< by vertex: node (machine) id
     Routing routing_ = Routing::ecmp;
     mutable std::unordered_map<std::uint64_t, Cached> pair_routes_;
     mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> flow_routes_;

@@ -77,7 +77,8 @@ private:
 }  // namespace
 
 std::unique_ptr<sim::Round> RingAllreduce::start_round(sim::Engine& /*engine*/, sim::Network& network,
-                                                       sim::RouteLookup routes, sim::EndpointDone on_done) const {
+                                                       sim::RouteLookup routes, sim::EndpointDone on_done,
+                                                       std::uint32_t /*round*/) const {
     return std::make_unique<RingRound>(network, n_, chunk_, std::move(routes), std::move(on_done));
 }
 

@@ -20,8 +20,8 @@ public:
 
     [[nodiscard]] std::uint32_t endpoints() const override { return n_; }
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
-                                                          sim::RouteLookup routes,
-                                                          sim::EndpointDone on_done) const override;
+                                                          sim::RouteLookup routes, sim::EndpointDone on_done,
+                                                          std::uint32_t round) const override;
     [[nodiscard]] double wire_bytes(const RemoteTest& remote) const override;
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
 
