@@ -102,26 +102,49 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     reject_planned_keys(j, path, "architecture");
     ObjectReader r(j, path, t.architecture);
     const std::string kind = read_choice(r.at("kind"), r.path("kind"), t.choices.arch_kinds);
-    const std::vector<std::string> ps_keys{"servers", "placement", "aggregation_rate", "server_placement"};
-    if (kind != "ps")
-        for (const auto& k : ps_keys) r.forbid(k, fmt::format("applies to kind \"ps\" only, not \"{}\"", kind));
-    if (kind != "allreduce") r.forbid("algorithm", fmt::format("applies to kind \"allreduce\" only, not \"{}\"", kind));
-    if (kind != "gossip") r.forbid("graph", fmt::format("applies to kind \"gossip\" only, not \"{}\"", kind));
+    // Keys that belong to one kind only.
+    const std::vector<std::pair<std::string, std::vector<std::string>>> kind_keys{
+        {"ps", {"servers", "placement", "aggregation_rate", "server_placement", "sharding", "per_tensor", "style"}},
+        {"allreduce", {"algorithm", "segment_size"}},
+        {"gossip", {"graph"}},
+    };
+    for (const auto& [owner, keys] : kind_keys)
+        if (owner != kind)
+            for (const auto& k : keys) r.forbid(k, fmt::format("applies to kind \"{}\" only, not \"{}\"", owner, kind));
+    auto index_of = [](const std::vector<std::string>& v, const std::string& x) {
+        return static_cast<std::size_t>(std::find(v.begin(), v.end(), x) - v.begin());
+    };
     if (kind == "allreduce") {
         a.kind = topo::ArchKind::allreduce;
-        if (r.has("algorithm")) (void)read_kind(r, "algorithm", "algorithm", t.choices.algorithms);
+        if (r.has("algorithm"))
+            a.algorithm = static_cast<topo::AllreduceAlgorithm>(
+                index_of(t.choices.algorithms, read_kind(r, "algorithm", "algorithm", t.choices.algorithms)));
+        if (r.has("segment_size")) a.segment_size = read_bytes(r.at("segment_size"), r.path("segment_size"));
     } else if (kind == "gossip") {
         a.kind = topo::ArchKind::gossip;
-        if (r.has("graph")) (void)read_kind(r, "graph", "graph", t.choices.gossip_graphs);
+        if (r.has("graph"))
+            a.graph = static_cast<topo::GossipGraph>(
+                index_of(t.choices.gossip_graphs, read_kind(r, "graph", "graph", t.choices.gossip_graphs)));
     } else {
         a.kind = topo::ArchKind::ps;
+        if (r.has("style"))
+            a.style = read_choice(r.at("style"), r.path("style"), t.choices.ps_styles) == "byteps"
+                          ? topo::PsStyle::byteps
+                          : topo::PsStyle::standard;
         if (r.has("placement"))
             a.placement =
                 read_choice(r.at("placement"), r.path("placement"), t.choices.server_placements) == "colocated"
                     ? topo::ServerPlacement::colocated
                     : topo::ServerPlacement::dedicated;
+        if (a.style == topo::PsStyle::byteps && a.placement == topo::ServerPlacement::colocated)
+            throw ScenarioError(r.path("placement"),
+                                "style \"byteps\" uses dedicated CPU summation servers (every "
+                                "worker host also serves); expected \"dedicated\"");
         a.servers = a.placement == topo::ServerPlacement::colocated ? workers : 1;
-        if (r.has("servers")) a.servers = read_uint(r.at("servers"), r.path("servers"), 1, kMaxWorkers);
+        // BytePS may run with no CPU server at all (worker hosts only).
+        if (r.has("servers"))
+            a.servers =
+                read_uint(r.at("servers"), r.path("servers"), a.style == topo::PsStyle::byteps ? 0 : 1, kMaxWorkers);
         if (a.placement == topo::ServerPlacement::colocated && a.servers > workers)
             throw ScenarioError(r.path("servers"),
                                 fmt::format("colocated servers live on worker hosts: expected at most "
@@ -129,8 +152,12 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
                                             workers, a.servers));
         if (r.has("aggregation_rate"))
             a.aggregation_rate = read_bandwidth(r.at("aggregation_rate"), r.path("aggregation_rate"));
+        if (r.has("sharding"))
+            a.sharding = static_cast<topo::PsSharding>(index_of(
+                t.choices.ps_shardings, read_choice(r.at("sharding"), r.path("sharding"), t.choices.ps_shardings)));
+        if (r.has("per_tensor")) a.per_tensor = read_bool(r.at("per_tensor"), r.path("per_tensor"));
         if (r.has("server_placement")) {
-            const json& sp = read_array(r.at("server_placement"), r.path("server_placement"), 1);
+            const json& sp = read_array(r.at("server_placement"), r.path("server_placement"), 0);
             if (sp.size() != a.servers)
                 throw ScenarioError(
                     r.path("server_placement"),
@@ -143,12 +170,19 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     return a;
 }
 
-void read_sync_compression_overlap(ObjectReader& root) {
+// Reads sync, compression and overlap; `architecture` is the job's architecture kind, against
+// which the sync scheme is checked once, here (Tables::sync_allowed).
+void read_sync_compression_overlap(ObjectReader& root, const std::string& architecture) {
     const Tables& t = tables();
     if (root.has("sync")) {
         reject_planned_kind(root.at("sync"), root.path("sync"), "kind", "sync", t.choices.sync_kinds);
         ObjectReader r(root.at("sync"), root.path("sync"), t.sync);
-        (void)read_kind(r, "kind", "sync", t.choices.sync_kinds);
+        const std::string sync = read_kind(r, "kind", "sync", t.choices.sync_kinds);
+        const auto& allowed = t.choices.sync_allowed.at(architecture);
+        if (std::find(allowed.begin(), allowed.end(), sync) == allowed.end())
+            throw ScenarioError(r.path("kind"), fmt::format("\"{}\" does not apply to architecture \"{}\"; expected "
+                                                            "one of {}",
+                                                            sync, architecture, list(allowed)));
         r.finish();
     }
     if (root.has("compression")) {
@@ -188,7 +222,8 @@ JobSpec read_job(ObjectReader& r) {
                             "the model has no FLOPs and no parameters to scale to a throughput");
     if (r.has("architecture"))
         s.architecture = read_architecture(r.at("architecture"), r.path("architecture"), s.workers);
-    read_sync_compression_overlap(r);
+    const char* arch_names[] = {"allreduce", "ps", "gossip"};
+    read_sync_compression_overlap(r, arch_names[static_cast<int>(s.architecture.kind)]);
     return s;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -23,15 +24,31 @@ using detail::list;
 constexpr double kMaxEvents = 1e10;    // flow-mode refusal bound (about half an hour of simulation)
 constexpr double kMaxPlanSteps = 5e7;  // transfers in one explicit-DAG round, bounds memory
 
-// Transfers in one round of a job; whether the round is held as an explicit DAG.
+// Transfers in one round of a job (an upper estimate); whether the round is held as an explicit DAG.
 double round_transfers(const JobSpec& s, bool& explicit_dag) {
+    const auto& a = s.architecture;
     const double n = s.workers;
-    const double k = static_cast<double>(s.architecture.servers);
-    explicit_dag = s.architecture.kind != topo::ArchKind::allreduce;
-    switch (s.architecture.kind) {
-        case topo::ArchKind::allreduce: return 2.0 * (n - 1) * n;
-        case topo::ArchKind::ps: return 2.0 * n * k + k;
-        case topo::ArchKind::gossip: return 2.0 * n;
+    const double k = static_cast<double>(a.servers);
+    const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
+    const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param;
+    const double segments =
+        a.segment_size.value() > 0.0 ? std::max(1.0, std::ceil(bytes / a.segment_size.value())) : 1.0;
+    const double tensors = a.per_tensor ? static_cast<double>(s.workload.tensor_count()) : 1.0;
+    explicit_dag = !(a.kind == topo::ArchKind::allreduce && a.algorithm == topo::AllreduceAlgorithm::ring &&
+                     a.segment_size.value() <= 0.0);
+    switch (a.kind) {
+        case topo::ArchKind::allreduce:
+            switch (a.algorithm) {
+                case topo::AllreduceAlgorithm::ring:
+                case topo::AllreduceAlgorithm::hierarchical:
+                case topo::AllreduceAlgorithm::torus2d: return 2.0 * n * n * segments;
+                case topo::AllreduceAlgorithm::tree:
+                case topo::AllreduceAlgorithm::double_tree: return 4.0 * n * segments;
+                case topo::AllreduceAlgorithm::halving_doubling: return 4.0 * n * log_n * segments;
+            }
+            return 2.0 * n * n * segments;
+        case topo::ArchKind::ps: return (2.0 * n + 1.0) * std::max(k, 1.0) * tensors + 2.0 * n * n * tensors;
+        case topo::ArchKind::gossip: return 2.0 * n * log_n;
     }
     return 0.0;
 }

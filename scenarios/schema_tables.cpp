@@ -176,14 +176,35 @@ Tables build() {
         "how gradients are aggregated",
         {
             {"kind", enum_schema(c.arch_kinds, "allreduce, ps (parameter server) or gossip (D-PSGD)"), true},
-            {"algorithm", enum_schema(c.algorithms, "allreduce: algorithm (default ring)")},
-            {"servers", integer("ps: number of servers k (default 1 dedicated, workers colocated)", 1)},
+            {"algorithm", enum_schema(c.algorithms,
+                                      "allreduce: ring (default), tree (binary tree reduce + broadcast), "
+                                      "double_tree (NCCL's double binary tree), halving_doubling "
+                                      "(Rabenseifner, MPICH for non-powers of two), hierarchical "
+                                      "(intra-node reduce-scatter, inter-node rings, intra-node "
+                                      "all-gather), torus2d (rings in X then Y)")},
+            {"segment_size", bytes_schema("allreduce: pipelining segment for large messages (default: none)")},
+            {"servers", integer("ps: number of servers k (default 1 dedicated, workers colocated; byteps: CPU "
+                                "summation servers, may be 0)",
+                                0)},
             {"placement", enum_schema(c.server_placements,
                                       "ps: dedicated server hosts or colocated on worker hosts (default dedicated)")},
             {"aggregation_rate", bandwidth_schema("ps: a server's summation throughput (default unlimited)")},
             {"server_placement",
              {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "ps: host of each server"}}},
-            {"graph", enum_schema(c.gossip_graphs, "gossip: communication graph (default ring)")},
+            {"sharding", enum_schema(c.ps_shardings,
+                                     "ps: bytes (even shards, default), round_robin (whole tensors "
+                                     "in turn, PS-Lite) or balanced (size-balanced tensors)")},
+            {"per_tensor",
+             {{"type", "boolean"},
+              {"description",
+               "ps: push and pull each tensor separately, so pulls of early tensors "
+               "overlap pushes of later ones (default false)"}}},
+            {"style", enum_schema(c.ps_styles,
+                                  "ps: standard (default) or byteps (k CPU summation servers plus every "
+                                  "worker host serving, with BytePS's optimal load split)")},
+            {"graph", enum_schema(c.gossip_graphs,
+                                  "gossip: ring (default), torus, exponential (peers at distance "
+                                  "2^i) or random_matching (a seeded random matching per step)")},
         }};
     t.sync = {"sync",
               "synchronisation scheme",

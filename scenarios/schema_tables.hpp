@@ -18,10 +18,16 @@ struct Choices {
     std::vector<std::string> dtypes{"fp32", "fp16", "bf16"};
     std::vector<std::string> precisions{"fp32", "tf32", "fp16"};
     std::vector<std::string> arch_kinds{"allreduce", "ps", "gossip"};
-    std::vector<std::string> algorithms{"ring"};
+    // Order matches the enums in topologies/collectives.hpp (the loader maps by position).
+    std::vector<std::string> algorithms{"ring", "tree", "double_tree", "halving_doubling", "hierarchical", "torus2d"};
     std::vector<std::string> server_placements{"dedicated", "colocated"};
-    std::vector<std::string> gossip_graphs{"ring"};
+    std::vector<std::string> gossip_graphs{"ring", "torus", "exponential", "random_matching"};
+    std::vector<std::string> ps_shardings{"bytes", "round_robin", "balanced"};
+    std::vector<std::string> ps_styles{"standard", "byteps"};
     std::vector<std::string> sync_kinds{"bsp"};
+    /// Which sync schemes each architecture kind supports (checked once, at load).
+    std::map<std::string, std::vector<std::string>> sync_allowed{
+        {"allreduce", {"bsp"}}, {"ps", {"bsp"}}, {"gossip", {"bsp"}}};
     std::vector<std::string> compression_kinds{"none"};
     std::vector<std::string> fusions{"none"};
     std::vector<std::string> models;   ///< built-in workloads
@@ -32,8 +38,8 @@ struct Choices {
 /// loader says so instead of calling them unknown.
 struct Planned {
     std::map<std::string, std::vector<std::string>> values{
-        {"algorithm", {"tree", "halving_doubling", "hierarchical", "torus2d"}},
-        {"graph", {"torus", "exponential"}},
+        {"algorithm", {}},
+        {"graph", {}},
         {"sync", {"ssp", "asp", "local_sgd", "fedavg"}},
         {"compression",
          {"fp16", "qsgd", "terngrad", "signsgd", "ef_signsgd", "onebit", "topk", "randomk", "dgc", "gtopk",
@@ -44,7 +50,7 @@ struct Planned {
     std::map<std::string, std::vector<std::string>> keys{
         {"scenario", {"stragglers", "convergence"}},
         {"job", {"stragglers", "convergence"}},
-        {"architecture", {"style"}},
+        {"architecture", {}},
         {"overlap", {"bucket_size", "partition_size"}},
         {"device", {"profile"}},
         {"network", {}},

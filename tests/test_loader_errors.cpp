@@ -288,10 +288,15 @@ TEST_CASE("loader: values and keys the SPEC defines but this version lacks say n
     expect_error(with(base(), P("/network/topology"), "fat_tree"), "$.network.k", "required by topology");
     expect_error(with(base(), P("/network"), from_text(R"({"topology": "leaf_spine", "oversubscription": 2})")),
                  "$.network.bandwidth", "required by topology");
-    expect_error(with(base(), P("/architecture/algorithm"), "tree"), "$.architecture.algorithm", "not implemented",
-                 "\"ring\"");
-    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "gossip", "graph": "exponential"})")),
-                 "$.architecture.graph", "not implemented");
+    // Architecture keys of another kind, and unknown algorithm names.
+    expect_error(with(base(), P("/architecture/algorithm"), "butterfly"), "$.architecture.algorithm",
+                 "\"halving_doubling\"", "\"butterfly\"");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "gossip", "sharding": "balanced"})")),
+                 "$.architecture.sharding", "applies to kind \"ps\" only");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "segment_size": "4MB"})")),
+                 "$.architecture.segment_size", "applies to kind \"allreduce\" only");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "style": "byteps", "placement": "colocated"})")),
+                 "$.architecture.placement", "dedicated");
     // A spec-conforming SSP / Top-k block: its parameters must not be reported as unknown keys.
     expect_error(with(base(), P("/sync"), from_text(R"({"kind": "ssp", "staleness": 2})")), "$.sync.kind",
                  "not implemented", "\"bsp\"");
@@ -305,8 +310,6 @@ TEST_CASE("loader: values and keys the SPEC defines but this version lacks say n
     expect_error(with(base(), P("/jobs"), json::array()), "$.workers", "inside each job");
     expect_error(with(base(), P("/stragglers"), from_text(R"({"fixed": {"0": 2.0}})")), "$.stragglers",
                  "not implemented");
-    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "style": "byteps"})")),
-                 "$.architecture.style", "not implemented");
     expect_error(with(base(), P("/device"), from_text(R"({"profile": "calib.json"})")), "$.device.profile",
                  "not implemented");
 }
