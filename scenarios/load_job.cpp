@@ -104,7 +104,9 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     const std::string kind = read_choice(r.at("kind"), r.path("kind"), t.choices.arch_kinds);
     // Keys that belong to one kind only.
     const std::vector<std::pair<std::string, std::vector<std::string>>> kind_keys{
-        {"ps", {"servers", "placement", "aggregation_rate", "server_placement", "sharding", "per_tensor", "style"}},
+        {"ps",
+         {"servers", "placement", "aggregation_rate", "server_placement", "sharding", "split_size", "per_tensor",
+          "style"}},
         {"allreduce", {"algorithm", "segment_size"}},
         {"gossip", {"graph"}},
     };
@@ -155,6 +157,13 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
         if (r.has("sharding"))
             a.sharding = static_cast<topo::PsSharding>(index_of(
                 t.choices.ps_shardings, read_choice(r.at("sharding"), r.path("sharding"), t.choices.ps_shardings)));
+        if (r.has("split_size")) {
+            if (a.sharding == topo::PsSharding::bytes)
+                throw ScenarioError(r.path("split_size"),
+                                    "applies to sharding \"round_robin\" or \"balanced\" "
+                                    "(\"bytes\" already cuts every tensor over all servers)");
+            a.split_size = read_bytes(r.at("split_size"), r.path("split_size"));
+        }
         if (r.has("per_tensor")) a.per_tensor = read_bool(r.at("per_tensor"), r.path("per_tensor"));
         if (r.has("server_placement")) {
             const json& sp = read_array(r.at("server_placement"), r.path("server_placement"), 0);

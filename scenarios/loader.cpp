@@ -31,8 +31,12 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
     const double k = static_cast<double>(a.servers);
     const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
     const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param;
-    const double segments =
-        a.segment_size.value() > 0.0 ? std::max(1.0, std::ceil(bytes / a.segment_size.value())) : 1.0;
+    // Trees pipeline 8 segments when no segment size is given (topologies/allreduce_algorithms.cpp).
+    const bool tree =
+        a.algorithm == topo::AllreduceAlgorithm::tree || a.algorithm == topo::AllreduceAlgorithm::double_tree;
+    const double segments = a.segment_size.value() > 0.0 ? std::max(1.0, std::ceil(bytes / a.segment_size.value()))
+                            : tree                       ? 16.0
+                                                         : 1.0;
     const double tensors = a.per_tensor ? static_cast<double>(s.workload.tensor_count()) : 1.0;
     explicit_dag = !(a.kind == topo::ArchKind::allreduce && a.algorithm == topo::AllreduceAlgorithm::ring &&
                      a.segment_size.value() <= 0.0);

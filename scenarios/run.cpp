@@ -8,6 +8,7 @@
 
 #include "models/bsp_trainer.hpp"
 #include "scenarios/json_reader.hpp"
+#include "scenarios/schema_tables.hpp"
 
 namespace ddlsim::scenario {
 namespace {
@@ -126,13 +127,27 @@ RunResult run_scenario(const Scenario& s) {
 
 std::string describe_architecture(const JobSpec& j) {
     const auto& a = j.architecture;
+    const auto& c = tables().choices;
     switch (a.kind) {
-        case topo::ArchKind::allreduce: return "ring all-reduce";
-        case topo::ArchKind::gossip: return "gossip (D-PSGD, ring graph)";
-        case topo::ArchKind::ps:
-            return fmt::format("parameter server ({} {} server{})", a.servers,
-                               a.placement == topo::ServerPlacement::dedicated ? "dedicated" : "colocated",
-                               a.servers == 1 ? "" : "s");
+        case topo::ArchKind::allreduce: {
+            std::string out = c.algorithms[static_cast<std::size_t>(a.algorithm)] + " all-reduce";
+            if (a.segment_size.value() > 0.0) out += fmt::format(" ({:.4g} MB segments)", a.segment_size.value() / 1e6);
+            return out;
+        }
+        case topo::ArchKind::gossip:
+            return fmt::format("gossip (D-PSGD, {} graph)", c.gossip_graphs[static_cast<std::size_t>(a.graph)]);
+        case topo::ArchKind::ps: {
+            if (a.style == topo::PsStyle::byteps)
+                return fmt::format("BytePS ({} CPU summation server{} + every worker host)", a.servers,
+                                   a.servers == 1 ? "" : "s");
+            std::string out = fmt::format("parameter server ({} {} server{}", a.servers,
+                                          a.placement == topo::ServerPlacement::dedicated ? "dedicated" : "colocated",
+                                          a.servers == 1 ? "" : "s");
+            if (a.sharding != topo::PsSharding::bytes)
+                out += ", " + c.ps_shardings[static_cast<std::size_t>(a.sharding)] + " sharding";
+            if (a.per_tensor) out += ", per-tensor push/pull";
+            return out + ")";
+        }
     }
     return "?";
 }

@@ -194,6 +194,9 @@ Tables build() {
             {"sharding", enum_schema(c.ps_shardings,
                                      "ps: bytes (even shards, default), round_robin (whole tensors "
                                      "in turn, PS-Lite) or balanced (size-balanced tensors)")},
+            {"split_size", bytes_schema("ps round_robin/balanced: tensors larger than this are cut evenly over all "
+                                        "servers first, as MXNet's BIGARRAY_BOUND and BytePS's partitions (default: "
+                                        "never)")},
             {"per_tensor",
              {{"type", "boolean"},
               {"description",

@@ -295,8 +295,9 @@ TEST_CASE("loader: values and keys the SPEC defines but this version lacks say n
                  "$.architecture.sharding", "applies to kind \"ps\" only");
     expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "segment_size": "4MB"})")),
                  "$.architecture.segment_size", "applies to kind \"allreduce\" only");
-    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "style": "byteps", "placement": "colocated"})")),
-                 "$.architecture.placement", "dedicated");
+    expect_error(
+        with(base(), P("/architecture"), from_text(R"({"kind": "ps", "style": "byteps", "placement": "colocated"})")),
+        "$.architecture.placement", "dedicated");
     // A spec-conforming SSP / Top-k block: its parameters must not be reported as unknown keys.
     expect_error(with(base(), P("/sync"), from_text(R"({"kind": "ssp", "staleness": 2})")), "$.sync.kind",
                  "not implemented", "\"bsp\"");

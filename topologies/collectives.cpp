@@ -58,15 +58,17 @@ std::uint32_t server_endpoints(const ArchitectureSpec& spec) {
 }
 
 std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
-    const std::uint32_t n = ctx.workers;
-    const sim::Bytes bytes = ctx.bytes;
     switch (spec.kind) {
-        case ArchKind::allreduce: return std::make_unique<RingAllreduce>(n, bytes);
-        case ArchKind::ps:
-            return std::make_unique<PlanCollective>(
-                parameter_server(n, static_cast<std::uint32_t>(spec.servers), bytes, spec.aggregation_rate));
-        case ArchKind::gossip:
-            return std::make_unique<PlanCollective>(gossip_exchange(gossip_neighbours(spec.graph, n), bytes));
+        case ArchKind::allreduce:
+            if (spec.algorithm == AllreduceAlgorithm::ring && spec.segment_size.value() <= 0.0)
+                return std::make_unique<RingAllreduce>(ctx.workers, ctx.bytes);
+            return make_allreduce(spec, ctx);
+        case ArchKind::ps: {
+            PsOptions options;
+            if (spec.split_size.value() > 0.0) options.split_bytes = spec.split_size.value();
+            return make_parameter_server(spec, ctx, options);
+        }
+        case ArchKind::gossip: return make_gossip(spec, ctx);
     }
     throw std::logic_error("unknown architecture kind");
 }

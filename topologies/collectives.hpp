@@ -47,6 +47,7 @@ struct ArchitectureSpec {
     std::optional<sim::Bandwidth> aggregation_rate;  ///< ps: summation throughput per server
     std::vector<std::string> server_placement;       ///< ps: hosts of the servers, when given
     PsSharding sharding = PsSharding::bytes;         ///< ps: how parameters map to servers
+    sim::Bytes split_size{0.0};                      ///< ps round_robin/balanced: cut larger tensors (0 = never)
     bool per_tensor = false;                         ///< ps: push/pull each tensor as its own transfer
     PsStyle style = PsStyle::standard;               ///< ps: BytePS summation servers + worker hosts
     GossipGraph graph = GossipGraph::ring;

@@ -1,8 +1,33 @@
+// Parameter-server plans: standard sharded PS (Li et al., OSDI 2014) with byte, round-robin
+// and size-balanced sharding, per-tensor push/pull pipelining, and BytePS (Jiang et al.,
+// OSDI 2020). The model and its choices are described in parameter_server.hpp.
 #include "topologies/parameter_server.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <stdexcept>
 
 namespace ddlsim::topo {
+
+namespace {
+
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+sim::Time aggregation_time(double bytes, std::uint32_t n, std::optional<sim::Bandwidth> rate) {
+    return rate ? sim::transfer_time(sim::Bytes{bytes * n}, *rate) : sim::Time::zero();
+}
+
+// The job's tensors, or one tensor of S bytes when none are given; they must sum to S.
+std::vector<double> tensors_of(const CollectiveContext& ctx) {
+    if (ctx.tensor_bytes.empty()) return {ctx.bytes.value()};
+    const double sum = std::accumulate(ctx.tensor_bytes.begin(), ctx.tensor_bytes.end(), 0.0);
+    if (std::abs(sum - ctx.bytes.value()) > 1e-9 * std::max(1.0, ctx.bytes.value()))
+        throw std::invalid_argument("parameter server: tensor sizes do not sum to the synchronised bytes");
+    return ctx.tensor_bytes;
+}
+
+}  // namespace
 
 sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
                            std::optional<sim::Bandwidth> aggregation_rate) {
@@ -17,16 +42,149 @@ sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
         // Aggregation at server j once all its shards arrived: summing n shards reads n*S/k bytes
         // at the server's aggregation throughput (instant when unlimited). The pulls hang off this
         // one step, so the plan has O(nk) dependencies, not O(n^2 k).
-        const sim::Time sum = aggregation_rate ? sim::transfer_time(shard * n, *aggregation_rate) : sim::Time::zero();
-        const std::uint32_t aggregated = plan.add_work(n + j, sum, pushes[j]);
+        const std::uint32_t aggregated =
+            plan.add_work(n + j, aggregation_time(shard.value(), n, aggregation_rate), pushes[j]);
         for (std::uint32_t w = 0; w < n; ++w) plan.add(n + j, w, shard, {aggregated});
     }
     return plan;
 }
 
-std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
-    return std::make_unique<PlanCollective>(
-        parameter_server(ctx.workers, static_cast<std::uint32_t>(spec.servers), ctx.bytes, spec.aggregation_rate));
+std::vector<std::vector<ShardPiece>> shard_tensors(PsSharding sharding, const std::vector<double>& tensors,
+                                                   std::uint32_t k, double split_bytes) {
+    if (k == 0) throw std::invalid_argument("a parameter server needs at least one server");
+    const auto count = static_cast<std::uint32_t>(tensors.size());
+    // owner[t]: the server holding tensor t whole, or kNone when it is cut evenly over all k.
+    std::vector<std::uint32_t> owner(count, kNone);
+    if (sharding != PsSharding::bytes) {
+        // Key order is forward order: key j is tensor count-1-j of the backward-ordered list.
+        std::vector<std::uint32_t> whole;  // tensor indices in key order
+        for (std::uint32_t key = 0; key < count; ++key)
+            if (tensors[count - 1 - key] <= split_bytes) whole.push_back(count - 1 - key);
+        std::vector<double> load(k, 0.0);
+        if (sharding == PsSharding::round_robin) {
+            for (std::uint32_t t : whole) owner[t] = (count - 1 - t) % k;
+        } else {
+            // Longest processing time first: stable sort keeps key order among equal sizes.
+            std::stable_sort(whole.begin(), whole.end(),
+                             [&](std::uint32_t a, std::uint32_t b) { return tensors[a] > tensors[b]; });
+            for (std::uint32_t t : whole) {
+                const auto least =
+                    static_cast<std::uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+                owner[t] = least;
+                load[least] += tensors[t];
+            }
+        }
+    }
+    std::vector<std::vector<ShardPiece>> pieces(k);
+    for (std::uint32_t t = 0; t < count; ++t) {
+        if (owner[t] != kNone) {
+            pieces[owner[t]].push_back(ShardPiece{t, tensors[t]});
+        } else {
+            for (std::uint32_t j = 0; j < k; ++j) pieces[j].push_back(ShardPiece{t, tensors[t] / k});
+        }
+    }
+    return pieces;
+}
+
+BytePsSplit byteps_split(std::uint32_t n, std::uint32_t k, double bytes) {
+    // Per iteration (push + pull, full duplex, pushes and pulls overlapping), with x bytes on
+    // each CPU server and y on each worker host (kx + ny = S):
+    //   worker uplink    push: x to each of k CPU servers + y to each of n-1 other worker hosts;
+    //                    pull: its own y to each of n-1 other workers      -> kx + 2(n-1)y
+    //   worker downlink  the mirror image (receives n-1 pushes of y, k CPU pulls of x and n-1
+    //                    worker pulls of y)                                -> kx + 2(n-1)y
+    //   CPU downlink     n pushes of x; CPU uplink n pulls of x             -> nx
+    // Both kinds of link bind when kx + 2(n-1)y = nx, i.e. y = (n-k)x / (2(n-1)); then
+    //   kx + n(n-k)x/(2(n-1)) = S  =>  x (2k(n-1) + n^2 - kn) = 2(n-1)S
+    //   =>  x = 2(n-1)S / (n^2 + kn - 2k),  y = (n-k)S / (n^2 + kn - 2k),
+    // and the busiest link carries nx = 2n(n-1)S / (n^2 + kn - 2k) bytes: the paper's
+    // T = 2n(n-1)S / ((n^2 + kn - 2k) B). The CPU share of S is kx/S = 2k(n-1)/(n^2 + kn - 2k),
+    // the `ratio` of BytePS's Hash_Mixed_Mode (byteps/common/global.cc). k = 0 gives y = S/n and
+    // T = 2(n-1)S/(nB) (colocated all-to-all); k = n gives y = 0, x = S/n (dedicated PS, T = S/B
+    // with overlap). For k > n, y would be negative: the worker hosts serve nothing, x = S/k.
+    if (n <= 1) return {0.0, bytes};  // a single worker: nothing to exchange, it holds everything
+    if (k >= n) return {bytes / k, 0.0};
+    const double d = static_cast<double>(n) * n + static_cast<double>(k) * n - 2.0 * k;
+    return {2.0 * (n - 1) * bytes / d, static_cast<double>(n - k) * bytes / d};
+}
+
+sim::Plan sharded_parameter_server(std::uint32_t n, std::uint32_t endpoints,
+                                   const std::vector<std::uint32_t>& server_endpoint,
+                                   const std::vector<std::vector<ShardPiece>>& pieces, bool per_tensor,
+                                   std::optional<sim::Bandwidth> aggregation_rate) {
+    if (server_endpoint.size() != pieces.size())
+        throw std::invalid_argument("parameter server: one piece list per server expected");
+    sim::Plan plan;
+    plan.endpoints = endpoints;
+    std::vector<std::uint32_t> last_push(n), last_pull(n), deps;
+    for (std::size_t s = 0; s < pieces.size(); ++s) {
+        const std::uint32_t e = server_endpoint[s];
+        if (e >= endpoints) throw std::invalid_argument("parameter server: server endpoint outside the plan");
+        // Without per_tensor a server's pieces travel as one message per worker.
+        std::vector<double> messages;
+        for (const ShardPiece& p : pieces[s])
+            if (p.bytes > 0.0) messages.push_back(p.bytes);
+        if (!per_tensor && !messages.empty()) messages = {std::accumulate(messages.begin(), messages.end(), 0.0)};
+        std::fill(last_push.begin(), last_push.end(), kNone);
+        std::fill(last_pull.begin(), last_pull.end(), kNone);
+        std::uint32_t last_sum = kNone;
+        for (double bytes : messages) {
+            // One stream per (worker, server) pair: a message follows the previous one on it.
+            deps.clear();
+            for (std::uint32_t w = 0; w < n; ++w) {
+                if (w == e) continue;  // a worker's own share of its host's server stays put
+                if (last_push[w] == kNone) {
+                    last_push[w] = plan.add(w, e, sim::Bytes{bytes});
+                } else {
+                    last_push[w] = plan.add(w, e, sim::Bytes{bytes}, {last_push[w]});
+                }
+                deps.push_back(last_push[w]);
+            }
+            if (last_sum != kNone) deps.push_back(last_sum);  // the server sums one tensor at a time
+            last_sum = plan.add_work(e, aggregation_time(bytes, n, aggregation_rate), deps);
+            for (std::uint32_t w = 0; w < n; ++w) {
+                if (w == e) continue;
+                if (last_pull[w] == kNone) {
+                    last_pull[w] = plan.add(e, w, sim::Bytes{bytes}, {last_sum});
+                } else {
+                    last_pull[w] = plan.add(e, w, sim::Bytes{bytes}, {last_sum, last_pull[w]});
+                }
+            }
+        }
+    }
+    return plan;
+}
+
+sim::Plan byteps(std::uint32_t n, std::uint32_t k, const std::vector<double>& tensors, bool per_tensor,
+                 std::optional<sim::Bandwidth> aggregation_rate) {
+    const double total = std::accumulate(tensors.begin(), tensors.end(), 0.0);
+    const BytePsSplit split = byteps_split(n, k, total);
+    // Servers: worker hosts 0..n-1 (share y each), then CPU servers n..n+k-1 (x each); every
+    // tensor is cut over them in proportion to their shares.
+    std::vector<std::uint32_t> server_endpoint(n + k);
+    std::iota(server_endpoint.begin(), server_endpoint.end(), 0u);
+    std::vector<std::vector<ShardPiece>> pieces(n + k);
+    for (std::uint32_t t = 0; t < tensors.size(); ++t) {
+        const double fraction = total > 0.0 ? tensors[t] / total : 0.0;
+        for (std::uint32_t s = 0; s < n + k; ++s)
+            pieces[s].push_back(ShardPiece{t, fraction * (s < n ? split.worker : split.cpu)});
+    }
+    return sharded_parameter_server(n, n + k, server_endpoint, pieces, per_tensor, aggregation_rate);
+}
+
+std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, const CollectiveContext& ctx,
+                                                  const PsOptions& options) {
+    const std::uint32_t n = ctx.workers;
+    const auto k = static_cast<std::uint32_t>(spec.servers);
+    if (spec.style == PsStyle::byteps)
+        return std::make_unique<PlanCollective>(byteps(n, k, tensors_of(ctx), spec.per_tensor, spec.aggregation_rate));
+    if (spec.sharding == PsSharding::bytes && !spec.per_tensor)
+        return std::make_unique<PlanCollective>(parameter_server(n, k, ctx.bytes, spec.aggregation_rate));
+    std::vector<std::uint32_t> server_endpoint(k);
+    std::iota(server_endpoint.begin(), server_endpoint.end(), n);
+    return std::make_unique<PlanCollective>(sharded_parameter_server(
+        n, n + k, server_endpoint, shard_tensors(spec.sharding, tensors_of(ctx), k, options.split_bytes),
+        spec.per_tensor, spec.aggregation_rate));
 }
 
 }  // namespace ddlsim::topo

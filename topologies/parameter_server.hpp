@@ -1,21 +1,95 @@
-// Parameter-server architectures (Li et al., "Scaling Distributed Machine Learning with the
-// Parameter Server", OSDI 2014): workers push gradient shards to servers, servers aggregate,
-// workers pull the updated shards. Endpoints 0..n-1 are workers, n..n+k-1 servers.
+// Parameter-server architectures. Endpoints 0..n-1 are workers, n..n+k-1 servers.
+//
+// Standard PS (Li et al., "Scaling Distributed Machine Learning with the Parameter Server",
+// OSDI 2014): every worker pushes its gradient shard to the server holding it, a server
+// aggregates once all n pushes of a shard arrived (n * shard / aggregation_rate), then every
+// worker pulls the updated shard. How parameters map to servers (`sharding`):
+//   bytes        every tensor is cut evenly over the k servers, so each holds S/k exactly.
+//   round_robin  whole tensors to servers in turn by key order (key 0 = the first layer's
+//                tensor, i.e. the last in backward order): key j -> server j mod k, as PS-Lite
+//                style key-to-server assignment and MXNet's kvstore for small arrays.
+//   balanced     greedy size balancing (longest-processing-time first): largest tensor first
+//                to the least-loaded server (ties: the lower key, the lower server).
+// With round_robin/balanced a tensor larger than PsOptions::split_bytes is cut evenly over
+// all k servers first, as MXNet's kvstore does for arrays above MXNET_KVSTORE_BIGARRAY_BOUND
+// (1e6 elements) and BytePS partitions above BYTEPS_PARTITION_BYTES (4096000); the default
+// threshold is infinite (off), so every tensor stays whole.
+//
+// per_tensor: each tensor's part on a server is its own push, aggregation and pull. A worker
+// keeps one ordered message stream per server (PS-Lite's one connection per pair of nodes,
+// BytePS's priority queue): the parts it sends to one server go one after another in
+// backward order, streams to different servers run concurrently; pulls from a server
+// likewise, so a tensor's pulls start as soon as it is aggregated while later tensors are
+// still being pushed. A server sums tensors one after another. Each message pays the route
+// latency. Without per_tensor a worker pushes one message per server (its whole share).
+//
+// BytePS (Jiang et al., "A Unified Architecture for Accelerating Distributed DNN Training in
+// Heterogeneous GPU/CPU Clusters", OSDI 2020, §3.1/§4): k CPU-only summation servers
+// (endpoints n..n+k-1) plus a summation service on every worker host (the worker endpoint
+// itself). Each CPU server holds x bytes and each worker host y bytes, kx + ny = S, with the
+// paper's optimal split (derived in parameter_server.cpp, byteps_split):
+//   x = 2(n-1)S / (n^2 + kn - 2k),  y = (n-k)S / (n^2 + kn - 2k)   (k <= n; k >= n: y = 0, x = S/k)
+// so that every worker NIC and every CPU server NIC carries 2n(n-1)S/(n^2 + kn - 2k) bytes per
+// direction per iteration: T >= 2n(n-1)S / ((n^2 + kn - 2k) B) on an idle star. The bound
+// assumes pushes and pulls overlap fully; with whole shares (no per_tensor) they cannot (a
+// server pulls only what it has summed), so the simulated time is above the bound; with
+// per_tensor and many tensors it approaches it. BytePS cuts every tensor over all n + k
+// servers in proportion x : y (its Hash_Mixed_Mode assigns partitions with those odds);
+// `sharding` does not apply. k = 0 is the colocated all-to-all PS: T = 2(n-1)S/(nB).
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "topologies/collectives.hpp"
 
 namespace ddlsim::topo {
 
+/// Knobs of the PS model that the scenario format does not (yet) expose.
+struct PsOptions {
+    double split_bytes = std::numeric_limits<double>::infinity();  ///< round_robin/balanced: cut larger tensors
+};
+
+/// One tensor's part on one server.
+struct ShardPiece {
+    std::uint32_t tensor = 0;  ///< index into the backward-ordered tensor list
+    double bytes = 0.0;
+};
+
+/// BytePS per-server shares of S bytes: x on each of k CPU servers, y on each of n worker hosts.
+struct BytePsSplit {
+    double cpu = 0.0;
+    double worker = 0.0;
+};
+
 /// Sharded parameter server: n workers, k servers (endpoints n..n+k-1), even shards.
 [[nodiscard]] sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
                                          std::optional<sim::Bandwidth> aggregation_rate);
 
+/// Per server (0..k-1): its pieces of the tensors (backward order), by the sharding mode.
+[[nodiscard]] std::vector<std::vector<ShardPiece>> shard_tensors(PsSharding sharding,
+                                                                 const std::vector<double>& tensors, std::uint32_t k,
+                                                                 double split_bytes);
+
+/// The BytePS split of S bytes among k CPU servers and n worker-host servers.
+[[nodiscard]] BytePsSplit byteps_split(std::uint32_t n, std::uint32_t k, double bytes);
+
+/// PS plan: server s of `servers` is endpoint `server_endpoint[s]` and holds `pieces[s]`.
+[[nodiscard]] sim::Plan sharded_parameter_server(std::uint32_t n, std::uint32_t endpoints,
+                                                 const std::vector<std::uint32_t>& server_endpoint,
+                                                 const std::vector<std::vector<ShardPiece>>& pieces, bool per_tensor,
+                                                 std::optional<sim::Bandwidth> aggregation_rate);
+
+/// BytePS plan: n workers that also serve, k CPU servers (endpoints n..n+k-1).
+[[nodiscard]] sim::Plan byteps(std::uint32_t n, std::uint32_t k, const std::vector<double>& tensors, bool per_tensor,
+                               std::optional<sim::Bandwidth> aggregation_rate);
+
 /// The PS collective of an `architecture` block of kind "ps".
 [[nodiscard]] std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec,
-                                                                const CollectiveContext& ctx);
+                                                                const CollectiveContext& ctx,
+                                                                const PsOptions& options = {});
 
 }  // namespace ddlsim::topo
