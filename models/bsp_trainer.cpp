@@ -1,6 +1,7 @@
 #include "models/bsp_trainer.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace ddlsim::models {
 
@@ -25,12 +26,10 @@ topo::CollectiveContext collective_context(const TrainingJob& job, const topo::F
         for (auto t = l->tensors.rbegin(); t != l->tensors.rend(); ++t)
             ctx.tensor_bytes.push_back(static_cast<double>(t->params) * job.bytes_per_param);
     // Node ids, renumbered densely in order of first appearance among the workers.
-    std::vector<std::uint32_t> seen;
+    std::unordered_map<std::uint32_t, std::uint32_t> dense;
     for (std::uint32_t w = 0; w < job.workers; ++w) {
         const std::uint32_t node = fabric.node_of(job.endpoint_hosts[w]);
-        auto it = std::find(seen.begin(), seen.end(), node);
-        if (it == seen.end()) it = seen.insert(seen.end(), node);
-        ctx.node_of.push_back(static_cast<std::uint32_t>(it - seen.begin()));
+        ctx.node_of.push_back(dense.emplace(node, static_cast<std::uint32_t>(dense.size())).first->second);
     }
     return ctx;
 }

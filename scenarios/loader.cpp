@@ -51,7 +51,11 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
                 case topo::AllreduceAlgorithm::halving_doubling: return 4.0 * n * log_n * segments;
             }
             return 2.0 * n * n * segments;
-        case topo::ArchKind::ps: return (2.0 * n + 1.0) * std::max(k, 1.0) * tensors + 2.0 * n * n * tensors;
+        case topo::ArchKind::ps:
+            // Colocated and BytePS servers talk to every worker; dedicated ones to theirs.
+            if (a.placement == topo::ServerPlacement::colocated || a.style == topo::PsStyle::byteps)
+                return (2.0 * n * (n + k) + n + k) * tensors;
+            return (2.0 * n + 1.0) * std::max(k, 1.0) * tensors;
         case topo::ArchKind::gossip: return 2.0 * n * log_n;
     }
     return 0.0;

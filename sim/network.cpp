@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace ddlsim::sim {
@@ -37,6 +38,7 @@ void Network::start(const Route& route, Bytes bytes, Callback on_done) {
     Transfer& x = transfers_[t];
     x.route = route;
     x.remaining = bytes.value();
+    x.bytes = bytes.value();
     x.rate = 0.0;
     x.on_done = std::move(on_done);
     x.live = true;
@@ -71,6 +73,14 @@ void Network::resolve_dirty() {
 
 void Network::finish(std::uint32_t t) {
     Transfer& x = transfers_[t];
+#ifdef DDLSIM_INVARIANTS
+    // Every byte delivered exactly once: what is left at the completion event is rounding only.
+    if (!x.live) throw std::logic_error("network invariant: a transfer finished twice");
+    const double left = x.remaining - x.rate * (engine_.now() - x.updated).seconds();
+    if (std::abs(left) > 1e-6 * x.bytes + 1e-3)
+        throw std::logic_error("network invariant: a transfer finished with " + std::to_string(left) + " of " +
+                               std::to_string(x.bytes) + " bytes undelivered");
+#endif
     for (LinkIndex l : x.route) {
         auto& flows = links_[l].flows;
         for (std::size_t i = 0; i < flows.size(); ++i)
@@ -124,6 +134,15 @@ void Network::resolve_from(const Route& seeds) {
         problem_.add_flow(local_route_);
     }
     solver_.solve(problem_, rates_);
+#ifdef DDLSIM_INVARIANTS
+    // No link carries more than its capacity.
+    std::vector<double> load(comp_links_.size(), 0.0);
+    for (std::size_t i = 0; i < comp_flows_.size(); ++i)
+        for (LinkIndex l : transfers_[comp_flows_[i]].route) load[local_index_[l]] += rates_[i];
+    for (std::size_t i = 0; i < comp_links_.size(); ++i)
+        if (load[i] > problem_.capacity[i] * (1.0 + 1e-9))
+            throw std::logic_error("network invariant: a link carries more than its capacity");
+#endif
     for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
         Transfer& x = transfers_[comp_flows_[i]];
         if (x.rate == rates_[i] && x.completion.valid()) continue;

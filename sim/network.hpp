@@ -70,6 +70,7 @@ private:
     struct Transfer {
         Route route;
         double remaining = 0.0;  ///< bytes left as of `updated`
+        double bytes = 0.0;      ///< size at start
         double rate = 0.0;       ///< bytes per second
         Time updated;
         EventId completion;

@@ -289,3 +289,18 @@ TEST_CASE("cli: run --out writes the result JSON") {
     CHECK(again.code == 0);
     CHECK(read_file(out) != before);  // 10 Gbit/s instead of 25: a different iteration time
 }
+
+TEST_CASE("cli: an interrupted run leaves no output file and dies of the signal") {
+    // A 2,048-worker ring takes seconds to simulate; SIGINT arrives after 0.3 s, before the result
+    // exists: the process ends by the signal, and neither the --out file nor a temporary is left.
+    const TempDir dir;
+    const std::string file = dir.write("big.json", R"({"workers": 2048, "model": "resnet50", "batch_size": 1,
+        "iterations": 2, "device": "V100", "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"}})");
+    const std::string out = dir.file("result.json");
+    const std::string cmd = "timeout -s INT 0.3 " + shell_quote(DDLSIM_BINARY) + " run " + shell_quote(file) +
+                            " --out " + shell_quote(out) + " >/dev/null 2>&1";
+    const int status = std::system(cmd.c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 124);  // timeout(1): the command was interrupted, not finished
+    CHECK(dir.entries() == std::vector<std::string>{"big.json"});
+}

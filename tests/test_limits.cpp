@@ -52,3 +52,19 @@ TEST_CASE("limits: flow runs beyond the event budget are refused up front; analy
     j["iterations"] = 1000;
     CHECK(error_path(j) == "no error");
 }
+
+TEST_CASE("limits: the analytic model handles 100,000 workers (ring, closed form)") {
+    // Comm-only ring of S = 100 MB on a 10 Gbit/s star with 5 us links: 2(n-1)(2L + S/(nB)).
+    const double n = 100'000, S = 100e6, B = 1.25e9, L = 5e-6;
+    const json j{
+        {"workers", 100'000},
+        {"model",
+         {{"layers", {{{"name", "g"}, {"params", 25'000'000}, {"fwd_time", 0}, {"bwd_time", 0}, {"update_time", 0}}}}}},
+        {"batch_size", 1},
+        {"iterations", 1},
+        {"device", "V100"},
+        {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}, {"model", "analytic"}}}};
+    const auto r = scenario::run_scenario(scenario::load_scenario(j));
+    CHECK(r.jobs[0].iteration_time_s == doctest::Approx(2 * (n - 1) * (2 * L + S / (n * B))).epsilon(1e-9));
+    CHECK(r.events == 0);
+}

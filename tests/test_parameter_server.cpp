@@ -137,7 +137,8 @@ TEST_CASE("parameter server: per-tensor pipelining, one server, tensors a then b
     // (server uplink, done at t1 + α + na/B). Pulls of b start at max(t2, pulls of a done):
     //   T = 3α + n(a + b + max(a, b))/B   < whole model iff α < n min(a, b)/B.
     for (std::uint32_t n : {1u, 2u, 4u})
-        for (auto [a, b] : {std::pair{30 * kMB, 10 * kMB}, {10 * kMB, 30 * kMB}, {20 * kMB, 20 * kMB}}) {
+        for (const auto& ab : {std::pair{30 * kMB, 10 * kMB}, {10 * kMB, 30 * kMB}, {20 * kMB, 20 * kMB}}) {
+            const double a = ab.first, b = ab.second;  // not a structured binding: clang 14 cannot capture those
             CAPTURE(n);
             CAPTURE(a);
             const auto ctx = tensors(n, {a, b});
@@ -183,7 +184,8 @@ TEST_CASE("parameter server: aggregation rate adds n * shard / rate") {
 
 TEST_CASE("byteps: split x = 2(n-1)S/D, y = (n-k)S/D with D = n^2 + kn - 2k; busiest link 2n(n-1)S/D") {
     const double S = 100 * kMB;
-    for (auto [n, k] : {std::pair{4u, 1u}, {8u, 2u}, {16u, 4u}}) {
+    for (const auto& nk : {std::pair{4u, 1u}, {8u, 2u}, {16u, 4u}}) {
+        const std::uint32_t n = nk.first, k = nk.second;
         CAPTURE(n);
         CAPTURE(k);
         const double d = n * n + k * n - 2.0 * k;

@@ -115,10 +115,13 @@ TEST_CASE("schema: every $ref resolves and every object forbids unknown keys") {
         CHECK(schema["$defs"].contains(r.substr(8)));
     }
     CHECK(schema["additionalProperties"] == false);
-    for (const auto& [id, def] : schema["$defs"].items()) {
+    for (const auto& entry : schema["$defs"].items()) {
+        const std::string id = entry.key();  // not structured bindings: clang 14 cannot capture those
+        const json& def = entry.value();
         CAPTURE(id);
         CHECK(def["additionalProperties"] == false);
-        for (const auto& [k, prop] : def["properties"].items()) CHECK_MESSAGE(prop.contains("description"), k);
+        for (const auto& prop : def["properties"].items())
+            CHECK_MESSAGE(prop.value().contains("description"), prop.key());
     }
 }
 
@@ -190,7 +193,9 @@ TEST_CASE("schema: every optional key the schema documents is one the loader acc
         {"/network/model", "analytic"},
         {"/network/routing", "dmodk"},
     };
-    for (const auto& [ptr, value] : additions) {
+    for (const auto& addition : additions) {
+        const std::string& ptr = addition.first;
+        const json& value = addition.second;
         CAPTURE(ptr);
         json j = base;
         j[json::json_pointer(ptr)] = value;

@@ -4,7 +4,9 @@
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,12 +25,30 @@ struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The temporary file being written, for the signal handler: an interrupt while it exists
+// removes it, so SIGINT or SIGTERM never leaves a partial output behind. (A signal handler can
+// only reach static storage; this is the one piece of global state, written only here.)
+volatile std::sig_atomic_t g_writing = 0;
+char g_tmp_path[4096] = {};
+
+extern "C" void on_interrupt(int sig) {
+    if (g_writing) ::unlink(g_tmp_path);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);  // die of the signal as usual (exit status 128 + sig)
+}
+
 // Writes `text` to `path` through a temporary file in the same folder and a
-// rename, so a reader never sees a partial file.
+// rename, so a reader never sees a partial file, even if interrupted.
 void write_atomically(const std::string& path, const std::string& text) {
     const std::filesystem::path target(path);
     std::filesystem::path tmp = target;
     tmp += fmt::format(".tmp{}", ::getpid());
+    if (tmp.string().size() >= sizeof(g_tmp_path)) throw UsageError(fmt::format("{}: path too long", path));
+    std::strcpy(g_tmp_path, tmp.c_str());
+    g_writing = 1;
+    struct Done {
+        ~Done() { g_writing = 0; }
+    } done;
     {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         if (!out) throw UsageError(fmt::format("{}: cannot open for writing", path));
@@ -69,6 +89,8 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
 }  // namespace
 
 int main(int argc, char** argv) {
+    std::signal(SIGINT, on_interrupt);
+    std::signal(SIGTERM, on_interrupt);
     CLI::App app{"ddlsim: a discrete-event simulator of data-parallel distributed deep-learning training"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "ddlsim 0.1.0");

@@ -7,6 +7,15 @@
 
 namespace ddlsim::topo {
 
+namespace {
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+}  // namespace
+
 Vertex Fabric::add_node(std::string name, NodeKind kind) {
     if (by_name_.contains(name)) throw std::invalid_argument("duplicate node name \"" + name + "\"");
     const Vertex v = boost::add_vertex(NodeInfo{name, kind}, g_);
@@ -83,15 +92,6 @@ void Fabric::clear_bfs() const {
     touched_.clear();
 }
 
-namespace {
-std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-}  // namespace
-
 sim::Route Fabric::walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& unique) const {
     sim::Route r;
     unique = true;
@@ -122,12 +122,48 @@ sim::Route Fabric::walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& u
     return r;
 }
 
+// Shortest routes of one or two hops found from the endpoints' own (small) adjacency, without
+// a BFS through a switch of large degree: a star of 100,000 hosts costs O(1) per pair. Returns
+// false when neither a direct link nor a common neighbour exists (the BFS then decides).
+bool Fabric::short_route(Vertex a, Vertex b, std::uint64_t flow_key, sim::Route& r, bool& unique) const {
+    constexpr std::size_t kSmall = 64;
+    if (boost::out_degree(a, g_) > kSmall || boost::out_degree(b, g_) > kSmall) return false;
+    auto directed = [&](std::uint32_t id, Vertex from) { return link_ends_[id].first == from ? 2 * id : 2 * id + 1; };
+    auto choose = [&](std::size_t options) {
+        if (options == 1) return std::size_t{0};
+        unique = false;
+        return static_cast<std::size_t>(routing_ == Routing::dmodk ? host_index_[b] % options
+                                                                   : mix(flow_key ^ mix(b)) % options);
+    };
+    unique = true;
+    std::vector<std::uint32_t> direct;
+    for (auto [e, end] = boost::out_edges(a, g_); e != end; ++e)
+        if (boost::target(*e, g_) == b) direct.push_back(g_[*e].id);
+    if (!direct.empty()) {
+        r = {directed(direct[choose(direct.size())], a)};
+        return true;
+    }
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> two;  // (link a-u, link u-b)
+    for (auto [e, end] = boost::out_edges(a, g_); e != end; ++e) {
+        const Vertex u = boost::target(*e, g_);
+        for (auto [f, fend] = boost::out_edges(b, g_); f != fend; ++f)
+            if (boost::target(*f, g_) == u) two.emplace_back(g_[*e].id, g_[*f].id);
+    }
+    if (two.empty()) return false;
+    const auto [first, second] = two[choose(two.size())];
+    const Vertex u = link_ends_[first].first == a ? link_ends_[first].second : link_ends_[first].first;
+    r = {directed(first, a), directed(second, u)};
+    return true;
+}
+
 const sim::Route& Fabric::route(Vertex a, Vertex b, std::uint64_t flow_key) const {
     const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
     auto it = pair_routes_.find(key);
     if (it == pair_routes_.end()) {
         Cached c;
-        if (a != b) {
+        if (a != b && short_route(a, b, 0, c.route, c.unique)) {
+            // found from the endpoints' adjacency
+        } else if (a != b) {
             bfs(a, b);
             if (dist_[b] < 0) {
                 clear_bfs();
@@ -142,10 +178,13 @@ const sim::Route& Fabric::route(Vertex a, Vertex b, std::uint64_t flow_key) cons
     const auto fk = std::make_tuple(a, b, flow_key);
     auto f = flow_routes_.find(fk);
     if (f != flow_routes_.end()) return f->second;
-    bfs(a, b);
     bool unique = false;
-    sim::Route r = walk_back(a, b, flow_key, unique);
-    clear_bfs();
+    sim::Route r;
+    if (!short_route(a, b, flow_key, r, unique)) {
+        bfs(a, b);
+        r = walk_back(a, b, flow_key, unique);
+        clear_bfs();
+    }
     return flow_routes_.emplace(fk, std::move(r)).first->second;
 }
 

@@ -91,6 +91,7 @@ private:
     /// BFS from a until b is found; leaves hop distances in dist_ (-1 = unseen).
     void bfs(Vertex a, Vertex b) const;
     void clear_bfs() const;
+    bool short_route(Vertex a, Vertex b, std::uint64_t flow_key, sim::Route& r, bool& unique) const;
     sim::Route walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& unique) const;
 
     Graph g_;

@@ -1,0 +1,682 @@
+// `ddlsim sweep` (SPEC §1): runs the cartesian product of the --vary values in parallel (threads, and MPI ranks
+// when built with DDLSIM_HAVE_MPI), streams one CSV row per finished point (whole lines, flushed, so an
+// interrupted sweep leaves a valid CSV), and finally rewrites the file sorted by point (temp + rename).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#ifdef DDLSIM_HAVE_MPI
+#define OMPI_SKIP_MPICXX 1  // the C API only (OpenMPI's C++ bindings fail -Wold-style-cast)
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+#include "scenarios/json_reader.hpp"
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+#include "tools/sweep.hpp"
+
+extern char** environ;  // NOLINT: POSIX, for posix_spawnp
+
+namespace ddlsim::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Everything a point needs, fixed before the first point runs.
+struct Plan {
+    std::string file;
+    std::string base_dir;
+    json base;
+    std::vector<VarySpec> specs;
+    std::size_t total = 0;
+    bool multi_job = false;
+    std::size_t rows_per_point = 1;
+    SweepFormat format = SweepFormat::csv;
+    std::vector<std::string> header;  // CSV columns of the file being appended to
+};
+
+// One finished point: its CSV rows, or its JSON object.
+struct PointResult {
+    std::size_t point = 0;
+    bool failed = false;
+    std::string error;
+    std::vector<SweepRow> rows;
+    json object;
+};
+
+// The value an override "PATH=text" sets, exactly as apply_override reads it.
+json override_value(const std::string& text) {
+    json tmp = json::object();
+    scenario::apply_override(tmp, "v=" + text);
+    return tmp["v"];
+}
+
+std::string one_line(std::string s) {
+    for (char& c : s)
+        if (c == '\n' || c == '\r') c = ' ';
+    return s;
+}
+
+PointResult compute_point(const Plan& plan, std::size_t index) {
+    PointResult pr;
+    pr.point = index;
+    const auto values = point_values(plan.specs, index);
+    json result;
+    try {
+        json j = plan.base;
+        for (std::size_t k = 0; k < plan.specs.size(); ++k)
+            scenario::apply_override(j, plan.specs[k].path + "=" + values[k]);
+        const auto s = scenario::load_scenario(j, plan.base_dir);
+        result = scenario::result_json(s, scenario::run_scenario(s));
+    } catch (const scenario::ScenarioError& e) {
+        pr.failed = true;
+        pr.error = one_line(fmt::format("{}: {}", e.path(), e.what()));
+    } catch (const std::exception& e) {
+        pr.failed = true;
+        pr.error = one_line(fmt::format("internal error: {}", e.what()));
+    }
+    if (plan.format == SweepFormat::json) {
+        json vals = json::object();
+        for (std::size_t k = 0; k < plan.specs.size(); ++k) vals[plan.specs[k].path] = override_value(values[k]);
+        pr.object = {{"point", index},
+                     {"values", vals},
+                     {"result", pr.failed ? json(nullptr) : result},
+                     {"error", pr.failed ? json(pr.error) : json(nullptr)}};
+        return pr;
+    }
+    auto base_row = [&] {
+        SweepRow row;
+        row.point = index;
+        row.cells["point"] = std::to_string(index);
+        for (std::size_t k = 0; k < plan.specs.size(); ++k) row.cells[plan.specs[k].path] = values[k];
+        row.cells["error"] = pr.error;
+        return row;
+    };
+    if (pr.failed) {
+        pr.rows.push_back(base_row());
+        return pr;
+    }
+    for (const auto& flat : flatten_result(result)) {
+        SweepRow row = base_row();
+        for (const auto& [k, v] : flat)
+            if (!row.cells.contains(k)) row.cells[k] = cell_text(v);
+        pr.rows.push_back(std::move(row));
+    }
+    return pr;
+}
+
+std::string row_line(const std::vector<std::string>& header, const SweepRow& row) {
+    std::vector<std::string> fields;
+    fields.reserve(header.size());
+    for (const auto& c : header) {
+        const auto it = row.cells.find(c);
+        fields.push_back(it == row.cells.end() ? std::string() : it->second);
+    }
+    return csv_line(fields);
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+    fs::path tmp = path;
+    tmp += fmt::format(".tmp{}", ::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw SweepError(fmt::format("{}: cannot open for writing", path));
+        out << text;
+        out.close();
+        if (!out) {
+            std::error_code ec;
+            fs::remove(tmp, ec);
+            throw SweepError(fmt::format("{}: write failed", path));
+        }
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        throw SweepError(fmt::format("{}: cannot replace the file", path));
+    }
+}
+
+// Appends whole records with one write(2) each, so a kill leaves complete lines (at worst one cut-off last line,
+// which --resume drops).
+class Appender {
+public:
+    explicit Appender(const std::string& path) : fd_(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC)) {
+        if (fd_ < 0) throw SweepError(fmt::format("{}: cannot open for appending", path));
+    }
+    Appender(const Appender&) = delete;
+    Appender& operator=(const Appender&) = delete;
+    ~Appender() { ::close(fd_); }
+    [[nodiscard]] bool write(std::string_view s) {
+        while (!s.empty()) {
+            const ssize_t n = ::write(fd_, s.data(), s.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return false;
+            s.remove_prefix(static_cast<std::size_t>(n));
+        }
+        return true;
+    }
+
+private:
+    int fd_;
+};
+
+// The progress line: points done / total, rate, ETA; only on a terminal.
+class Progress {
+public:
+    Progress(bool enabled, std::size_t total, std::ostream& err) : enabled_(enabled), total_(total), err_(err) {}
+    void update(std::size_t done, bool final = false) {
+        if (!enabled_) return;
+        const auto now = Clock::now();
+        if (!final && now - last_ < std::chrono::milliseconds(100)) return;
+        last_ = now;
+        const double elapsed = std::chrono::duration<double>(now - start_).count();
+        const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0;
+        const std::string eta =
+            rate > 0 ? fmt::format("{:.0f}s", static_cast<double>(total_ - done) / rate) : std::string("?");
+        err_ << fmt::format("\rsweep: {}/{} points, {:.1f} points/s, {} {}\033[K", done, total_, rate,
+                            final ? "took" : "ETA", final ? fmt::format("{:.1f}s", elapsed) : eta)
+             << (final ? "\n" : "") << std::flush;
+    }
+
+private:
+    bool enabled_;
+    std::size_t total_;
+    std::ostream& err_;
+    Clock::time_point start_ = Clock::now();
+    Clock::time_point last_{};
+};
+
+// Runs `todo` on `threads` threads; `sink` is called under a lock as each point finishes.
+template <class Sink>
+void run_points(const Plan& plan, const std::vector<std::size_t>& todo, unsigned threads, Sink&& sink) {
+    std::atomic<std::size_t> next{0};
+    std::mutex mu;
+    auto worker = [&] {
+        for (std::size_t i; (i = next.fetch_add(1)) < todo.size();) {
+            PointResult pr = compute_point(plan, todo[i]);
+            const std::lock_guard lock(mu);
+            sink(std::move(pr));
+        }
+    };
+    const unsigned n =
+        std::max(1U, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, todo.size()))));
+    if (n == 1) {
+        worker();
+        return;
+    }
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < n; ++t) pool.emplace_back(worker);
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw SweepError(fmt::format("{}: cannot open for reading (--resume)", path));
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    return buf.str();
+}
+
+// --resume on a CSV: keeps the rows of points that finished without error and whose varied values match.
+// Returns the rows kept; `header` becomes the file's header. Rewrites the file without the rest.
+std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<std::size_t>& done) {
+    const auto records = parse_csv(read_text(out));
+    if (records.empty()) return {};
+    const auto& head = records.front();
+    std::vector<std::string> want{"point"};
+    if (plan.multi_job) want.emplace_back("job");
+    for (const auto& s : plan.specs) want.push_back(s.path);
+    if (head.size() < want.size() + 1 || !std::equal(want.begin(), want.end(), head.begin()) ||
+        std::find(head.begin(), head.end(), "error") == head.end()) {
+        std::string cols;
+        for (const auto& w : want) cols += (cols.empty() ? "" : ", ") + w;
+        throw SweepError(
+            fmt::format("{}: --resume: the file's columns do not start with this sweep's ({}); use another "
+                        "--out or drop --resume",
+                        out, cols));
+    }
+    std::map<std::size_t, std::vector<SweepRow>> by_point;
+    std::set<std::size_t> bad;
+    for (std::size_t r = 1; r < records.size(); ++r) {
+        const auto& rec = records[r];
+        if (rec.size() != head.size()) continue;
+        SweepRow row;
+        for (std::size_t c = 0; c < head.size(); ++c) row.cells[head[c]] = rec[c];
+        std::size_t p = 0;
+        const std::string& ptext = rec[0];
+        auto [ptr, ec] = std::from_chars(ptext.data(), ptext.data() + ptext.size(), p);
+        if (ec != std::errc{} || ptr != ptext.data() + ptext.size() || p >= plan.total) continue;
+        row.point = p;
+        const auto values = point_values(plan.specs, p);
+        bool ok = row.cells["error"].empty();
+        for (std::size_t k = 0; k < plan.specs.size(); ++k) ok = ok && row.cells[plan.specs[k].path] == values[k];
+        if (!ok) bad.insert(p);
+        by_point[p].push_back(std::move(row));
+    }
+    std::vector<SweepRow> kept;
+    for (auto& [p, rows] : by_point) {
+        if (bad.contains(p) || rows.size() != plan.rows_per_point) continue;
+        std::set<std::string> jobs;
+        for (const auto& r : rows) jobs.insert(plan.multi_job ? r.cells.at("job") : std::string());
+        if (jobs.size() != rows.size()) continue;
+        done.insert(p);
+        for (auto& r : rows) kept.push_back(std::move(r));
+    }
+    plan.header = head;
+    std::string text = csv_line(plan.header);
+    for (const auto& r : kept) text += row_line(plan.header, r);
+    write_atomically(out, text);
+    return kept;
+}
+
+// --resume on a JSON array written by an earlier --format json sweep.
+std::vector<json> resume_json(const Plan& plan, const std::string& out, std::set<std::size_t>& done) {
+    const std::string text = read_text(out);
+    const json arr = json::parse(text, nullptr, false);
+    if (arr.is_discarded() || !arr.is_array())
+        throw SweepError(fmt::format("{}: --resume: not a JSON array written by ddlsim sweep --format json", out));
+    std::vector<json> kept;
+    for (const auto& o : arr) {
+        if (!o.is_object() || !o.contains("point") || !o["point"].is_number_unsigned() || !o.contains("values") ||
+            !o.contains("error") || !o["error"].is_null())
+            continue;
+        const auto p = o["point"].get<std::size_t>();
+        if (p >= plan.total || done.contains(p)) continue;
+        const auto values = point_values(plan.specs, p);
+        bool ok = o["values"].is_object() && o["values"].size() == plan.specs.size();
+        for (std::size_t k = 0; ok && k < plan.specs.size(); ++k)
+            ok = o["values"].contains(plan.specs[k].path) &&
+                 o["values"][plan.specs[k].path] == override_value(values[k]);
+        if (!ok) continue;
+        done.insert(p);
+        kept.push_back(o);
+    }
+    return kept;
+}
+
+// The plot script and a python3 that can import matplotlib; throws SweepError naming the package when missing.
+std::pair<std::string, std::string> find_plotter() {
+    std::string script;
+    if (const char* env = std::getenv("DDLSIM_PLOT_SCRIPT"); env && *env) script = env;
+#ifdef DDLSIM_SOURCE_DIR
+    if (script.empty()) script = std::string(DDLSIM_SOURCE_DIR) + "/tools/plot_sweep.py";
+#endif
+    std::error_code ec;
+    if (script.empty() || !fs::is_regular_file(script, ec))
+        throw SweepError(fmt::format("--plot: cannot find tools/plot_sweep.py{}; set DDLSIM_PLOT_SCRIPT to its path",
+                                     script.empty() ? "" : " at " + script));
+    std::vector<std::string> pythons;
+    if (const char* env = std::getenv("DDLSIM_PYTHON"); env && *env) pythons.emplace_back(env);
+    pythons.emplace_back("python3");
+    pythons.emplace_back("/usr/bin/python3");
+    for (const auto& py : pythons) {
+        const std::string cmd = fmt::format("'{}' -c 'import matplotlib' >/dev/null 2>&1", py);
+        if (std::system(cmd.c_str()) == 0) return {py, script};  // NOLINT(cert-env33-c): fixed command
+    }
+    throw SweepError("--plot: needs python3 with matplotlib; install the Debian package python3-matplotlib");
+}
+
+int spawn_and_wait(const std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));  // NOLINT: posix_spawn's signature
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    if (::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void check_out_path(const std::string& out) {
+    if (out.empty()) throw SweepError("--out: required (the RESULTS.csv to write)");
+    const fs::path p(out);
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : ".";
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) throw SweepError(fmt::format("{}: is a directory", out));
+    if (!fs::is_directory(dir, ec))
+        throw SweepError(fmt::format("{}: cannot write there: folder \"{}\" does not exist", out, dir.string()));
+}
+
+// MPI, when built with it and started by a launcher (mpirun, srun); otherwise one rank.
+class Ranks {
+public:
+    Ranks() {
+#ifdef DDLSIM_HAVE_MPI
+        const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") ||
+                              std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+        int initialized = 0;
+        MPI_Initialized(&initialized);
+        if (!initialized && launched) {
+            int provided = 0;
+            MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+            owns_ = true;
+            initialized = 1;
+        }
+        if (initialized) {
+            active_ = true;
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+            MPI_Comm_size(MPI_COMM_WORLD, &size_);
+        }
+#endif
+    }
+    Ranks(const Ranks&) = delete;
+    Ranks& operator=(const Ranks&) = delete;
+    ~Ranks() {
+#ifdef DDLSIM_HAVE_MPI
+        if (owns_) MPI_Finalize();
+#endif
+    }
+    [[nodiscard]] int rank() const {
+        return rank_;
+    }
+    [[nodiscard]] int size() const {
+        return size_;
+    }
+    [[nodiscard]] bool parallel() const {
+        return active_ && size_ > 1;
+    }
+    // Rank 0's value, on every rank.
+    [[nodiscard]] int broadcast(int v) const {
+#ifdef DDLSIM_HAVE_MPI
+        if (parallel()) MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+#endif
+        return v;
+    }
+    [[nodiscard]] std::string broadcast(std::string s) const {
+#ifdef DDLSIM_HAVE_MPI
+        if (parallel()) {
+            unsigned long long n = s.size();
+            MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+            s.resize(n);
+            MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
+        }
+#endif
+        return s;
+    }
+    // Every rank's text, on rank 0 (rank order); empty elsewhere.
+    [[nodiscard]] std::vector<std::string> gather(const std::string& mine) const {
+#ifdef DDLSIM_HAVE_MPI
+        if (parallel()) {
+            int len = static_cast<int>(mine.size());
+            std::vector<int> lens(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
+            MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+            std::string all;
+            if (rank_ == 0) {
+                std::size_t off = 0;
+                for (std::size_t r = 0; r < lens.size(); ++r) {
+                    displs[r] = static_cast<int>(off);
+                    off += static_cast<std::size_t>(lens[r]);
+                }
+                all.resize(off);
+            }
+            MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
+                        MPI_COMM_WORLD);
+            std::vector<std::string> out;
+            if (rank_ == 0)
+                for (std::size_t r = 0; r < lens.size(); ++r)
+                    out.push_back(all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lens[r])));
+            return out;
+        }
+#endif
+        return {mine};
+    }
+
+private:
+    bool active_ = false;
+    [[maybe_unused]] bool owns_ = false;
+    int rank_ = 0;
+    int size_ = 1;
+};
+
+json point_to_json(const PointResult& pr) {
+    json rows = json::array();
+    for (const auto& r : pr.rows) rows.push_back(r.cells);
+    return {{"p", pr.point}, {"f", pr.failed}, {"e", pr.error}, {"r", rows}, {"o", pr.object}};
+}
+
+PointResult point_from_json(const json& j) {
+    PointResult pr;
+    pr.point = j.at("p").get<std::size_t>();
+    pr.failed = j.at("f").get<bool>();
+    pr.error = j.at("e").get<std::string>();
+    for (const auto& r : j.at("r")) pr.rows.push_back({pr.point, r.get<std::map<std::string, std::string>>()});
+    pr.object = j.at("o");
+    return pr;
+}
+
+// Builds the plan (every rank does this identically); throws SweepError / ScenarioError on bad input.
+Plan make_plan(const SweepOptions& opts) {
+    Plan plan;
+    plan.file = opts.scenario_file;
+    plan.format = opts.format;
+    if (opts.vary.empty()) throw SweepError("--vary: give at least one PATH=V1,V2,... to sweep");
+    if (opts.jobs == 0) throw SweepError("--jobs: expected at least 1");
+    std::set<std::string> paths;
+    for (const auto& v : opts.vary) {
+        try {
+            plan.specs.push_back(parse_vary(v));
+        } catch (const SweepError& e) {
+            throw scenario::ScenarioError("--vary " + v, e.what());
+        }
+        if (!paths.insert(plan.specs.back().path).second)
+            throw scenario::ScenarioError("--vary " + v, "this key is already varied by an earlier --vary");
+    }
+    plan.total = sweep_size(plan.specs);
+    plan.base = scenario::read_json_file(opts.scenario_file);
+    plan.base_dir = fs::path(opts.scenario_file).parent_path().string();
+    if (plan.base_dir.empty()) plan.base_dir = ".";
+    // A path that cannot be set at all (e.g. a key inside a number) is wrong for every point.
+    for (std::size_t k = 0; k < plan.specs.size(); ++k) {
+        json probe = plan.base;
+        try {
+            scenario::apply_override(probe, plan.specs[k].path + "=" + plan.specs[k].values.front());
+        } catch (const scenario::ScenarioError& e) {
+            throw scenario::ScenarioError("--vary " + opts.vary[k], fmt::format("{}: {}", e.path(), e.what()));
+        }
+    }
+    plan.multi_job = plan.base.is_object() && plan.base.contains("jobs") && plan.base["jobs"].is_array();
+    plan.rows_per_point = plan.multi_job ? std::max<std::size_t>(1, plan.base["jobs"].size()) : 1;
+    plan.header = {"point"};
+    if (plan.multi_job) plan.header.emplace_back("job");
+    for (const auto& s : plan.specs) plan.header.push_back(s.path);
+    for (const auto& c : result_columns())
+        if (std::find(plan.header.begin(), plan.header.end(), c) == plan.header.end()) plan.header.push_back(c);
+    plan.header.emplace_back("error");
+    return plan;
+}
+
+std::string serialize_todo(const std::vector<std::size_t>& todo) {
+    return json(todo).dump();
+}
+
+int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
+    const bool root = ranks.rank() == 0;
+    Plan plan;
+    std::vector<SweepRow> kept_rows;
+    std::vector<json> kept_objects;
+    std::vector<std::size_t> todo;
+    std::pair<std::string, std::string> plotter;
+    // Set-up: validation everywhere, files on rank 0 only; rank 0's verdict decides for all.
+    int status = 0;
+    std::string message;
+    try {
+        plan = make_plan(opts);
+        if (root) {
+            check_out_path(opts.out);
+            if (!opts.plot.empty()) {
+                const auto ext = fs::path(opts.plot).extension().string();
+                if (ext != ".png" && ext != ".svg")
+                    throw SweepError(fmt::format("--plot {}: expected a .png or .svg file name", opts.plot));
+                check_out_path(opts.plot);
+                plotter = find_plotter();
+            }
+            std::set<std::size_t> done;
+            std::error_code ec;
+            const bool exists = fs::exists(opts.out, ec);
+            if (opts.resume && exists && plan.format == SweepFormat::csv) kept_rows = resume_csv(plan, opts.out, done);
+            if (opts.resume && exists && plan.format == SweepFormat::json)
+                kept_objects = resume_json(plan, opts.out, done);
+            if (plan.format == SweepFormat::csv && !(opts.resume && exists))
+                write_atomically(opts.out, csv_line(plan.header));  // the header first, so the file is valid CSV
+            for (std::size_t p = 0; p < plan.total; ++p)
+                if (!done.contains(p)) todo.push_back(p);
+        }
+    } catch (const scenario::ScenarioError& e) {
+        status = 2;
+        message = fmt::format("error: {}: {}: {}", opts.scenario_file, e.path(), e.what());
+    } catch (const SweepError& e) {
+        status = 2;
+        message = fmt::format("error: {}", e.what());
+    }
+    status = ranks.broadcast(status);
+    if (status != 0) {
+        if (root) err << one_line(message) << "\n";
+        return status;
+    }
+    if (ranks.parallel()) {
+        const json t = json::parse(ranks.broadcast(root ? serialize_todo(todo) : std::string()));
+        todo.clear();
+        for (const auto& v : t) {
+            const auto p = v.get<std::size_t>();
+            if (p % static_cast<std::size_t>(ranks.size()) == static_cast<std::size_t>(ranks.rank())) todo.push_back(p);
+        }
+        plan.header = json::parse(ranks.broadcast(root ? json(plan.header).dump() : std::string()))
+                          .get<std::vector<std::string>>();
+    }
+
+    // The points: rank 0 streams its rows to the file as they finish; other ranks keep theirs for the gather.
+    std::vector<PointResult> results;
+    bool write_failed = false;
+    {
+        std::unique_ptr<Appender> appender;
+        if (root && plan.format == SweepFormat::csv) appender = std::make_unique<Appender>(opts.out);
+        Progress progress(root && opts.progress && ::isatty(STDERR_FILENO) != 0, todo.size(), err);
+        run_points(plan, todo, opts.jobs, [&](PointResult pr) {
+            if (appender) {
+                std::string text;
+                for (const auto& r : pr.rows) text += row_line(plan.header, r);
+                if (!appender->write(text)) write_failed = true;
+            }
+            results.push_back(std::move(pr));
+            progress.update(results.size());
+        });
+        progress.update(results.size(), true);
+        if (ranks.parallel()) {
+            json mine = json::array();
+            if (!root)
+                for (const auto& pr : results) mine.push_back(point_to_json(pr));
+            const auto all = ranks.gather(mine.dump());
+            for (std::size_t r = 1; r < all.size(); ++r)
+                for (const auto& j : json::parse(all[r])) {
+                    PointResult pr = point_from_json(j);
+                    if (appender) {
+                        std::string text;
+                        for (const auto& row : pr.rows) text += row_line(plan.header, row);
+                        if (!appender->write(text)) write_failed = true;
+                    }
+                    results.push_back(std::move(pr));
+                }
+        }
+    }
+    if (!root) return ranks.broadcast(0);
+    // Rank 0 finishes; every rank returns its exit code (so a failure here cannot leave the others waiting).
+    auto finish = [&]() -> int {
+        if (write_failed) {
+            err << fmt::format("error: {}: writing a row failed (disk full?)\n", opts.out);
+            return 1;
+        }
+
+        // The final file, sorted by point, replaced atomically.
+        std::sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.point < b.point; });
+        std::size_t failed = 0;
+        const PointResult* first_failure = nullptr;
+        for (const auto& pr : results)
+            if (pr.failed && ++failed == 1) first_failure = &pr;
+        if (plan.format == SweepFormat::csv) {
+            std::vector<SweepRow> rows = std::move(kept_rows);
+            for (auto& pr : results)
+                for (auto& r : pr.rows) rows.push_back(std::move(r));
+            std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.point < b.point; });
+            std::vector<std::string> header = plan.header;  // plus any result key the probe did not know
+            header.erase(std::find(header.begin(), header.end(), "error"));
+            std::set<std::string> known(plan.header.begin(), plan.header.end());
+            for (const auto& r : rows)
+                for (const auto& [k, v] : r.cells)
+                    if (known.insert(k).second) header.push_back(k);
+            header.emplace_back("error");
+            std::string text = csv_line(header);
+            for (const auto& r : rows) text += row_line(header, r);
+            write_atomically(opts.out, text);
+        } else {
+            std::vector<json> objects = std::move(kept_objects);
+            for (auto& pr : results) objects.push_back(std::move(pr.object));
+            std::stable_sort(objects.begin(), objects.end(), [](const json& a, const json& b) {
+                return a["point"].get<std::size_t>() < b["point"].get<std::size_t>();
+            });
+            write_atomically(opts.out, json(objects).dump(2) + "\n");
+        }
+        if (!opts.plot.empty()) {
+            std::string keys;
+            for (const auto& s : plan.specs) keys += (keys.empty() ? "" : ",") + s.path;
+            const int rc = spawn_and_wait({plotter.first, plotter.second, opts.out, opts.plot, "--keys", keys});
+            if (rc != 0) {
+                err << fmt::format("internal error: {} {} failed (exit {})\n", plotter.first, plotter.second, rc);
+                return 1;
+            }
+        }
+        if (failed > 0) {
+            err << one_line(
+                       fmt::format("warning: {} of {} points failed (see the error column of {}); first: point {}: {}",
+                                   failed, results.size(), opts.out, first_failure->point, first_failure->error))
+                << "\n";
+            return kSweepSomePointsFailed;
+        }
+        return 0;
+    };
+    int rc = 1;
+    try {
+        rc = finish();
+    } catch (const SweepError& e) {
+        err << "error: " << one_line(e.what()) << "\n";
+        rc = 2;
+    } catch (const std::exception& e) {
+        err << "internal error: " << one_line(e.what()) << "\n";
+    }
+    return ranks.broadcast(rc);
+}
+
+}  // namespace
+
+int run_sweep(const SweepOptions& opts, std::ostream& err) {
+    const Ranks ranks;
+    try {
+        return sweep(opts, err, ranks);
+    } catch (const SweepError& e) {
+        err << "error: " << one_line(e.what()) << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        err << "internal error: " << one_line(e.what()) << "\n";
+        return 1;
+    }
+}
+
+}  // namespace ddlsim::tools

@@ -1,0 +1,81 @@
+// `ddlsim sweep`: the cartesian product of varied scenario keys, run in parallel (threads, and MPI ranks when
+// built with DDLSIM_HAVE_MPI), one CSV row per point (or one JSON object per point), safe to interrupt and
+// resume. The parsing helpers are exposed as testable units; run_sweep is what the CLI calls.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ddlsim::tools {
+
+/// Exit code of a sweep that ran to the end but where at least one point failed (its row holds `error`).
+inline constexpr int kSweepSomePointsFailed = 3;
+
+/// Bad sweep input (a --vary spec, an output path, a resume file, --plot); `what()` is the whole message.
+class SweepError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+enum class SweepFormat { csv, json };
+
+struct SweepOptions {
+    std::string scenario_file;
+    std::vector<std::string> vary;  ///< "PATH=V1,V2,..." / "PATH=A..B:xF" / "PATH=A..B:+S" / "PATH=A..B"
+    std::string out;                ///< RESULTS.csv (or .json with format json)
+    unsigned jobs = std::max(1U, std::thread::hardware_concurrency());  ///< worker threads (per MPI rank)
+    bool resume = false;  ///< keep the finished, error-free points already in `out`
+    SweepFormat format = SweepFormat::csv;
+    std::string plot;      ///< FILE.png or FILE.svg: run tools/plot_sweep.py afterwards
+    bool progress = true;  ///< progress line on stderr (only ever when stderr is a terminal)
+};
+
+/// One varied key: its dotted path and its values as text (each applied like `--set PATH=VALUE`).
+struct VarySpec {
+    std::string path;
+    std::vector<std::string> values;
+};
+
+/// One result row: the point index and its cells by column name (a multi-job point has one row per job).
+struct SweepRow {
+    std::size_t point = 0;
+    std::map<std::string, std::string> cells;
+};
+
+/// Parses one --vary spec; throws SweepError. Items are separated by top-level commas; an item
+/// NUMBER..NUMBER[:xF|:+S] expands to a range (inclusive of B when reached).
+[[nodiscard]] VarySpec parse_vary(const std::string& spec);
+/// Expands one range item "A..B", "A..B:+S" or "A..B:xF" into values; throws SweepError when malformed.
+[[nodiscard]] std::vector<std::string> expand_range(std::string_view item);
+/// The number of points of the cartesian product (throws SweepError above 10 million).
+[[nodiscard]] std::size_t sweep_size(const std::vector<VarySpec>& specs);
+/// The values of point `index`: the first spec is the outermost (slowest-changing) loop.
+[[nodiscard]] std::vector<std::string> point_values(const std::vector<VarySpec>& specs, std::size_t index);
+/// One CSV field quoted per RFC 4180 when it holds a comma, quote, CR or LF (or leading/trailing space).
+[[nodiscard]] std::string csv_field(std::string_view s);
+/// A whole CSV record with its trailing "\n".
+[[nodiscard]] std::string csv_line(const std::vector<std::string>& fields);
+/// Parses CSV text into records; a last record without its newline (a cut-off write) is dropped.
+[[nodiscard]] std::vector<std::vector<std::string>> parse_csv(std::string_view text);
+/// A JSON value as a CSV cell: strings raw, null empty, everything else as JSON text.
+[[nodiscard]] std::string cell_text(const nlohmann::json& v);
+/// Flattens a result object with dotted keys; arrays are dropped (and so is "jobs").
+void flatten_json(const nlohmann::json& j, const std::string& prefix, std::map<std::string, nlohmann::json>& out);
+/// The rows of one result: one, or one per job (with a "job" cell) when the result has a "jobs" list.
+[[nodiscard]] std::vector<std::map<std::string, nlohmann::json>> flatten_result(const nlohmann::json& result);
+/// The flattened result columns in their CSV order (derived from result_json itself).
+[[nodiscard]] std::vector<std::string> result_columns();
+/// Runs the sweep; writes messages to `err`; returns 0, kSweepSomePointsFailed, 2 (bad input) or 1 (internal).
+[[nodiscard]] int run_sweep(const SweepOptions& opts, std::ostream& err);
+
+}  // namespace ddlsim::tools

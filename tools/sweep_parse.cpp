@@ -1,0 +1,298 @@
+// `ddlsim sweep` helpers: --vary specs and ranges, the cartesian product, CSV reading and writing, and the
+// flattening of result JSON into CSV columns.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+#include "tools/sweep.hpp"
+
+namespace ddlsim::tools {
+
+namespace {
+
+constexpr std::size_t kMaxPoints = 10'000'000;
+
+// Parses the whole of `s` as a number (no sign other than a leading '-', no spaces).
+bool parse_number(std::string_view s, double& out) {
+    if (s.empty()) return false;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc{} && ptr == s.data() + s.size() && std::isfinite(out);
+}
+
+bool is_integer_text(std::string_view s) {
+    if (!s.empty() && s.front() == '-') s.remove_prefix(1);
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// Digits after the decimal point of a plain decimal ("0.25" -> 2); -1 when written with an exponent.
+int decimals(std::string_view s) {
+    if (s.find_first_of("eE") != std::string_view::npos) return -1;
+    const auto dot = s.find('.');
+    return dot == std::string_view::npos ? 0 : static_cast<int>(s.size() - dot - 1);
+}
+
+// Splits at commas outside JSON strings, arrays and objects.
+std::vector<std::string> split_items(const std::string& s) {
+    std::vector<std::string> items;
+    std::string cur;
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (char c : s) {
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            ++depth;
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        } else if (c == ',' && depth == 0) {
+            items.push_back(cur);
+            cur.clear();
+            continue;
+        }
+        cur += c;
+    }
+    items.push_back(cur);
+    return items;
+}
+
+// NUMBER..NUMBER with an optional ":..." suffix; anything else (e.g. "../file.json") is a plain value.
+bool looks_like_range(std::string_view item) {
+    const auto dots = item.find("..");
+    if (dots == std::string_view::npos) return false;
+    double a = 0, b = 0;
+    const std::string_view rest = item.substr(dots + 2);
+    return parse_number(item.substr(0, dots), a) && parse_number(rest.substr(0, rest.find(':')), b);
+}
+
+}  // namespace
+
+std::vector<std::string> expand_range(std::string_view item) {
+    const std::string text(item);
+    const auto dots = item.find("..");
+    if (dots == std::string_view::npos) throw SweepError(fmt::format("\"{}\": expected a range A..B", text));
+    const std::string_view a_text = item.substr(0, dots);
+    std::string_view rest = item.substr(dots + 2);
+    std::string_view b_text = rest, step_text = "1";
+    char kind = '+';
+    if (const auto colon = rest.find(':'); colon != std::string_view::npos) {
+        b_text = rest.substr(0, colon);
+        const std::string_view suffix = rest.substr(colon + 1);
+        if (suffix.size() < 2 || (suffix[0] != 'x' && suffix[0] != '+'))
+            throw SweepError(
+                fmt::format("\"{}\": expected A..B:xF (geometric) or A..B:+S (arithmetic) after the colon", text));
+        kind = suffix[0];
+        step_text = suffix.substr(1);
+    }
+    double a = 0, b = 0, step = 0;
+    if (!parse_number(a_text, a) || !parse_number(b_text, b))
+        throw SweepError(fmt::format("\"{}\": expected numbers A..B", text));
+    if (!parse_number(step_text, step))
+        throw SweepError(fmt::format("\"{}\": expected a number after \"{}\"", text, kind));
+    if (a > b) throw SweepError(fmt::format("\"{}\": the range is empty (A > B)", text));
+    std::vector<std::string> values;
+    const double tol = 1e-9 * std::max({1.0, std::abs(a), std::abs(b)});
+    auto add = [&](std::string v) {
+        if (values.size() >= kMaxPoints) throw SweepError(fmt::format("\"{}\": more than {} values", text, kMaxPoints));
+        values.push_back(std::move(v));
+    };
+    const bool integers = is_integer_text(a_text) && is_integer_text(b_text) && is_integer_text(step_text);
+    if (kind == '+') {
+        if (!(step > 0)) throw SweepError(fmt::format("\"{}\": the step must be positive", text));
+        if ((b - a) / step >= static_cast<double>(kMaxPoints))
+            throw SweepError(fmt::format("\"{}\": more than {} values", text, kMaxPoints));
+        if (integers && std::abs(a) < 9e15 && std::abs(b) < 9e15 && step < 9e15) {
+            const auto ia = static_cast<std::int64_t>(a), ib = static_cast<std::int64_t>(b),
+                       is = static_cast<std::int64_t>(step);
+            for (std::int64_t v = ia; v <= ib; v += is) add(std::to_string(v));
+        } else {
+            const int da = decimals(a_text), ds = decimals(step_text);
+            const int digits = (da < 0 || ds < 0) ? -1 : std::max(da, ds);
+            for (std::size_t i = 0;; ++i) {
+                const double v = a + static_cast<double>(i) * step;
+                if (v > b + tol) break;
+                add(digits < 0 ? fmt::format("{:.12g}", v) : fmt::format("{:.{}f}", v, digits));
+            }
+        }
+    } else {
+        if (!(step > 1)) throw SweepError(fmt::format("\"{}\": the factor must be greater than 1", text));
+        if (!(a > 0)) throw SweepError(fmt::format("\"{}\": a geometric range must start above 0", text));
+        if (integers && b < 9e15) {
+            const auto ib = static_cast<std::int64_t>(b), is = static_cast<std::int64_t>(step);
+            for (auto v = static_cast<std::int64_t>(a); v <= ib; v *= is) {
+                add(std::to_string(v));
+                if (v > ib / is) break;
+            }
+        } else {
+            for (double v = a; v <= b * (1 + 1e-12); v *= step) add(fmt::format("{:.12g}", v));
+        }
+    }
+    return values;
+}
+
+VarySpec parse_vary(const std::string& spec) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+        throw SweepError("expected PATH=V1,V2,... or PATH=A..B[:xF|:+S], e.g. workers=4..64:x2");
+    VarySpec v;
+    v.path = spec.substr(0, eq);
+    if (v.path.front() == '.' || v.path.back() == '.' || v.path.find("..") != std::string::npos ||
+        v.path.find_first_of(" \t,\"") != std::string::npos)
+        throw SweepError(fmt::format("\"{}\": expected a dotted key path such as network.bandwidth", v.path));
+    const std::string rhs = spec.substr(eq + 1);
+    if (rhs.empty()) throw SweepError(fmt::format("{}: no values after \"=\"", v.path));
+    for (const auto& item : split_items(rhs)) {
+        if (item.empty()) throw SweepError(fmt::format("{}: empty value in \"{}\"", v.path, rhs));
+        if (looks_like_range(item)) {
+            for (auto& x : expand_range(item)) v.values.push_back(std::move(x));
+        } else {
+            v.values.push_back(item);
+        }
+        if (v.values.size() > kMaxPoints) throw SweepError(fmt::format("{}: more than {} values", v.path, kMaxPoints));
+    }
+    return v;
+}
+
+std::size_t sweep_size(const std::vector<VarySpec>& specs) {
+    std::size_t n = 1;
+    for (const auto& s : specs) {
+        if (s.values.empty()) return 0;
+        if (n > kMaxPoints / s.values.size())
+            throw SweepError(fmt::format("the sweep has more than {} points", kMaxPoints));
+        n *= s.values.size();
+    }
+    return n;
+}
+
+std::vector<std::string> point_values(const std::vector<VarySpec>& specs, std::size_t index) {
+    std::vector<std::string> out(specs.size());
+    for (std::size_t k = specs.size(); k-- > 0;) {
+        const std::size_t m = specs[k].values.size();
+        out[k] = specs[k].values[index % m];
+        index /= m;
+    }
+    return out;
+}
+
+std::string csv_field(std::string_view s) {
+    const bool quote =
+        s.find_first_of(",\"\r\n") != std::string_view::npos || (!s.empty() && (s.front() == ' ' || s.back() == ' '));
+    if (!quote) return std::string(s);
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + "\"";
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
+    std::string out;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (i) out += ',';
+        out += csv_field(fields[i]);
+    }
+    return out + "\n";
+}
+
+std::vector<std::vector<std::string>> parse_csv(std::string_view text) {
+    std::vector<std::vector<std::string>> records;
+    std::vector<std::string> rec;
+    std::string field;
+    bool in_quotes = false, quoted = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_quotes) {
+            if (c == '"') {
+                if (i + 1 < text.size() && text[i + 1] == '"') {
+                    field += '"';
+                    ++i;
+                } else {
+                    in_quotes = false;
+                }
+            } else {
+                field += c;
+            }
+        } else if (c == '"' && field.empty() && !quoted) {
+            in_quotes = quoted = true;
+        } else if (c == ',') {
+            rec.push_back(std::move(field));
+            field.clear();
+            quoted = false;
+        } else if (c == '\n' || c == '\r') {
+            if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+            rec.push_back(std::move(field));
+            field.clear();
+            quoted = false;
+            records.push_back(std::move(rec));
+            rec.clear();
+        } else {
+            field += c;
+        }
+    }
+    return records;  // a record without its final newline was cut off: dropped
+}
+
+std::string cell_text(const nlohmann::json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_null()) return "";
+    return v.dump();
+}
+
+void flatten_json(const nlohmann::json& j, const std::string& prefix, std::map<std::string, nlohmann::json>& out) {
+    for (const auto& [key, value] : j.items()) {
+        const std::string name = prefix.empty() ? key : prefix + "." + key;
+        if (value.is_object())
+            flatten_json(value, name, out);
+        else if (!value.is_array())
+            out[name] = value;
+    }
+}
+
+std::vector<std::map<std::string, nlohmann::json>> flatten_result(const nlohmann::json& result) {
+    std::map<std::string, nlohmann::json> top;
+    flatten_json(result, "", top);
+    if (!result.contains("jobs") || !result["jobs"].is_array()) return {top};
+    std::vector<std::map<std::string, nlohmann::json>> rows;
+    for (const auto& job : result["jobs"]) {
+        auto row = top;
+        flatten_json(job, "", row);
+        if (job.contains("scenario") && job["scenario"].contains("name")) row["job"] = job["scenario"]["name"];
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+std::vector<std::string> result_columns() {
+    // A probe result through result_json itself, so new result keys become columns without touching this file.
+    scenario::Scenario s;
+    s.jobs.emplace_back();
+    s.network_model = scenario::NetworkModel::flow;
+    scenario::RunResult r;
+    r.jobs.emplace_back();
+    const nlohmann::json probe = scenario::result_json(s, r);
+    std::vector<std::string> cols;
+    std::set<std::string> seen;
+    // Keep result_json's key order for the SPEC §3 keys (nlohmann sorts objects; so list them first).
+    for (const char* k : {"iteration_time_s", "throughput_samples_per_s", "scaling_efficiency", "compute_time_s",
+                          "communication_time_s", "exposed_communication_time_s", "bytes_on_wire_per_iteration"})
+        if (probe.contains(k) && seen.insert(k).second) cols.emplace_back(k);
+    std::map<std::string, nlohmann::json> flat;
+    flatten_json(probe, "", flat);
+    for (const auto& [k, v] : flat)
+        if (seen.insert(k).second) cols.push_back(k);
+    return cols;
+}
+
+}  // namespace ddlsim::tools
