@@ -15,6 +15,7 @@
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "tools/summary.hpp"
+#include "tools/sweep.hpp"
 
 namespace {
 
@@ -107,6 +108,21 @@ int main(int argc, char** argv) {
     check->add_option("scenario", file, "scenario JSON file")->required();
     check->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)")->expected(1)->take_all();
 
+    ddlsim::tools::SweepOptions sweep_opts;
+    std::string sweep_format = "csv";
+    auto* sweep = app.add_subcommand("sweep", "run the cartesian product of varied keys, one CSV row per point");
+    sweep->add_option("scenario", sweep_opts.scenario_file, "scenario JSON file")->required();
+    sweep->add_option("--vary", sweep_opts.vary, "PATH=V1,V2,... or PATH=A..B[:xF|:+S] (repeatable; first outermost)")
+        ->required()
+        ->expected(1)
+        ->take_all();
+    sweep->add_option("--out", sweep_opts.out, "results file (CSV, or JSON with --format json)")->required();
+    sweep->add_option("--jobs", sweep_opts.jobs, "points run at once (default: the number of CPU threads)");
+    sweep->add_flag("--resume", sweep_opts.resume, "keep the finished points already in --out, run the rest");
+    sweep->add_option("--format", sweep_format, "csv (default) or json")->check(CLI::IsMember({"csv", "json"}));
+    sweep->add_option("--plot", sweep_opts.plot, "also draw the sweep into FILE.png or FILE.svg (python3-matplotlib)");
+    sweep->add_flag("!--no-progress", sweep_opts.progress, "no progress line, even on a terminal");
+
     app.add_subcommand("schema", "print the JSON Schema of scenarios");
     app.add_subcommand("models", "list the built-in model workloads and device profiles");
 
@@ -122,7 +138,8 @@ int main(int argc, char** argv) {
         const bool unknown_command = argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty();
         if (unknown_command)
             std::cerr << fmt::format(
-                "error: unknown command \"{}\"; expected run, check, schema or models (see ddlsim --help)\n", argv[1]);
+                "error: unknown command \"{}\"; expected run, sweep, check, schema or models (see ddlsim --help)\n",
+                argv[1]);
         else
             std::cerr << "error: " << e.what() << " (see ddlsim --help)\n";
         return 2;
@@ -130,6 +147,11 @@ int main(int argc, char** argv) {
 
     try {
         if (run->parsed()) return run_command(file, sets, out, trace);
+        if (sweep->parsed()) {
+            sweep_opts.format =
+                sweep_format == "json" ? ddlsim::tools::SweepFormat::json : ddlsim::tools::SweepFormat::csv;
+            return ddlsim::tools::run_sweep(sweep_opts, std::cerr);
+        }
         if (check->parsed()) {
             const auto s = ddlsim::scenario::load_scenario_file(file, sets);
             std::string jobs;

@@ -12,6 +12,21 @@ tools/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDDLSIM_WERROR=ON
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
+
+# A sweep split over 2 MPI ranks gives the same CSV as the threads-only run, and plots.
+S=scenarios/examples/resnet50_ring_16xV100.json
+sweep_dir=$(mktemp -d)
+build/ddlsim sweep $S --vary workers=2..32:x2 --vary network.bandwidth=10Gbps,100Gbps --out "$sweep_dir/a.csv" \
+    --jobs 2 --no-progress --plot "$sweep_dir/a.png"
+mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -np 2 build/ddlsim sweep $S \
+    --vary workers=2..32:x2 --vary network.bandwidth=10Gbps,100Gbps --out "$sweep_dir/b.csv" --jobs 1 --no-progress
+strip_wall() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "wall_time_s") w = i } { $w = ""; print }' OFS=, "$1"; }
+if cmp -s <(strip_wall "$sweep_dir/a.csv") <(strip_wall "$sweep_dir/b.csv") && [ -s "$sweep_dir/a.png" ]; then
+    echo "sweep (threads vs 2 MPI ranks, plot): 1 passed, 0 failed"
+else
+    echo "sweep (threads vs 2 MPI ranks, plot): 0 passed, 1 failed"; exit 1
+fi
+rm -rf "$sweep_dir"
 [ "${1:-}" = "--quick" ] && exit 0
 
 CC=clang CXX=clang++ cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDLSIM_SANITIZE=ON \
