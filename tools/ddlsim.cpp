@@ -3,10 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
-#include <unistd.h>
-#include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +11,7 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tools/output_file.hpp"
 #include "tools/summary.hpp"
 #include "tools/sweep.hpp"
 
@@ -21,77 +19,24 @@ namespace {
 
 using ddlsim::scenario::ScenarioError;
 
-/// Bad input outside any scenario file (an output path, a usage error).
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-// The temporary file being written, for the signal handler: an interrupt while it exists
-// removes it, so SIGINT or SIGTERM never leaves a partial output behind. (A signal handler can
-// only reach static storage; this is the one piece of global state, written only here.)
-volatile std::sig_atomic_t g_writing = 0;
-char g_tmp_path[4096] = {};
-
-extern "C" void on_interrupt(int sig) {
-    if (g_writing) ::unlink(g_tmp_path);
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);  // die of the signal as usual (exit status 128 + sig)
-}
-
-// Writes `text` to `path` through a temporary file in the same folder and a
-// rename, so a reader never sees a partial file, even if interrupted.
-void write_atomically(const std::string& path, const std::string& text) {
-    const std::filesystem::path target(path);
-    std::filesystem::path tmp = target;
-    tmp += fmt::format(".tmp{}", ::getpid());
-    if (tmp.string().size() >= sizeof(g_tmp_path)) throw UsageError(fmt::format("{}: path too long", path));
-    std::strcpy(g_tmp_path, tmp.c_str());
-    g_writing = 1;
-    struct Done {
-        ~Done() { g_writing = 0; }
-    } done;
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw UsageError(fmt::format("{}: cannot open for writing", path));
-        out << text;
-        out.close();
-        if (!out) {
-            std::error_code ec;
-            std::filesystem::remove(tmp, ec);
-            throw UsageError(fmt::format("{}: write failed", path));
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, target, ec);
-    if (ec) {
-        std::filesystem::remove(tmp, ec);
-        throw UsageError(fmt::format("{}: cannot replace the file", path));
-    }
-}
+using ddlsim::tools::CliError;
 
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
                 const std::string& trace) {
-    if (!trace.empty()) throw UsageError("--trace: timelines are not implemented in this version");
-    if (!out.empty()) {
-        // Check the output path before simulating, so a typo costs nothing.
-        const std::filesystem::path p(out);
-        const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
-        if (std::filesystem::is_directory(p)) throw UsageError(fmt::format("{}: is a directory", out));
-        if (!std::filesystem::is_directory(dir))
-            throw UsageError(fmt::format("{}: cannot write there: folder \"{}\" does not exist", out, dir.string()));
-    }
+    if (!trace.empty()) throw CliError("--trace: timelines are not implemented in this version");
+    if (!out.empty()) ddlsim::tools::check_output_path(out);  // before simulating, so a typo costs nothing
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
     const auto result = ddlsim::scenario::run_scenario(scenario);
     std::cout << ddlsim::tools::run_summary(file, scenario, result) << std::flush;
-    if (!out.empty()) write_atomically(out, ddlsim::scenario::result_json(scenario, result).dump(2) + "\n");
+    if (!out.empty())
+        ddlsim::tools::write_file_atomically(out, ddlsim::scenario::result_json(scenario, result).dump(2) + "\n");
     return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
+    ddlsim::tools::remove_partial_output_on_interrupt();
     CLI::App app{"ddlsim: a discrete-event simulator of data-parallel distributed deep-learning training"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "ddlsim 0.1.0");
@@ -172,7 +117,7 @@ int main(int argc, char** argv) {
     } catch (const ScenarioError& e) {
         std::cerr << fmt::format("error: {}: {}: {}\n", file, e.path(), e.what());
         return 2;
-    } catch (const UsageError& e) {
+    } catch (const CliError& e) {
         std::cerr << "error: " << e.what() << "\n";
         return 2;
     } catch (const std::exception& e) {

@@ -133,28 +133,6 @@ std::string row_line(const std::vector<std::string>& header, const SweepRow& row
     return csv_line(fields);
 }
 
-void write_atomically(const std::string& path, const std::string& text) {
-    fs::path tmp = path;
-    tmp += fmt::format(".tmp{}", ::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw SweepError(fmt::format("{}: cannot open for writing", path));
-        out << text;
-        out.close();
-        if (!out) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw SweepError(fmt::format("{}: write failed", path));
-        }
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw SweepError(fmt::format("{}: cannot replace the file", path));
-    }
-}
-
 // Appends whole records with one write(2) each, so a kill leaves complete lines (at worst one cut-off last line,
 // which --resume drops).
 class Appender {
@@ -283,7 +261,7 @@ std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<st
     plan.header = head;
     std::string text = csv_line(plan.header);
     for (const auto& r : kept) text += row_line(plan.header, r);
-    write_atomically(out, text);
+    write_file_atomically(out, text);
     return kept;
 }
 
@@ -348,12 +326,7 @@ int spawn_and_wait(const std::vector<std::string>& args) {
 
 void check_out_path(const std::string& out) {
     if (out.empty()) throw SweepError("--out: required (the RESULTS.csv to write)");
-    const fs::path p(out);
-    const fs::path dir = p.has_parent_path() ? p.parent_path() : ".";
-    std::error_code ec;
-    if (fs::is_directory(p, ec)) throw SweepError(fmt::format("{}: is a directory", out));
-    if (!fs::is_directory(dir, ec))
-        throw SweepError(fmt::format("{}: cannot write there: folder \"{}\" does not exist", out, dir.string()));
+    check_output_path(out);
 }
 
 // MPI, when built with it and started by a launcher (mpirun, srun); otherwise one rank.
@@ -474,7 +447,7 @@ Plan make_plan(const SweepOptions& opts) {
     for (const auto& v : opts.vary) {
         try {
             plan.specs.push_back(parse_vary(v));
-        } catch (const SweepError& e) {
+        } catch (const CliError& e) {
             throw scenario::ScenarioError("--vary " + v, e.what());
         }
         if (!paths.insert(plan.specs.back().path).second)
@@ -536,14 +509,14 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             if (opts.resume && exists && plan.format == SweepFormat::json)
                 kept_objects = resume_json(plan, opts.out, done);
             if (plan.format == SweepFormat::csv && !(opts.resume && exists))
-                write_atomically(opts.out, csv_line(plan.header));  // the header first, so the file is valid CSV
+                write_file_atomically(opts.out, csv_line(plan.header));  // the header first, so the file is valid CSV
             for (std::size_t p = 0; p < plan.total; ++p)
                 if (!done.contains(p)) todo.push_back(p);
         }
     } catch (const scenario::ScenarioError& e) {
         status = 2;
         message = fmt::format("error: {}: {}: {}", opts.scenario_file, e.path(), e.what());
-    } catch (const SweepError& e) {
+    } catch (const CliError& e) {
         status = 2;
         message = fmt::format("error: {}", e.what());
     }
@@ -625,14 +598,14 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             header.emplace_back("error");
             std::string text = csv_line(header);
             for (const auto& r : rows) text += row_line(header, r);
-            write_atomically(opts.out, text);
+            write_file_atomically(opts.out, text);
         } else {
             std::vector<json> objects = std::move(kept_objects);
             for (auto& pr : results) objects.push_back(std::move(pr.object));
             std::stable_sort(objects.begin(), objects.end(), [](const json& a, const json& b) {
                 return a["point"].get<std::size_t>() < b["point"].get<std::size_t>();
             });
-            write_atomically(opts.out, json(objects).dump(2) + "\n");
+            write_file_atomically(opts.out, json(objects).dump(2) + "\n");
         }
         if (!opts.plot.empty()) {
             std::string keys;
@@ -655,7 +628,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
     int rc = 1;
     try {
         rc = finish();
-    } catch (const SweepError& e) {
+    } catch (const CliError& e) {
         err << "error: " << one_line(e.what()) << "\n";
         rc = 2;
     } catch (const std::exception& e) {
@@ -670,7 +643,7 @@ int run_sweep(const SweepOptions& opts, std::ostream& err) {
     const Ranks ranks;
     try {
         return sweep(opts, err, ranks);
-    } catch (const SweepError& e) {
+    } catch (const CliError& e) {
         err << "error: " << one_line(e.what()) << "\n";
         return 2;
     } catch (const std::exception& e) {

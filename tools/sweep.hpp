@@ -16,15 +16,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/output_file.hpp"
+
 namespace ddlsim::tools {
 
 /// Exit code of a sweep that ran to the end but where at least one point failed (its row holds `error`).
 inline constexpr int kSweepSomePointsFailed = 3;
 
 /// Bad sweep input (a --vary spec, an output path, a resume file, --plot); `what()` is the whole message.
-class SweepError : public std::runtime_error {
+class SweepError : public CliError {
 public:
-    using std::runtime_error::runtime_error;
+    using CliError::CliError;
 };
 
 enum class SweepFormat { csv, json };

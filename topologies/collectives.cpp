@@ -53,10 +53,6 @@ sim::Plan ring_allreduce_plan(std::uint32_t n, sim::Bytes bytes) {
     return plan;
 }
 
-std::uint32_t server_endpoints(const ArchitectureSpec& spec) {
-    return spec.kind == ArchKind::ps ? static_cast<std::uint32_t>(spec.servers) : 0;
-}
-
 std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
     switch (spec.kind) {
         case ArchKind::allreduce:

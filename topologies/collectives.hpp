@@ -101,8 +101,6 @@ private:
 /// the reference the O(n)-state RingAllreduce is tested against.
 [[nodiscard]] sim::Plan ring_allreduce_plan(std::uint32_t n, sim::Bytes bytes);
 
-/// Number of server endpoints the architecture adds after the n workers.
-[[nodiscard]] std::uint32_t server_endpoints(const ArchitectureSpec& spec);
 /// The collective the job's rounds run.
 [[nodiscard]] std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, const CollectiveContext& ctx);
 
