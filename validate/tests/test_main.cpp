@@ -1,0 +1,3 @@
+// The doctest main of ddlsim_validate_tests.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
