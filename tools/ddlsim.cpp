@@ -14,6 +14,7 @@
 #include "tools/output_file.hpp"
 #include "tools/summary.hpp"
 #include "tools/sweep.hpp"
+#include "validate/cli.hpp"
 
 namespace {
 
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
 
     app.add_subcommand("schema", "print the JSON Schema of scenarios");
     app.add_subcommand("models", "list the built-in model workloads and device profiles");
+    ddlsim::validate::add_validate_commands(app);
 
     try {
         app.parse(argc, argv);
@@ -83,7 +85,8 @@ int main(int argc, char** argv) {
         const bool unknown_command = argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty();
         if (unknown_command)
             std::cerr << fmt::format(
-                "error: unknown command \"{}\"; expected run, sweep, check, schema or models (see ddlsim --help)\n",
+                "error: unknown command \"{}\"; expected run, sweep, check, schema, models, validate or calibrate "
+                "(see ddlsim --help)\n",
                 argv[1]);
         else
             std::cerr << "error: " << e.what() << " (see ddlsim --help)\n";
@@ -91,6 +94,7 @@ int main(int argc, char** argv) {
     }
 
     try {
+        if (const auto code = ddlsim::validate::run_validate_commands(app)) return *code;
         if (run->parsed()) return run_command(file, sets, out, trace);
         if (sweep->parsed()) {
             sweep_opts.format =

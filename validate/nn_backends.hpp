@@ -16,6 +16,8 @@ namespace ddlsim::validate {
 [[nodiscard]] bool cuda_backend_available(std::string* why);
 [[nodiscard]] std::unique_ptr<Model> make_cuda_model(ModelSpec spec);
 [[nodiscard]] std::unique_ptr<Codec> make_cuda_codec(const CodecSpec& spec, std::size_t n, std::uint64_t seed);
+/// Device-memory copy bandwidth (bytes read + written per second) of the GPU.
+[[nodiscard]] double cuda_memory_bandwidth();
 /// A name for the GPU ("NVIDIA H200"), or "" without CUDA.
 [[nodiscard]] std::string cuda_device_name();
 

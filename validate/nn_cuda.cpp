@@ -22,6 +22,10 @@ std::unique_ptr<Model> make_cuda_model(ModelSpec) {
 std::unique_ptr<Codec> make_cuda_codec(const CodecSpec&, std::size_t, std::uint64_t) {
     throw std::runtime_error("todo");
 }
+double cuda_memory_bandwidth() {
+    throw std::runtime_error("the CUDA backend is not available");
+}
+
 std::string cuda_device_name() {
     return "";
 }

@@ -21,6 +21,10 @@ std::unique_ptr<Codec> make_cuda_codec(const CodecSpec& /*spec*/, std::size_t /*
     throw std::runtime_error(kNotBuilt);
 }
 
+double cuda_memory_bandwidth() {
+    throw std::runtime_error("the CUDA backend is not available");
+}
+
 std::string cuda_device_name() {
     return "";
 }

@@ -1,0 +1,321 @@
+#include "validate/calibrate.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <ostream>
+#include <stdexcept>
+#include <thread>
+
+#include "validate/nn_backends.hpp"
+#include "validate/processes.hpp"
+#include "validate/transport.hpp"
+
+namespace ddlsim::validate {
+namespace {
+
+using nlohmann::json;
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+void profile_layers(const CalibrationOptions& o, const Dataset& train, Calibration& c) {
+    auto model = make_model(o.model, o.backend, o.seed);
+    ShardSampler sampler(train.size(), 1, 0, o.seed);
+    std::vector<float> g(model->size());
+    auto step = [&] {
+        (void)model->forward_backward(train.gather(sampler.next(o.batch)));
+        const auto grad = model->gradient();
+        std::copy(grad.begin(), grad.end(), g.begin());
+        model->apply_gradient(g, 0.01F);
+    };
+    for (int i = 0; i < 3; ++i) step();
+    model->set_timing(true);
+    model->reset_timings();
+    const std::uint32_t iters = std::max<std::uint32_t>(o.iterations, 1);
+    for (std::uint32_t i = 0; i < iters; ++i) step();
+    model->set_timing(false);
+    double flops = 0.0, seconds = 0.0;
+    for (std::size_t l = 0; l < model->spec().layers.size(); ++l) {
+        const auto& info = model->spec().layers[l];
+        const auto& t = model->timings()[l];
+        LayerProfile p{info.name, info.params, info.fwd_flops, t.fwd_s / iters, t.bwd_s / iters, t.update_s / iters};
+        flops += 3.0 * info.fwd_flops * o.batch;
+        seconds += p.fwd_time + p.bwd_time;
+        c.layers.push_back(p);
+    }
+    c.peak_flops = seconds > 0 ? flops / seconds : 0.0;
+}
+
+double cpu_memory_bandwidth() {
+    const std::size_t n = std::size_t{1} << 24;  // 64 MB of floats
+    std::vector<float> a(n, 1.0F), b(n, 0.0F);
+    double best = 1e30;
+    for (int r = 0; r < 5; ++r) {
+        const double t0 = now_s();
+        std::memcpy(b.data(), a.data(), n * sizeof(float));
+        best = std::min(best, now_s() - t0);
+        a[static_cast<std::size_t>(r)] = b[n - 1];  // keep the copies observable
+    }
+    return 2.0 * static_cast<double>(n * sizeof(float)) / best;  // read + write
+}
+
+void profile_codecs(const CalibrationOptions& o, const Dataset& train, Calibration& c) {
+    auto model = make_model(o.model, o.backend, o.seed);
+    ShardSampler sampler(train.size(), 1, 0, o.seed);
+    (void)model->forward_backward(train.gather(sampler.next(o.batch)));
+    const std::vector<float> g(model->gradient().begin(), model->gradient().end());
+    const double n = static_cast<double>(g.size());
+    std::vector<float> acc(g.size());
+    for (auto kind : {CodecKind::fp16, CodecKind::qsgd, CodecKind::signsgd, CodecKind::topk}) {
+        CodecSpec spec{kind};
+        spec.density = o.topk_density;
+        spec.error_feedback = kind == CodecKind::topk || kind == CodecKind::signsgd;
+        auto codec = make_codec(spec, g.size(), o.backend, o.seed);
+        std::vector<double> enc, dec;
+        for (int r = 0; r < 7; ++r) {
+            const double t0 = now_s();
+            const auto p = codec->encode(g, model->device_gradient());
+            const double t1 = now_s();
+            codec->decode_add(p, acc, 1.0F);
+            const double t2 = now_s();
+            if (r >= 2) enc.push_back(t1 - t0), dec.push_back(t2 - t1);
+        }
+        c.codecs[codec_name(kind)] = {median(enc) / n, median(dec) / n};
+    }
+}
+
+void measure_sharing(const CalibrationOptions& o, const Dataset& train, Calibration& c) {
+    const std::uint32_t iters = std::max<std::uint32_t>(o.iterations / 2, 4);
+    double base = 0.0;
+    for (std::uint32_t k : o.sharing) {
+        const auto results = run_children(k, 300.0, [&](std::uint32_t i) {
+            auto model = make_model(o.model, o.backend, o.seed);
+            ShardSampler sampler(train.size(), 1, 0, o.seed + i);
+            std::vector<float> g(model->size());
+            auto step = [&] {
+                (void)model->forward_backward(train.gather(sampler.next(o.batch)));
+                const auto grad = model->gradient();
+                std::copy(grad.begin(), grad.end(), g.begin());
+                model->apply_gradient(g, 0.01F);
+            };
+            for (int w = 0; w < 2; ++w) step();
+            const double t0 = now_s();
+            for (std::uint32_t s = 0; s < iters; ++s) step();
+            return fmt::format("{:.9e}", (now_s() - t0) / iters);
+        });
+        double mean = 0.0;
+        for (const auto& r : results) mean += std::stod(r) / k;
+        if (base == 0.0) base = mean;
+        c.sharing.emplace_back(k, mean / base);
+    }
+    c.sharing_slots = fit_sharing_slots(c.sharing);
+}
+
+void measure_network(const CalibrationOptions& o, HostNetwork& net, Calibration& c) {
+    const std::vector<double> sizes{1, 4096, 16384, 65536, 262144, 524288, 1048576, 2097152};
+    std::vector<Address> addresses(2);
+    std::vector<int> fds{net.listen(0, addresses[0]), net.listen(1, addresses[1])};
+    std::vector<std::string> results;
+    try {
+        results = run_children(2, 300.0, [&](std::uint32_t e) -> std::string {
+            net.enter(e);
+            Mesh mesh(e, fds[e], addresses, {1 - e}, 60.0);
+            std::vector<std::uint8_t> in, small(1, 0);
+            if (e == 1) {  // echo a 1-byte reply to every message until an empty one
+                for (;;) {
+                    mesh.recv(0, in);
+                    if (in.empty()) return "";
+                    mesh.send(0, small);
+                }
+            }
+            json medians = json::array();
+            std::vector<std::uint8_t> msg(static_cast<std::size_t>(sizes.back()), 1);
+            for (int warm = 0; warm < 3; ++warm) {  // open the congestion window
+                mesh.send(1, std::span<const std::uint8_t>(msg).first(1 << 20));
+                mesh.recv(1, in);
+            }
+            for (double s : sizes) {
+                std::vector<double> rtt;
+                for (std::uint32_t r = 0; r < std::max<std::uint32_t>(o.pingpong_repeats, 1); ++r) {
+                    const double t0 = now_s();
+                    mesh.send(1, std::span<const std::uint8_t>(msg).first(static_cast<std::size_t>(s)));
+                    mesh.recv(1, in);
+                    rtt.push_back(now_s() - t0);
+                }
+                medians.push_back(median(rtt));
+            }
+            mesh.send(1, {});
+            return medians.dump();
+        });
+    } catch (...) {
+        for (int fd : fds) ::close(fd);
+        throw;
+    }
+    for (int fd : fds) ::close(fd);
+    const auto rtt = json::parse(results[0]).get<std::vector<double>>();
+    NetworkFit& f = c.network;
+    f.transport = net.namespaced() ? "tcp over veth + bridge (network namespaces, tbf-shaped)" : "tcp over loopback";
+    f.rate_bps = net.namespaced() ? net.rate_bps() : 0.0;
+    std::vector<double> x, y, w;
+    const double reply = rtt[0] / 2.0;  // the 1-byte reply's one-way time
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const double t = std::max(rtt[i] - reply, 1e-7);
+        f.points.emplace_back(sizes[i], t);
+        x.push_back(sizes[i]);
+        y.push_back(t);
+        w.push_back(1.0 / (t * t));
+    }
+    const auto [a, b] = weighted_line_fit(x, y, w);
+    f.intercept_s = a;
+    f.latency_s = a > 0.0 ? a : reply;
+    f.bandwidth_Bps = b > 0.0 ? 1.0 / b : 0.0;
+    if (f.bandwidth_Bps <= 0.0) throw std::runtime_error("network calibration: no positive bandwidth fitted");
+    f.goodput_fraction = f.rate_bps > 0 ? f.bandwidth_Bps / (f.rate_bps / 8.0) : 0.0;
+    double ss = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const double r = (f.latency_s + x[i] / f.bandwidth_Bps - y[i]) / y[i];
+        ss += r * r;
+    }
+    f.rms_relative_residual = std::sqrt(ss / static_cast<double>(x.size()));
+}
+
+std::string cpu_model_name() {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos) return line.substr(colon + 2);
+        }
+    return "unknown CPU";
+}
+
+}  // namespace
+
+std::pair<double, double> weighted_line_fit(const std::vector<double>& x, const std::vector<double>& y,
+                                            const std::vector<double>& w) {
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        sw += w[i];
+        sx += w[i] * x[i];
+        sy += w[i] * y[i];
+        sxx += w[i] * x[i] * x[i];
+        sxy += w[i] * x[i] * y[i];
+    }
+    const double det = sw * sxx - sx * sx;
+    if (x.size() < 2 || det == 0.0) throw std::invalid_argument("line fit: need two distinct points");
+    const double b = (sw * sxy - sx * sy) / det;
+    return {(sy - b * sx) / sw, b};
+}
+
+double fit_sharing_slots(const std::vector<std::pair<std::uint32_t, double>>& slowdowns) {
+    double best = 1.0, best_err = 1e300;
+    for (double s = 0.5; s <= 256.0; s *= 1.002) {
+        double err = 0.0;
+        for (const auto& [k, v] : slowdowns) {
+            const double m = std::max(1.0, k / s);
+            err += (v - m) * (v - m);
+        }
+        if (err < best_err - 1e-15) best_err = err, best = s;
+    }
+    return best;
+}
+
+double Calibration::slowdown(std::uint32_t k) const {
+    return std::max(1.0, k / sharing_slots);
+}
+
+std::string host_description(Backend b) {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    if (b == Backend::cuda) return fmt::format("{}: {}", name, cuda_device_name());
+    return fmt::format("{}: {}, {} cores", name, cpu_model_name(), std::thread::hardware_concurrency());
+}
+
+json Calibration::profile_json() const {
+    json layers_json = json::array();
+    for (const auto& l : layers)
+        layers_json.push_back({{"name", l.name},
+                               {"params", l.params},
+                               {"fwd_flops", l.fwd_flops},
+                               {"fwd_time", l.fwd_time},
+                               {"bwd_time", l.bwd_time},
+                               {"update_time", l.update_time}});
+    json codecs_json = json::object();
+    for (const auto& [name, p] : codecs)
+        codecs_json[name] = {{"encode_s_per_element", p.encode_s_per_element},
+                             {"decode_s_per_element", p.decode_s_per_element}};
+    return {{"format", "ddlsim-profile-1"},
+            {"backend", backend_name(backend)},
+            {"host", host},
+            {"device",
+             {{"name", backend == Backend::cpu ? "measured-cpu" : "measured-cuda"},
+              {"peak_flops", peak_flops},
+              {"efficiency", 1.0},
+              {"memory_bandwidth", memory_bandwidth}}},
+            {"network", {{"latency", network.latency_s}, {"bandwidth", network.bandwidth_Bps}}},
+            {"layers", layers_json},
+            {"codecs", codecs_json}};
+}
+
+json Calibration::details_json() const {
+    json points = json::array();
+    for (const auto& [bytes, s] : network.points) points.push_back({{"bytes", bytes}, {"one_way_s", s}});
+    json share = json::array();
+    for (const auto& [k, s] : sharing) share.push_back({{"processes", k}, {"slowdown", s}});
+    return {{"model", model_name(model)},
+            {"batch_size", batch},
+            {"backend", backend_name(backend)},
+            {"seconds", seconds},
+            {"effective_flops", peak_flops},
+            {"memory_bandwidth", memory_bandwidth},
+            {"sharing", {{"measured", share}, {"slots", sharing_slots}}},
+            {"network",
+             {{"transport", network.transport},
+              {"link_rate_bps", network.rate_bps},
+              {"alpha_s", network.latency_s},
+              {"alpha_intercept_s", network.intercept_s},
+              {"beta_Bps", network.bandwidth_Bps},
+              {"goodput_fraction", network.goodput_fraction},
+              {"expected_goodput_fraction_tcp", 1448.0 / 1514.0},
+              {"rms_relative_residual", network.rms_relative_residual},
+              {"points", points}}}};
+}
+
+Calibration calibrate(const CalibrationOptions& o, const Dataset& train, HostNetwork& net, std::ostream& log) {
+    const double t0 = now_s();
+    Calibration c;
+    c.backend = o.backend;
+    c.host = host_description(o.backend);
+    c.model = o.model;
+    c.batch = o.batch;
+    c.topk_density = o.topk_density;
+    log << fmt::format("calibrating {} on {} (batch {}): per-layer compute", model_name(o.model),
+                       backend_name(o.backend), o.batch)
+        << std::flush;
+    profile_layers(o, train, c);
+    c.memory_bandwidth = o.backend == Backend::cuda ? cuda_memory_bandwidth() : cpu_memory_bandwidth();
+    log << ", codecs" << std::flush;
+    profile_codecs(o, train, c);
+    log << ", sharing" << std::flush;
+    measure_sharing(o, train, c);
+    if (o.measure_network && net.hosts() >= 2) {
+        log << ", network" << std::flush;
+        measure_network(o, net, c);
+    }
+    c.seconds = now_s() - t0;
+    log << fmt::format(" ({:.1f} s)\n", c.seconds);
+    return c;
+}
+
+}  // namespace ddlsim::validate

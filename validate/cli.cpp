@@ -1,0 +1,128 @@
+#include "validate/cli.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "scenarios/json_reader.hpp"
+#include "tools/output_file.hpp"
+#include "validate/validation.hpp"
+
+namespace ddlsim::validate {
+namespace {
+
+using tools::CliError;
+
+// The parsed options, kept between add_validate_commands and run_validate_commands.
+struct Options {
+    std::string backend = "cpu";
+    std::string model = "mlp";
+    std::string rate = "100Mbps";
+    std::string data = kFashionMnistDir;
+    std::string out;
+    std::string profile;
+    std::uint32_t batch = 32;
+    bool quick = false;
+    bool loopback = false;
+    CLI::App* validate = nullptr;
+    CLI::App* calibrate = nullptr;
+};
+
+Options& options() {
+    static Options o;
+    return o;
+}
+
+Backend parse_backend(const std::string& b) {
+    std::string why;
+    const Backend backend = b == "cuda" ? Backend::cuda : Backend::cpu;
+    if (!backend_available(backend, &why)) throw CliError(fmt::format("--backend {}: {}", b, why));
+    return backend;
+}
+
+double parse_rate(const std::string& r) {
+    try {
+        const auto bw = scenario::read_bandwidth(nlohmann::json(r), "--rate");
+        const double bps = bw.bits_per_s();
+        if (bps < 1e6 || bps > 1e11) throw CliError(fmt::format("--rate: expected 1Mbps .. 100Gbps, got \"{}\"", r));
+        return bps;
+    } catch (const scenario::ScenarioError& e) {
+        throw CliError(fmt::format("--rate: {}", e.what()));
+    }
+}
+
+std::string default_profile(const std::string& out) {
+    const std::filesystem::path p(out);
+    return (p.has_parent_path() ? p.parent_path() / "calib.json" : std::filesystem::path("calib.json")).string();
+}
+
+}  // namespace
+
+void add_validate_commands(CLI::App& app) {
+    Options& o = options();
+    const auto backends = CLI::IsMember({"cpu", "cuda"});
+    o.validate = app.add_subcommand("validate", "real data-parallel training: calibrate, predict, measure, compare");
+    o.validate->add_option("--backend", o.backend, "cpu (Eigen, default) or cuda (cuBLAS; needs a GPU)")
+        ->check(backends);
+    o.validate->add_flag("--quick", o.quick, "the short plan (about three minutes on two cores)");
+    o.validate->add_option("--out", o.out, "write the report JSON here")->required();
+    o.validate->add_option("--profile", o.profile, "write the fitted profile here (default: calib.json beside --out)");
+    o.validate->add_option("--rate", o.rate, "calibration link rate, e.g. 100Mbps (others are held out)");
+    o.validate->add_option("--data", o.data, "folder of the Fashion-MNIST IDX files (synthetic data when absent)");
+    o.validate->add_flag("--loopback", o.loopback, "loopback TCP even as root (no namespaces, no shaping)");
+
+    o.calibrate = app.add_subcommand("calibrate", "measure compute, codec and network costs; write a profile");
+    o.calibrate->add_option("--backend", o.backend, "cpu (default) or cuda")->check(backends);
+    o.calibrate->add_option("--model", o.model, "mlp (default) or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+    o.calibrate->add_option("--batch", o.batch, "samples per iteration (default 32)")->check(CLI::Range(1, 4096));
+    o.calibrate->add_flag("--quick", o.quick, "fewer repetitions");
+    o.calibrate->add_option("--out", o.out, "write the profile JSON here")->required();
+    o.calibrate->add_option("--rate", o.rate, "link rate of the measured network, e.g. 100Mbps");
+    o.calibrate->add_option("--data", o.data, "folder of the Fashion-MNIST IDX files (synthetic data when absent)");
+    o.calibrate->add_flag("--loopback", o.loopback, "loopback TCP even as root");
+}
+
+std::optional<int> run_validate_commands(CLI::App& /*app*/) {
+    Options& o = options();
+    if (o.validate != nullptr && o.validate->parsed()) {
+        tools::check_output_path(o.out);
+        ValidateOptions v;
+        v.profile = o.profile.empty() ? default_profile(o.out) : o.profile;
+        tools::check_output_path(v.profile);
+        v.backend = parse_backend(o.backend);
+        v.quick = o.quick;
+        v.data_dir = o.data;
+        v.rate_bps = parse_rate(o.rate);
+        v.namespaces = !o.loopback;
+        const auto result = run_validation(v, std::cout, std::cerr);
+        tools::write_file_atomically(o.out, result.report.dump(2) + "\n");
+        if (!result.passed()) {
+            std::string failed;
+            for (const auto& c : result.checks)
+                if (!c.passed) failed += (failed.empty() ? "" : ", ") + c.name;
+            std::cerr << fmt::format("error: validation checks failed: {} (report: {})\n", failed, o.out);
+            return 1;
+        }
+        return 0;
+    }
+    if (o.calibrate != nullptr && o.calibrate->parsed()) {
+        tools::check_output_path(o.out);
+        CalibrateOptions c;
+        c.backend = parse_backend(o.backend);
+        c.model = o.model == "cnn" ? ModelKind::cnn : ModelKind::mlp;
+        c.batch = o.batch;
+        c.quick = o.quick;
+        c.data_dir = o.data;
+        c.rate_bps = parse_rate(o.rate);
+        c.namespaces = !o.loopback;
+        const auto profile = run_calibration(c, std::cout, std::cerr);
+        tools::write_file_atomically(o.out, profile.dump(2) + "\n");
+        std::cout << "profile written to " << o.out << "\n";
+        return 0;
+    }
+    return std::nullopt;
+}
+
+}  // namespace ddlsim::validate

@@ -1,0 +1,318 @@
+#include "validate/netns.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+namespace ddlsim::validate {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kNetnsDir = "/run/netns";
+constexpr double kTbfLimitBytes = 16e6;  // deep enough that a parameter server's incast never drops
+
+// State the signal handler reads: fixed-size static storage only.
+constexpr int kMaxNamespaces = 300;
+constexpr int kMaxChildren = 1024;
+char g_ns_paths[kMaxNamespaces][96];
+volatile std::sig_atomic_t g_ns_count = 0;
+volatile pid_t g_children[kMaxChildren];
+volatile std::sig_atomic_t g_child_count = 0;
+struct sigaction g_prev_int {};
+struct sigaction g_prev_term {};
+bool g_installed = false;
+
+void detach_namespaces() noexcept {
+    for (int i = 0; i < g_ns_count; ++i) {
+        if (g_ns_paths[i][0] == '\0') continue;
+        ::umount2(g_ns_paths[i], MNT_DETACH);
+        ::unlink(g_ns_paths[i]);
+        g_ns_paths[i][0] = '\0';
+    }
+}
+
+extern "C" void on_cleanup_signal(int sig) {
+    for (int i = 0; i < g_child_count; ++i)
+        if (g_children[i] > 0) ::kill(g_children[i], SIGKILL);
+    detach_namespaces();
+    ::sigaction(sig, sig == SIGINT ? &g_prev_int : &g_prev_term, nullptr);
+    ::raise(sig);  // delivered to the previous handler (or the default) once this one returns
+}
+
+std::string find_program(const std::string& name) {
+    if (name.find('/') != std::string::npos) return name;
+    std::vector<std::string> dirs{"/usr/sbin", "/sbin", "/usr/bin", "/bin"};
+    if (const char* path = std::getenv("PATH")) {
+        std::string p = path;
+        std::size_t start = 0;
+        while (start <= p.size()) {
+            const std::size_t end = std::min(p.find(':', start), p.size());
+            dirs.insert(dirs.begin(), p.substr(start, end - start));
+            start = end + 1;
+        }
+    }
+    for (const auto& d : dirs) {
+        const std::string f = d + "/" + name;
+        if (!d.empty() && ::access(f.c_str(), X_OK) == 0) return f;
+    }
+    return "";
+}
+
+// Host h's address on the bridge.
+std::string host_ip(std::uint32_t h) {
+    return fmt::format("10.77.{}.{}", h / 250, h % 250 + 1);
+}
+
+bool process_alive(long pid) {
+    return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+// Namespaces named "ddv<pid>-..." whose process is gone (a run killed with SIGKILL).
+void remove_stale_namespaces() {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(kNetnsDir, ec)) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind("ddv", 0) != 0) continue;
+        const auto dash = name.find('-');
+        if (dash == std::string::npos) continue;
+        long pid = 0;
+        try {
+            pid = std::stol(name.substr(3, dash - 3));
+        } catch (...) {
+            continue;
+        }
+        if (pid > 0 && !process_alive(pid)) {
+            ::umount2(e.path().c_str(), MNT_DETACH);
+            ::unlink(e.path().c_str());
+        }
+    }
+}
+
+int open_ns(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(fmt::format("{}: {}", path, std::strerror(errno)));
+    return fd;
+}
+
+}  // namespace
+
+int run_program(const std::vector<std::string>& argv, std::string& output) {
+    output.clear();
+    const std::string exe = find_program(argv.at(0));
+    if (exe.empty()) {
+        output = argv[0] + ": not found";
+        return 127;
+    }
+    int pipefd[2];
+    if (::pipe2(pipefd, O_CLOEXEC) < 0) throw std::runtime_error("pipe failed");
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        reset_signals_in_child();
+        ::dup2(pipefd[1], 1);
+        ::dup2(pipefd[1], 2);
+        ::execv(exe.c_str(), args.data());
+        ::_exit(127);
+    }
+    ::close(pipefd[1]);
+    char buf[4096];
+    for (;;) {
+        const ssize_t r = ::read(pipefd[0], buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        output.append(buf, static_cast<std::size_t>(r));
+    }
+    ::close(pipefd[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void register_child(pid_t pid) {
+    for (int i = 0; i < g_child_count; ++i)
+        if (g_children[i] == 0) {
+            g_children[i] = pid;
+            return;
+        }
+    if (g_child_count < kMaxChildren) {
+        g_children[g_child_count] = pid;
+        g_child_count = g_child_count + 1;
+    }
+}
+
+void unregister_child(pid_t pid) {
+    for (int i = 0; i < g_child_count; ++i)
+        if (g_children[i] == pid) g_children[i] = 0;
+}
+
+void reset_signals_in_child() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    std::signal(SIGPIPE, SIG_DFL);
+}
+
+void install_cleanup_handler() {
+    if (g_installed) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_cleanup_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &g_prev_int);
+    ::sigaction(SIGTERM, &sa, &g_prev_term);
+    g_installed = true;
+}
+
+HostNetwork::HostNetwork(std::uint32_t hosts, double rate_bps, bool namespaces) : hosts_(hosts), rate_bps_(rate_bps) {
+    if (hosts == 0 || hosts > 250) throw std::invalid_argument(fmt::format("{} hosts: expected 1..250", hosts));
+    if (!namespaces) {
+        note_ = "loopback (namespaces not requested)";
+        return;
+    }
+    if (::geteuid() != 0) {
+        note_ = "loopback: not root, so no network namespaces or traffic shaping";
+        return;
+    }
+    if (find_program("ip").empty() || find_program("tc").empty()) {
+        note_ = "loopback: `ip` or `tc` (package iproute2) not found";
+        return;
+    }
+    install_cleanup_handler();
+    static int sequence = 0;
+    prefix_ = fmt::format("ddv{}-{}", ::getpid(), sequence++);
+    try {
+        build();
+        namespaced_ = true;
+        note_ = fmt::format(
+            "network namespaces: {} hosts on a bridge, every link shaped both ways by tbf (burst {:.0f} B), "
+            "no added latency (netem unavailable)",
+            hosts_, burst_bytes());
+    } catch (const std::exception& e) {
+        remove();
+        note_ = fmt::format("loopback: setting up namespaces failed ({})", e.what());
+    }
+}
+
+HostNetwork::~HostNetwork() {
+    remove();
+}
+
+double HostNetwork::burst_bytes() const {
+    // One MTU-sized frame is the least tbf accepts; at higher rates the timer granularity needs
+    // ~0.4 ms of tokens. A deeper bucket lets an idle link send its first bytes at line rate
+    // (64 KB at 100 Mbit/s is 5 ms of free transfer), which no α-β model reproduces.
+    return namespaced_ || !names_.empty() ? std::max(4096.0, rate_bps_ / 8.0 * 400e-6) : 0.0;
+}
+
+void HostNetwork::build() {
+    remove_stale_namespaces();
+    std::string out;
+    auto run = [&](std::vector<std::string> argv) {
+        if (run_program(argv, out) != 0) {
+            std::string cmd;
+            for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+            while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+            throw std::runtime_error(fmt::format("`{}` failed: {}", cmd, out));
+        }
+    };
+    auto add_ns = [&](const std::string& name) {
+        run({"ip", "netns", "add", name});
+        const std::string path = fmt::format("{}/{}", kNetnsDir, name);
+        if (g_ns_count < kMaxNamespaces && path.size() < sizeof g_ns_paths[0]) {
+            std::strcpy(g_ns_paths[g_ns_count], path.c_str());
+            g_ns_count = g_ns_count + 1;
+        }
+        names_.push_back(name);
+    };
+    const std::string sw = prefix_ + "s";
+    add_ns(sw);
+    run({"ip", "-n", sw, "link", "set", "lo", "up"});
+    run({"ip", "-n", sw, "link", "add", "br0", "type", "bridge"});
+    run({"ip", "-n", sw, "link", "set", "br0", "up"});
+    for (std::uint32_t h = 0; h < hosts_; ++h) {
+        const std::string ns = fmt::format("{}h{}", prefix_, h), port = fmt::format("p{}", h);
+        add_ns(ns);
+        run({"ip", "-n", sw, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns});
+        run({"ip", "-n", sw, "link", "set", port, "master", "br0", "up"});
+        run({"ip", "-n", ns, "addr", "add", host_ip(h) + "/16", "dev", "eth0"});
+        run({"ip", "-n", ns, "link", "set", "eth0", "up"});
+        run({"ip", "-n", ns, "link", "set", "lo", "up"});
+    }
+    set_rate(rate_bps_);
+}
+
+void HostNetwork::set_rate(double rate_bps) {
+    rate_bps_ = rate_bps;
+    if (names_.empty()) return;
+    if (!(rate_bps >= 1e5 && rate_bps <= 1e11))
+        throw std::invalid_argument(fmt::format("link rate {} bit/s: expected 100 kbit/s .. 100 Gbit/s", rate_bps));
+    std::string out;
+    const std::string rate = fmt::format("{:.0f}bit", rate_bps), burst = fmt::format("{:.0f}b", burst_bytes()),
+                      limit = fmt::format("{:.0f}b", kTbfLimitBytes);
+    for (std::uint32_t h = 0; h < hosts_; ++h) {
+        const std::string ns = fmt::format("{}h{}", prefix_, h), port = fmt::format("p{}", h);
+        for (const auto& [where, dev] : {std::pair{ns, std::string("eth0")}, std::pair{prefix_ + "s", port}}) {
+            const std::vector<std::string> argv{"tc",  "-n",   where, "qdisc", "replace", "dev",   dev,  "root",
+                                                "tbf", "rate", rate,  "burst", burst,     "limit", limit};
+            if (run_program(argv, out) != 0)
+                throw std::runtime_error(fmt::format("tc qdisc replace ... tbf on {} failed: {}", dev, out));
+        }
+    }
+}
+
+int HostNetwork::listen(std::uint32_t h, Address& bound) const {
+    if (h >= hosts_) throw std::invalid_argument(fmt::format("host {} of {}", h, hosts_));
+    if (!namespaced_) return listen_on("127.0.0.1", bound);
+    const int self = open_ns("/proc/self/ns/net");
+    const int target = open_ns(fmt::format("{}/{}h{}", kNetnsDir, prefix_, h));
+    if (::setns(target, CLONE_NEWNET) < 0) {
+        ::close(self), ::close(target);
+        throw std::runtime_error(fmt::format("setns: {}", std::strerror(errno)));
+    }
+    int fd = -1;
+    std::string error;
+    try {
+        fd = listen_on(host_ip(h), bound);
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    const bool back = ::setns(self, CLONE_NEWNET) == 0;
+    ::close(self), ::close(target);
+    if (!back) throw std::runtime_error("setns back to the original network namespace failed");
+    if (fd < 0) throw std::runtime_error(error);
+    return fd;
+}
+
+void HostNetwork::enter(std::uint32_t h) const {
+    if (!namespaced_) return;
+    const int target = open_ns(fmt::format("{}/{}h{}", kNetnsDir, prefix_, h));
+    const int r = ::setns(target, CLONE_NEWNET);
+    ::close(target);
+    if (r < 0) throw std::runtime_error(fmt::format("setns into host {}: {}", h, std::strerror(errno)));
+}
+
+void HostNetwork::remove() noexcept {
+    for (const auto& name : names_) {
+        const std::string path = fmt::format("{}/{}", kNetnsDir, name);
+        for (int i = 0; i < g_ns_count; ++i)
+            if (path == g_ns_paths[i]) g_ns_paths[i][0] = '\0';
+        ::umount2(path.c_str(), MNT_DETACH);
+        ::unlink(path.c_str());
+    }
+    names_.clear();
+}
+
+}  // namespace ddlsim::validate

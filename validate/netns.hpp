@@ -1,0 +1,74 @@
+// The network the worker processes talk over. As root on Linux (with `ip` and `tc`): one network
+// namespace per host, each joined by a veth pair to a bridge that lives in a namespace of its own
+// (the switch of a star), and both directions of every host link shaped by a token-bucket filter
+// (`tc qdisc ... tbf`) to the chosen rate: full-duplex links, as the simulator's star. netem is
+// not available on these machines, so no latency is added: links keep the veth's own (~30 us).
+// Otherwise, loopback (127.0.0.1, unshaped) and a note saying why.
+//
+// Everything created carries the creating process id in its name and is removed by the
+// destructor, and also on SIGINT / SIGTERM (the handler kills the registered worker processes
+// and detaches the namespaces with umount2 + unlink, which are async-signal-safe; the kernel
+// then frees the veths and qdiscs). Stale namespaces of dead ddlsim processes are removed at start.
+//
+// A TCP stream over a link shaped to rate R carries at most R x 1448 / 1514 of payload (48 bytes of
+// IP + TCP headers with timestamps and 18 of Ethernet per 1500-byte frame); calibration measures
+// the goodput rather than assuming it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "validate/transport.hpp"
+
+namespace ddlsim::validate {
+
+class HostNetwork {
+public:
+    /// `hosts` endpoints; `rate_bps` (bits per second) shapes every link; `namespaces` false forces loopback.
+    HostNetwork(std::uint32_t hosts, double rate_bps, bool namespaces);
+    ~HostNetwork();
+    HostNetwork(const HostNetwork&) = delete;
+    HostNetwork& operator=(const HostNetwork&) = delete;
+
+    [[nodiscard]] bool namespaced() const { return namespaced_; }
+    /// Why loopback is used, or a description of the shaping.
+    [[nodiscard]] const std::string& note() const { return note_; }
+    [[nodiscard]] std::uint32_t hosts() const { return hosts_; }
+    [[nodiscard]] double rate_bps() const { return rate_bps_; }
+    /// The token-bucket depth in bytes (0 on loopback).
+    [[nodiscard]] double burst_bytes() const;
+
+    /// Reshapes every link to `rate_bps` (namespaces only).
+    void set_rate(double rate_bps);
+    /// A listening socket in host h's namespace (call before forking the worker of host h).
+    [[nodiscard]] int listen(std::uint32_t h, Address& bound) const;
+    /// Moves the calling process (a freshly forked worker) into host h's namespace.
+    void enter(std::uint32_t h) const;
+
+private:
+    void build();
+    void remove() noexcept;
+    std::uint32_t hosts_;
+    double rate_bps_;
+    bool namespaced_ = false;
+    std::string note_;
+    std::string prefix_;
+    std::vector<std::string> names_;  // switch first, then hosts
+};
+
+/// Worker processes the SIGINT / SIGTERM handler kills (any network mode).
+void register_child(pid_t pid);
+void unregister_child(pid_t pid);
+/// In a freshly forked child: default signal dispositions again.
+void reset_signals_in_child();
+/// Installs the cleanup handler for SIGINT and SIGTERM (chained to the previous one); idempotent.
+void install_cleanup_handler();
+
+/// Runs a program (argv[0] looked up in PATH and the sbin folders); returns its exit status and
+/// fills `output` with its stdout and stderr.
+int run_program(const std::vector<std::string>& argv, std::string& output);
+
+}  // namespace ddlsim::validate

@@ -1,0 +1,110 @@
+#include "validate/predict.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "scenarios/json_reader.hpp"
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+
+namespace ddlsim::validate {
+namespace {
+
+using nlohmann::json;
+
+json layers_json(const Calibration& cal, double slowdown, double param_scale, double extra_update_s) {
+    json layers = json::array();
+    for (std::size_t i = 0; i < cal.layers.size(); ++i) {
+        const auto& l = cal.layers[i];
+        layers.push_back(
+            {{"name", l.name},
+             {"params", static_cast<std::uint64_t>(std::llround(static_cast<double>(l.params) * param_scale))},
+             {"fwd_time", l.fwd_time * slowdown},
+             {"bwd_time", l.bwd_time * slowdown},
+             {"update_time", l.update_time * slowdown + (i == 0 ? extra_update_s : 0.0)}});
+    }
+    return layers;
+}
+
+// Fallback while the simulator does not implement a run's sync scheme or compressor (remove it
+// once it does): the BSP run that moves the same bytes per iteration, with the measured codec work
+// added to the update.
+//   local SGD (H)      parameters / H: one all-reduce of the model every H iterations
+//   fp16 (summable)    half the bytes; codec: encode + decode of the gradient, and of every chunk per step
+//   all-gather codecs  (n-1) payloads per worker = the ring all-reduce of n x payload / 2 bytes;
+//                      codec: one encode and n decodes of the gradient
+Prediction fallback(const RunConfig& c, const Calibration& cal, double slowdown, json scenario) {
+    scenario.erase("sync");
+    scenario.erase("compression");
+    const auto params = static_cast<double>(model_spec(c.model).params);
+    double scale = 1.0, codec_s = 0.0;
+    std::string note;
+    if (c.sync == SyncScheme::local_sgd) {
+        scale = 1.0 / c.period;
+        note = fmt::format("simulator: local_sgd not implemented; predicted as BSP with 1/{} of the bytes", c.period);
+    } else if (c.codec.kind != CodecKind::none) {
+        const auto& cp = cal.codecs.at(codec_name(c.codec.kind));
+        const double n = c.workers;
+        if (summable(c.codec.kind)) {
+            scale = 0.5;
+            codec_s = params * (cp.encode_s_per_element + cp.decode_s_per_element) * (1.0 + 2.0 * (n - 1.0) / n);
+        } else {
+            scale = n * static_cast<double>(payload_bytes(c.codec, model_spec(c.model).params)) / 2.0 / (4.0 * params);
+            codec_s = params * (cp.encode_s_per_element + n * cp.decode_s_per_element);
+        }
+        note = fmt::format(
+            "simulator: compression not implemented; predicted as BSP ring all-reduce of the same bytes "
+            "(x{:.4f}) plus {:.2f} ms of measured codec work",
+            scale, codec_s * slowdown * 1e3);
+    }
+    scenario["model"] = {{"layers", layers_json(cal, slowdown, scale, codec_s * slowdown)}};
+    const auto s = scenario::load_scenario(scenario, ".");
+    return {scenario::run_scenario(s).jobs.at(0).iteration_time_s, note, scenario};
+}
+
+}  // namespace
+
+json scenario_for(const RunConfig& c, const Calibration& cal) {
+    const double slowdown = cal.slowdown(c.workers);
+    double bandwidth = cal.network.bandwidth_Bps;
+    if (cal.network.rate_bps > 0 && c.rate_bps > 0) bandwidth = cal.network.goodput_fraction * c.rate_bps / 8.0;
+    json arch;
+    switch (c.architecture) {
+        case Architecture::ring: arch = {{"kind", "allreduce"}, {"algorithm", "ring"}}; break;
+        case Architecture::ps: arch = {{"kind", "ps"}, {"servers", 1}, {"placement", "dedicated"}}; break;
+        case Architecture::gossip: arch = {{"kind", "gossip"}, {"graph", "ring"}}; break;
+    }
+    json j{
+        {"description", fmt::format("ddlsim validate: {}", c.name)},
+        {"workers", c.workers},
+        {"batch_size", c.batch},
+        {"iterations", c.sync == SyncScheme::local_sgd ? 2 * c.period : 6},
+        {"model", {{"layers", layers_json(cal, slowdown, 1.0, 0.0)}}},
+        {"device", {{"peak_flops", cal.peak_flops}, {"efficiency", 1.0}, {"memory_bandwidth", cal.memory_bandwidth}}},
+        {"network", {{"topology", "star"}, {"bandwidth", bandwidth}, {"latency", cal.network.latency_s / 2.0}}},
+        {"architecture", arch}};
+    if (c.sync == SyncScheme::local_sgd) j["sync"] = {{"kind", "local_sgd"}, {"period", c.period}};
+    if (c.codec.kind != CodecKind::none) {
+        json comp{{"kind", codec_name(c.codec.kind)}};
+        if (c.codec.kind == CodecKind::qsgd) comp["bits"] = c.codec.bits;
+        if (c.codec.kind == CodecKind::topk) comp["density"] = c.codec.density;
+        if (c.codec.error_feedback) comp["error_feedback"] = true;
+        j["compression"] = comp;
+    }
+    return j;
+}
+
+Prediction predict(const RunConfig& c, const Calibration& cal) {
+    json j = scenario_for(c, cal);
+    try {
+        const auto s = scenario::load_scenario(j, ".");
+        return {scenario::run_scenario(s).jobs.at(0).iteration_time_s, "", j};
+    } catch (const scenario::ScenarioError& e) {
+        if (std::string(e.what()).find("not implemented") == std::string::npos) throw;
+        return fallback(c, cal, cal.slowdown(c.workers), j);
+    }
+}
+
+}  // namespace ddlsim::validate

@@ -1,0 +1,33 @@
+// Predicting a validation run with the simulator from a calibration: the run becomes a scenario
+// held in memory and simulated by ddlsim::scenario::run_scenario.
+//   model     a custom model whose layers carry the measured forward / backward / update seconds,
+//             multiplied by the sharing slowdown of n workers computing at once on this machine
+//   network   a star whose links have the fitted goodput (beta at the calibration rate, scaled to
+//             the run's link rate by the fitted goodput fraction) and latency alpha / 2 per link
+//             (a host-to-host route crosses two links)
+//   scheme    the run's architecture, sync scheme and compressor
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "validate/calibrate.hpp"
+#include "validate/trainer.hpp"
+
+namespace ddlsim::validate {
+
+struct Prediction {
+    double iteration_time_s = 0.0;
+    std::string note;  ///< how the prediction was made when the simulator lacks a feature
+    nlohmann::json scenario;
+};
+
+/// The scenario of run `c` under calibration `cal`.
+[[nodiscard]] nlohmann::json scenario_for(const RunConfig& c, const Calibration& cal);
+
+/// Simulates `c`; when the simulator refuses sync or compression as not implemented, predicts the
+/// equivalent BSP run instead (see prediction_note) and says so.
+[[nodiscard]] Prediction predict(const RunConfig& c, const Calibration& cal);
+
+}  // namespace ddlsim::validate
