@@ -71,8 +71,9 @@ struct Conv {
 FeatureMap add_conv(Layer& layer, const std::string& prefix, FeatureMap in, const Conv& conv) {
     const FeatureMap out{conv.out_channels, output_size(in.height, conv.kernel_h, conv.stride, conv.pad_h),
                          output_size(in.width, conv.kernel_w, conv.stride, conv.pad_w)};
-    const std::int64_t weight = conv.out_channels * in.channels * conv.kernel_h * conv.kernel_w;
-    add_tensor(layer, prefix + ".weight", weight);
+    const std::int64_t fan_in = in.channels * conv.kernel_h * conv.kernel_w;
+    const std::int64_t weight = conv.out_channels * fan_in;
+    add_matrix(layer, prefix + ".weight", conv.out_channels, fan_in);  // viewed as out x (in x kh x kw)
     layer.fwd_flops += 2.0 * static_cast<double>(weight * out.height * out.width);
     return out;
 }
@@ -105,7 +106,7 @@ public:
         const std::string name = next();
         Layer layer = named_layer(name);
         const FeatureMap out = add_conv(layer, name, in, conv);
-        add_tensor(layer, name + ".bias", conv.out_channels);
+        add_vector(layer, name + ".bias", conv.out_channels);
         workload_.layers.push_back(std::move(layer));
         skip(1);
         return out;

@@ -18,22 +18,35 @@ namespace ddlsim::models::catalog_detail {
     return layer;
 }
 
-/// Appends one parameter tensor to `layer`.
-inline void add_tensor(Layer& layer, std::string name, std::int64_t params) {
-    layer.tensors.push_back(Tensor{std::move(name), params});
+/// Appends one parameter tensor to `layer`: a `rows` x `cols` matrix (rows * cols parameters).
+inline void add_matrix(Layer& layer, std::string name, std::int64_t rows, std::int64_t cols) {
+    layer.tensors.push_back(Tensor{std::move(name), rows * cols, rows, cols});
 }
 
+/// Appends one vector parameter tensor (a bias, a norm's scale or shift) of `size` elements to `layer`.
+inline void add_vector(Layer& layer, std::string name, std::int64_t size) {
+    add_matrix(layer, std::move(name), size, 1);
+}
+
+/// How a dense layer stores its weight: nn.Linear as out x in, GPT-2's Conv1D as in x out.
+enum class WeightLayout { out_by_in, in_by_out };
+
 /// Appends dense layer `prefix` (weight `in` x `out`, bias `out`), applied to `rows` vectors per sample, to `layer`.
-inline void add_linear(Layer& layer, const std::string& prefix, std::int64_t in, std::int64_t out, std::int64_t rows) {
-    add_tensor(layer, prefix + ".weight", in * out);
-    add_tensor(layer, prefix + ".bias", out);
+inline void add_linear(Layer& layer, const std::string& prefix, std::int64_t in, std::int64_t out, std::int64_t rows,
+                       WeightLayout layout = WeightLayout::out_by_in) {
+    if (layout == WeightLayout::out_by_in) {
+        add_matrix(layer, prefix + ".weight", out, in);
+    } else {
+        add_matrix(layer, prefix + ".weight", in, out);
+    }
+    add_vector(layer, prefix + ".bias", out);
     layer.fwd_flops += 2.0 * static_cast<double>(rows * in * out);
 }
 
 /// Appends the learned scale and shift of normalisation `prefix` (LayerNorm or BatchNorm) over `features`.
 inline void add_norm(Layer& layer, const std::string& prefix, std::int64_t features) {
-    add_tensor(layer, prefix + ".weight", features);
-    add_tensor(layer, prefix + ".bias", features);
+    add_vector(layer, prefix + ".weight", features);
+    add_vector(layer, prefix + ".bias", features);
 }
 
 // Builders. They fill in the layers and the input description; catalog.cpp sets the name.

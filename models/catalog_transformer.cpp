@@ -33,9 +33,9 @@ Workload bert(const BertConfig& config) {
     workload.input = "sequence of " + std::to_string(seq) + " tokens";
 
     Layer embeddings = named_layer("embeddings");
-    add_tensor(embeddings, "embeddings.word_embeddings.weight", vocab * d);
-    add_tensor(embeddings, "embeddings.position_embeddings.weight", max_positions * d);
-    add_tensor(embeddings, "embeddings.token_type_embeddings.weight", token_types * d);
+    add_matrix(embeddings, "embeddings.word_embeddings.weight", vocab, d);
+    add_matrix(embeddings, "embeddings.position_embeddings.weight", max_positions, d);
+    add_matrix(embeddings, "embeddings.token_type_embeddings.weight", token_types, d);
     add_norm(embeddings, "embeddings.LayerNorm", d);
     workload.layers.push_back(std::move(embeddings));
 
@@ -80,29 +80,29 @@ Workload gpt2(const Gpt2Config& config) {
     workload.input = "sequence of " + std::to_string(seq) + " tokens";
 
     Layer token_embedding = named_layer("transformer.wte");
-    add_tensor(token_embedding, "transformer.wte.weight", vocab * d);
+    add_matrix(token_embedding, "transformer.wte.weight", vocab, d);
     workload.layers.push_back(std::move(token_embedding));
 
     Layer position_embedding = named_layer("transformer.wpe");
-    add_tensor(position_embedding, "transformer.wpe.weight", context * d);
+    add_matrix(position_embedding, "transformer.wpe.weight", context, d);
     workload.layers.push_back(std::move(position_embedding));
 
     // Pre-norm blocks: ln_1 feeds attn, ln_2 feeds mlp. c_attn, c_proj and c_fc are Conv1D modules: dense layers
-    // with the weight stored as in x out.
+    // with the weight stored as in x out (so that is their matrix view).
     for (int i = 0; i < config.layers; ++i) {
         const std::string p = "transformer.h." + std::to_string(i);
 
         Layer attention = named_layer(p + ".attn");
         add_norm(attention, p + ".ln_1", d);
-        add_linear(attention, p + ".attn.c_attn", d, 3 * d, seq);
+        add_linear(attention, p + ".attn.c_attn", d, 3 * d, seq, WeightLayout::in_by_out);
         attention.fwd_flops += attention_matmul_flops(seq, d);
-        add_linear(attention, p + ".attn.c_proj", d, d, seq);
+        add_linear(attention, p + ".attn.c_proj", d, d, seq, WeightLayout::in_by_out);
         workload.layers.push_back(std::move(attention));
 
         Layer mlp = named_layer(p + ".mlp");
         add_norm(mlp, p + ".ln_2", d);
-        add_linear(mlp, p + ".mlp.c_fc", d, k_ffn_expansion * d, seq);
-        add_linear(mlp, p + ".mlp.c_proj", k_ffn_expansion * d, d, seq);
+        add_linear(mlp, p + ".mlp.c_fc", d, k_ffn_expansion * d, seq, WeightLayout::in_by_out);
+        add_linear(mlp, p + ".mlp.c_proj", k_ffn_expansion * d, d, seq, WeightLayout::in_by_out);
         workload.layers.push_back(std::move(mlp));
     }
 

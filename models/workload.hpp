@@ -14,10 +14,14 @@
 
 namespace ddlsim::models {
 
-/// One parameter tensor (and so one gradient tensor).
+/// One parameter tensor (and so one gradient tensor), with its matrix view when known: a weight of `rows` x `cols`
+/// (rows * cols == params; a convolution's out_channels x in_channels * kh * kw, a dense layer's out x in), a vector
+/// (bias, norm scale) rows = params and cols = 1, and 0 x 0 when unknown (see models::tensor_shape).
 struct Tensor {
     std::string name;
     std::int64_t params = 0;
+    std::int64_t rows = 0;
+    std::int64_t cols = 0;
 };
 
 /// One layer: its tensors, its forward FLOPs per sample, and optional exact times.
