@@ -5,12 +5,54 @@
 #include <string>
 #include <vector>
 
+#include "models/compression.hpp"
 #include "models/compute.hpp"
 #include "models/workload.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/fabric.hpp"
 
 namespace ddlsim::models {
+
+/// The synchronisation scheme (SPEC §2 `sync`; the survey's first dimension).
+enum class SyncKind { bsp, ssp, asp, local_sgd, fedavg };
+
+struct SyncSpec {
+    SyncKind kind = SyncKind::bsp;
+    std::uint32_t staleness = 0;          ///< ssp: bound s
+    std::uint32_t period = 1;             ///< local_sgd: H local steps per averaging
+    std::uint32_t clients_per_round = 1;  ///< fedavg: c
+    std::uint32_t local_steps = 1;        ///< fedavg: E local steps per round
+    double availability = 1.0;            ///< fedavg: probability a client is available in a round
+};
+
+enum class Fusion { none, buffer, mgwfbp };
+
+/// The `overlap` block (the survey's fourth dimension).
+struct OverlapSpec {
+    bool wfbp = false;
+    Fusion fusion = Fusion::none;
+    sim::Bytes bucket_size{25e6};    ///< buffer: fusion threshold / DDP bucket cap
+    sim::Time cycle_time;            ///< buffer: Horovod cycle (0 = static DDP-style buckets)
+    bool priority = false;           ///< P3 / ByteScheduler
+    sim::Bytes partition_size{4e6};  ///< priority: partition size
+
+    [[nodiscard]] bool any() const { return wfbp || fusion != Fusion::none || priority; }
+};
+
+enum class StragglerDistribution { none, lognormal, exponential, periodic };
+
+/// Per-worker, per-iteration compute slowdowns (SPEC §2 `stragglers`).
+struct StragglerSpec {
+    std::vector<std::pair<std::uint32_t, double>> fixed;  ///< worker -> compute slowdown factor
+    StragglerDistribution distribution = StragglerDistribution::none;
+    double sigma = 0.5;                  ///< lognormal: factor exp(sigma * N(0,1))
+    sim::Time mean_delay;                ///< exponential: added delay with this mean
+    std::uint32_t every = 10;            ///< periodic: one iteration in `every` is slow ...
+    double slowdown = 2.0;               ///< ... by this factor
+    std::vector<std::uint32_t> workers;  ///< distributions apply to these workers (empty: all)
+
+    [[nodiscard]] bool any() const { return !fixed.empty() || distribution != StragglerDistribution::none; }
+};
 
 /// Everything the trainer needs, resolved from a scenario.
 struct TrainingJob {
@@ -24,6 +66,20 @@ struct TrainingJob {
     std::vector<topo::Vertex> endpoint_hosts;  ///< workers, then server endpoints
     std::uint32_t index = 0;                   ///< position among the jobs sharing a fabric
     std::uint64_t seed = 0;                    ///< ECMP flow hashing derives from it
+    SyncSpec sync;
+    OverlapSpec overlap;
+    CompressionSpec compression;
+    StragglerSpec stragglers;
+    DeviceSpec device;                           ///< the device of every worker without its own
+    std::vector<ComputeProfile> worker_compute;  ///< per worker when devices differ (else empty: `compute`)
+    std::vector<DeviceSpec> worker_device;       ///< per worker when devices differ
+
+    [[nodiscard]] const ComputeProfile& compute_of(std::uint32_t w) const {
+        return worker_compute.empty() ? compute : worker_compute[w];
+    }
+    [[nodiscard]] const DeviceSpec& device_of(std::uint32_t w) const {
+        return worker_device.empty() ? device : worker_device[w];
+    }
 
     /// Gradient (or model) bytes one worker synchronises per iteration.
     [[nodiscard]] sim::Bytes gradient_bytes() const {
@@ -44,12 +100,29 @@ struct JobResult {
     double exposed_communication_time_s = 0.0;
     double bytes_on_wire_per_iteration = 0.0;
     double makespan_s = 0.0;
+    double codec_time_s = 0.0;  ///< encode + decode per iteration of one worker
+
+    /// Asynchronous schemes: the staleness of every applied update (model versions
+    /// applied between the read of the model a gradient was computed on and its application).
+    bool has_staleness = false;
+    double staleness_mean = 0.0;
+    std::uint64_t staleness_max = 0;
+    std::vector<std::uint64_t> staleness_histogram;  ///< [s] = updates of staleness s
+
+    struct WorkerStats {
+        std::uint32_t iterations = 0;       ///< local steps completed
+        double idle_s = 0.0;                ///< waiting for communication, barriers or bounds
+        std::uint64_t updates_applied = 0;  ///< updates applied to its model (own steps, averagings, pulls)
+    };
+    std::vector<WorkerStats> workers;
+    std::uint64_t model_versions = 0;        ///< PS / server: global model versions produced
+    std::uint64_t rounds = 0;                ///< synchronisation rounds run (local_sgd, fedavg: averagings)
+    double clients_per_round_mean = 0.0;     ///< fedavg: clients that took part, per round
+    double collectives_per_iteration = 0.0;  ///< collective rounds a worker joins per iteration (messages x phases)
+    std::uint32_t max_lead = 0;              ///< ssp/asp: most iterations a worker started ahead of the slowest
 };
 
 /// What the job's collective needs: sizes, tensors in backward order, nodes of the workers.
 [[nodiscard]] topo::CollectiveContext collective_context(const TrainingJob& job, const topo::Fabric& fabric);
-
-/// Fills the derived figures from the iteration time and compute profile.
-void finish_result(const TrainingJob& job, double makespan_s, JobResult& r);
 
 }  // namespace ddlsim::models

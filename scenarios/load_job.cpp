@@ -2,7 +2,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
+#include <charconv>
+
+#include "models/compression.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
 
@@ -70,19 +74,44 @@ models::DeviceProfile profile_or_throw(const json& j, const std::string& path) {
     return *p;
 }
 
-models::DeviceSpec read_device(const json& j, const std::string& path) {
+// A calibration profile's "device" member (written by `ddlsim calibrate`), merged under the
+// keys the scenario's device object gives itself.
+json merge_profile(const json& j, const std::string& path, const std::string& base_dir) {
+    if (!j.is_object() || !j.contains("profile")) return j;
+    const std::string ppath = path + ".profile";
+    const std::string file = read_string(j.at("profile"), ppath);
+    const std::filesystem::path fp = std::filesystem::path(file).is_absolute() ? std::filesystem::path(file)
+                                                                               : std::filesystem::path(base_dir) / file;
+    json profile;
+    try {
+        profile = read_json_file(fp.string());
+    } catch (const ScenarioError& e) {
+        throw ScenarioError(ppath, fmt::format("{}: {}", fp.string(), e.what()));
+    }
+    if (!profile.is_object() || !profile.contains("device") || !profile.at("device").is_object())
+        throw ScenarioError(ppath, fmt::format("{}: expected a calibration profile with a \"device\" object (as "
+                                               "`ddlsim calibrate` writes)",
+                                               fp.string()));
+    json merged = profile.at("device");
+    for (const auto& [k, v] : j.items())
+        if (k != "profile") merged[k] = v;
+    return merged;
+}
+
+models::DeviceSpec read_device(const json& j_in, const std::string& path, const std::string& base_dir) {
     const Tables& t = tables();
     models::DeviceSpec d;
-    if (j.is_string()) {
-        const auto p = profile_or_throw(j, path);
+    if (j_in.is_string()) {
+        const auto p = profile_or_throw(j_in, path);
         return {p.name, p.fp32, models::kDefaultEfficiency, p.memory_bandwidth, std::nullopt};
     }
-    reject_planned_keys(j, path, "device");
+    reject_planned_keys(j_in, path, "device");
+    const json j = merge_profile(j_in, path, base_dir);
     ObjectReader r(j, path, t.device);
     const auto p = r.has("name") ? profile_or_throw(r.at("name"), r.path("name")) : *models::builtin_device("V100");
     const auto precision =
         r.has("precision") ? read_choice(r.at("precision"), r.path("precision"), t.choices.precisions) : "fp32";
-    d.name = r.has("name") ? p.name : "custom";
+    d.name = r.has("name") ? p.name : j_in.contains("profile") ? "calibrated" : "custom";
     d.peak = p.peak(precision == "fp16"   ? models::Precision::fp16
                     : precision == "tf32" ? models::Precision::tf32
                                           : models::Precision::fp32);
@@ -179,42 +208,207 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     return a;
 }
 
-// Reads sync, compression and overlap; `architecture` is the job's architecture kind, against
-// which the sync scheme is checked once, here (Tables::sync_allowed).
-void read_sync_compression_overlap(ObjectReader& root, const std::string& architecture) {
+// Keys of `r` that belong to other kinds than `kind` are refused with a message naming the owner.
+void forbid_other_kinds(ObjectReader& r, const std::string& kind,
+                        const std::vector<std::pair<std::string, std::vector<std::string>>>& owners) {
+    for (const auto& [key, kinds] : owners)
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+            r.forbid(key, fmt::format("applies to kind {} only, not \"{}\"", list(kinds), kind));
+}
+
+std::size_t index_in(const std::vector<std::string>& v, const std::string& x) {
+    return static_cast<std::size_t>(std::find(v.begin(), v.end(), x) - v.begin());
+}
+
+models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec& job) {
     const Tables& t = tables();
-    if (root.has("sync")) {
-        reject_planned_kind(root.at("sync"), root.path("sync"), "kind", "sync", t.choices.sync_kinds);
-        ObjectReader r(root.at("sync"), root.path("sync"), t.sync);
-        const std::string sync = read_kind(r, "kind", "sync", t.choices.sync_kinds);
-        const auto& allowed = t.choices.sync_allowed.at(architecture);
-        if (std::find(allowed.begin(), allowed.end(), sync) == allowed.end())
-            throw ScenarioError(r.path("kind"), fmt::format("\"{}\" does not apply to architecture \"{}\"; expected "
-                                                            "one of {}",
-                                                            sync, architecture, list(allowed)));
-        r.finish();
+    ObjectReader r(j, path, t.sync);
+    models::SyncSpec s;
+    const std::string kind = read_choice(r.at("kind"), r.path("kind"), t.choices.sync_kinds);
+    s.kind = static_cast<models::SyncKind>(index_in(t.choices.sync_kinds, kind));
+    forbid_other_kinds(r, kind,
+                       {{"staleness", {"ssp"}},
+                        {"period", {"local_sgd"}},
+                        {"clients_per_round", {"fedavg"}},
+                        {"local_steps", {"fedavg"}},
+                        {"availability", {"fedavg"}}});
+    const char* arch_names[] = {"allreduce", "ps", "gossip"};
+    const std::string arch = arch_names[static_cast<int>(job.architecture.kind)];
+    const auto& allowed = t.choices.sync_allowed.at(arch);
+    if (std::find(allowed.begin(), allowed.end(), kind) == allowed.end())
+        throw ScenarioError(
+            r.path("kind"),
+            fmt::format("\"{}\" does not apply to architecture \"{}\"; expected one of {}", kind, arch, list(allowed)));
+    if (kind != "bsp" && kind != "local_sgd" && job.architecture.style == topo::PsStyle::byteps)
+        throw ScenarioError(r.path("kind"), fmt::format("\"{}\" needs a standard parameter server; BytePS is "
+                                                        "synchronous (expected \"bsp\" or \"local_sgd\")",
+                                                        kind));
+    auto need = [&](const char* key) -> const json& {
+        if (!r.has(key)) throw ScenarioError(r.path(key), fmt::format("required for kind \"{}\"", kind));
+        return r.at(key);
+    };
+    if (kind == "ssp")
+        s.staleness = static_cast<std::uint32_t>(read_uint(need("staleness"), r.path("staleness"), 0, 1'000'000));
+    if (kind == "local_sgd")
+        s.period = static_cast<std::uint32_t>(read_uint(need("period"), r.path("period"), 1, 1'000'000));
+    if (kind == "fedavg") {
+        s.clients_per_round = job.workers;
+        if (r.has("clients_per_round"))
+            s.clients_per_round = static_cast<std::uint32_t>(
+                read_uint(r.at("clients_per_round"), r.path("clients_per_round"), 1, job.workers));
+        if (r.has("local_steps"))
+            s.local_steps =
+                static_cast<std::uint32_t>(read_uint(r.at("local_steps"), r.path("local_steps"), 1, 1'000'000));
+        if (r.has("availability")) s.availability = read_positive(r.at("availability"), r.path("availability"), 1.0);
     }
-    if (root.has("compression")) {
-        reject_planned_kind(root.at("compression"), root.path("compression"), "kind", "compression",
-                            t.choices.compression_kinds);
-        ObjectReader r(root.at("compression"), root.path("compression"), t.compression);
-        (void)read_kind(r, "kind", "compression", t.choices.compression_kinds);
-        r.finish();
+    r.finish();
+    return s;
+}
+
+models::CompressionSpec read_compression(const json& j, const std::string& path, const JobSpec& job) {
+    const Tables& t = tables();
+    ObjectReader r(j, path, t.compression);
+    models::CompressionSpec c;
+    const std::string kind = read_choice(r.at("kind"), r.path("kind"), t.choices.compression_kinds);
+    c.kind = static_cast<models::CompressionKind>(index_in(t.choices.compression_kinds, kind));
+    const std::vector<std::string> sparse{"topk", "randomk", "dgc", "gtopk"};
+    const std::vector<std::string> lossy{"fp16", "qsgd",    "terngrad", "signsgd", "ef_signsgd", "onebit",
+                                         "topk", "randomk", "dgc",      "gtopk",   "powersgd"};
+    forbid_other_kinds(r, kind,
+                       {{"bits", {"qsgd"}},
+                        {"density", sparse},
+                        {"rank", {"powersgd"}},
+                        {"index_bits", sparse},
+                        {"value_bits", sparse},
+                        {"error_feedback", lossy},
+                        {"cost_scale", lossy}});
+    // Forced or default error feedback (the papers' own setting).
+    c.error_feedback = kind == "ef_signsgd" || kind == "onebit" || kind == "dgc" || kind == "powersgd";
+    if (r.has("bits")) c.bits = static_cast<std::uint32_t>(read_uint(r.at("bits"), r.path("bits"), 2, 16));
+    if (r.has("density")) c.density = read_positive(r.at("density"), r.path("density"), 1.0);
+    if (r.has("rank")) c.rank = static_cast<std::uint32_t>(read_uint(r.at("rank"), r.path("rank"), 1, 1'000'000));
+    if (r.has("index_bits"))
+        c.index_bits = static_cast<std::uint32_t>(read_uint(r.at("index_bits"), r.path("index_bits"), 1, 64));
+    if (r.has("value_bits"))
+        c.value_bits = static_cast<std::uint32_t>(read_uint(r.at("value_bits"), r.path("value_bits"), 1, 64));
+    if (r.has("cost_scale")) c.cost_scale = read_positive(r.at("cost_scale"), r.path("cost_scale"), 1e6);
+    if (r.has("error_feedback")) {
+        const bool ef = read_bool(r.at("error_feedback"), r.path("error_feedback"));
+        if (!ef && (kind == "ef_signsgd" || kind == "onebit"))
+            throw ScenarioError(
+                r.path("error_feedback"),
+                fmt::format("\"{}\" is defined with error feedback; expected true (or use signsgd)", kind));
+        c.error_feedback = ef;
     }
-    if (root.has("overlap")) {
-        reject_planned_keys(root.at("overlap"), root.path("overlap"), "overlap");
-        ObjectReader r(root.at("overlap"), root.path("overlap"), t.overlap);
-        for (const char* key : {"wfbp", "priority"})
-            if (r.has(key) && read_bool(r.at(key), r.path(key)))
-                throw ScenarioError(r.path(key), "overlap is not implemented in this version; expected false");
-        if (r.has("fusion")) (void)read_kind(r, "fusion", "fusion", t.choices.fusions);
-        r.finish();
+    const auto arch = job.architecture.kind;
+    if ((kind == "gtopk" || kind == "powersgd") && arch != topo::ArchKind::allreduce &&
+        !(kind == "powersgd" && arch == topo::ArchKind::ps))
+        throw ScenarioError(r.path("kind"), fmt::format("\"{}\" needs architecture \"allreduce\"{}", kind,
+                                                        kind == "powersgd" ? " or \"ps\"" : ""));
+    if (std::find(sparse.begin(), sparse.end(), kind) != sparse.end() && kind != "randomk" &&
+        job.architecture.style == topo::PsStyle::byteps)
+        throw ScenarioError(r.path("kind"),
+                            "sparse payloads cannot be summed by BytePS servers; expected a standard "
+                            "parameter server or all-reduce");
+    r.finish();
+    try {
+        (void)models::make_compressor(c);
+    } catch (const std::invalid_argument& e) {
+        throw ScenarioError(path, e.what());
     }
+    return c;
+}
+
+models::OverlapSpec read_overlap(const json& j, const std::string& path, const JobSpec& job) {
+    const Tables& t = tables();
+    ObjectReader r(j, path, t.overlap);
+    models::OverlapSpec o;
+    if (r.has("wfbp")) o.wfbp = read_bool(r.at("wfbp"), r.path("wfbp"));
+    if (r.has("fusion"))
+        o.fusion = static_cast<models::Fusion>(
+            index_in(t.choices.fusions, read_choice(r.at("fusion"), r.path("fusion"), t.choices.fusions)));
+    if (r.has("priority")) o.priority = read_bool(r.at("priority"), r.path("priority"));
+    if (o.fusion != models::Fusion::buffer) {
+        for (const char* k : {"bucket_size", "cycle_time"}) r.forbid(k, "applies to fusion \"buffer\" only");
+    }
+    if (!o.priority) r.forbid("partition_size", "applies with \"priority\": true only");
+    if (o.priority && o.fusion != models::Fusion::none)
+        throw ScenarioError(r.path("fusion"),
+                            "priority scheduling sends its own partitions; expected \"none\" with "
+                            "\"priority\": true");
+    if (r.has("bucket_size")) o.bucket_size = read_bytes(r.at("bucket_size"), r.path("bucket_size"));
+    if (r.has("cycle_time")) o.cycle_time = read_time(r.at("cycle_time"), r.path("cycle_time"));
+    if (r.has("partition_size")) o.partition_size = read_bytes(r.at("partition_size"), r.path("partition_size"));
+    if (o.priority && !(o.partition_size.value() >= 1.0))
+        throw ScenarioError(r.path("partition_size"), "expected at least 1 byte");
+    if (o.fusion == models::Fusion::buffer && !(o.bucket_size.value() >= 1.0))
+        throw ScenarioError(r.path("bucket_size"), "expected at least 1 byte");
+    if (o.fusion == models::Fusion::mgwfbp || o.priority) o.wfbp = true;  // both are WFBP schedules
+    if (o.any() && job.sync.kind != models::SyncKind::bsp)
+        throw ScenarioError(path,
+                            "overlap applies to sync \"bsp\" (gradients of one iteration); expected no overlap "
+                            "with this sync scheme");
+    if (o.any() && job.architecture.kind == topo::ArchKind::gossip)
+        throw ScenarioError(path,
+                            "gossip exchanges whole models after the step; expected no overlap with "
+                            "architecture \"gossip\"");
+    r.finish();
+    return o;
+}
+
+models::StragglerSpec read_stragglers(const json& j, const std::string& path, std::uint32_t workers) {
+    const Tables& t = tables();
+    ObjectReader r(j, path, t.stragglers);
+    models::StragglerSpec s;
+    if (r.has("fixed")) {
+        const json& f = r.at("fixed");
+        if (!f.is_object())
+            throw ScenarioError(r.path("fixed"), "expected an object mapping worker indices to slowdown factors");
+        for (const auto& [key, value] : f.items()) {
+            const std::string kp = r.path("fixed") + "." + key;
+            std::uint64_t w = 0;
+            const auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), w);
+            if (ec != std::errc{} || ptr != key.data() + key.size() || w >= workers)
+                throw ScenarioError(
+                    kp, fmt::format("expected a worker index 0..{} as the key, got \"{}\"", workers - 1, key));
+            s.fixed.emplace_back(static_cast<std::uint32_t>(w), read_positive(value, kp, 1e6));
+        }
+    }
+    const bool has_dist = r.has("distribution");
+    if (has_dist) {
+        const std::string d =
+            read_choice(r.at("distribution"), r.path("distribution"), t.choices.straggler_distributions);
+        s.distribution = static_cast<models::StragglerDistribution>(1 + index_in(t.choices.straggler_distributions, d));
+        forbid_other_kinds(r, d,
+                           {{"sigma", {"lognormal"}},
+                            {"mean_delay", {"exponential"}},
+                            {"every", {"periodic"}},
+                            {"slowdown", {"periodic"}}});
+        if (d == "exponential" && !r.has("mean_delay"))
+            throw ScenarioError(r.path("mean_delay"), "required for distribution \"exponential\"");
+    } else {
+        for (const char* k : {"sigma", "mean_delay", "every", "slowdown", "workers"})
+            r.forbid(k, "applies with a \"distribution\" only");
+    }
+    if (r.has("sigma")) s.sigma = read_number(r.at("sigma"), r.path("sigma"), 0.0, 10.0);
+    if (r.has("mean_delay")) s.mean_delay = read_time(r.at("mean_delay"), r.path("mean_delay"));
+    if (r.has("every")) s.every = static_cast<std::uint32_t>(read_uint(r.at("every"), r.path("every"), 1, 1'000'000));
+    if (r.has("slowdown")) s.slowdown = read_positive(r.at("slowdown"), r.path("slowdown"), 1e6);
+    if (r.has("workers")) {
+        const json& ws = read_array(r.at("workers"), r.path("workers"), 1);
+        for (std::size_t i = 0; i < ws.size(); ++i)
+            s.workers.push_back(static_cast<std::uint32_t>(
+                read_uint(ws[i], fmt::format("{}[{}]", r.path("workers"), i), 0, workers - 1)));
+    }
+    if (!has_dist && s.fixed.empty())
+        throw ScenarioError(path, "expected \"fixed\" factors, a \"distribution\", or both");
+    r.finish();
+    return s;
 }
 
 }  // namespace
 
-JobSpec read_job(ObjectReader& r) {
+JobSpec read_job(ObjectReader& r, const std::string& base_dir) {
     JobSpec s;
     auto need = [&](const char* key) -> const json& {
         if (!r.has(key))
@@ -225,14 +419,24 @@ JobSpec read_job(ObjectReader& r) {
     s.workers = static_cast<std::uint32_t>(read_uint(need("workers"), r.path("workers"), 1, kMaxWorkers));
     read_model(need("model"), r.path("model"), s);
     s.batch_size = static_cast<std::uint32_t>(read_uint(need("batch_size"), r.path("batch_size"), 1, 100'000'000));
-    s.device = read_device(need("device"), r.path("device"));
+    s.device = read_device(need("device"), r.path("device"), base_dir);
     if (s.device.samples_per_s && s.workload.fwd_flops() <= 0.0 && s.workload.params() == 0)
         throw ScenarioError(r.path("device") + ".samples_per_s",
                             "the model has no FLOPs and no parameters to scale to a throughput");
     if (r.has("architecture"))
         s.architecture = read_architecture(r.at("architecture"), r.path("architecture"), s.workers);
-    const char* arch_names[] = {"allreduce", "ps", "gossip"};
-    read_sync_compression_overlap(r, arch_names[static_cast<int>(s.architecture.kind)]);
+    if (r.has("sync")) s.sync = read_sync(r.at("sync"), r.path("sync"), s);
+    if (r.has("compression")) s.compression = read_compression(r.at("compression"), r.path("compression"), s);
+    if (r.has("overlap")) s.overlap = read_overlap(r.at("overlap"), r.path("overlap"), s);
+    if (r.has("stragglers")) s.stragglers = read_stragglers(r.at("stragglers"), r.path("stragglers"), s.workers);
+    if (r.has("worker_devices")) {
+        const json& d = read_array(r.at("worker_devices"), r.path("worker_devices"), 1);
+        if (d.size() != s.workers)
+            throw ScenarioError(r.path("worker_devices"),
+                                fmt::format("expected {} devices (one per worker), got {}", s.workers, d.size()));
+        for (std::size_t i = 0; i < d.size(); ++i)
+            s.worker_devices.push_back(read_device(d[i], fmt::format("{}[{}]", r.path("worker_devices"), i), base_dir));
+    }
     return s;
 }
 

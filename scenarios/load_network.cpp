@@ -93,7 +93,9 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
     std::vector<std::string> names;
     for (const auto& k : keys) names.push_back(k.back() == '*' ? k.substr(0, k.size() - 1) : k);
     for (const auto& field : t.network.fields) {
-        if (field.name == "topology" || field.name == "model" || field.name == "routing") continue;
+        if (field.name == "topology" || field.name == "model" || field.name == "routing" ||
+            field.name == "host_bandwidth")
+            continue;
         if (std::find(names.begin(), names.end(), field.name) == names.end())
             r.forbid(field.name, fmt::format("not used by topology \"{}\" (it takes: {})", topology, list(names)));
     }
@@ -111,6 +113,13 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
         out.routing = read_choice(r.at("routing"), r.path("routing"), t.choices.routings) == "dmodk"
                           ? topo::Routing::dmodk
                           : topo::Routing::ecmp;
+    if (r.has("host_bandwidth")) {
+        const json& hb = r.at("host_bandwidth");
+        if (!hb.is_object() || hb.empty())
+            throw ScenarioError(r.path("host_bandwidth"), "expected an object mapping host names to bandwidths");
+        for (const auto& [host, bw] : hb.items())
+            out.host_bandwidth.emplace_back(host, read_bandwidth(bw, r.path("host_bandwidth") + "." + host));
+    }
     auto bandwidth = [&] { return read_bandwidth(r.at("bandwidth"), r.path("bandwidth")); };
     auto latency = [&] { return read_time(r.at("latency"), r.path("latency")); };
     auto count = [&](const char* key, std::uint64_t min, std::uint64_t max) {

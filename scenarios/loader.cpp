@@ -106,6 +106,7 @@ void resolve_placement(Scenario& s, const std::vector<const json*>& placements, 
             throw ScenarioError(path, fmt::format("expected a host of the network ({}), got \"{}\"", range, name));
         }
     };
+    for (const auto& hb : s.host_bandwidth) check_host(hb.first, "$.network.host_bandwidth." + hb.first);
     std::set<std::string> used;
     std::size_t cursor = 0;
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
@@ -183,7 +184,7 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
         for (std::size_t i = 0; i < jobs.size(); ++i) {
             const std::string path = fmt::format("$.jobs[{}]", i);
             ObjectReader r(jobs[i], path, t.job);
-            JobSpec job = detail::read_job(r);
+            JobSpec job = detail::read_job(r, base_dir);
             job.name = r.has("name") ? read_string(r.at("name"), r.path("name")) : fmt::format("job{}", i);
             if (!names.insert(job.name).second)
                 throw ScenarioError(r.path("name"), fmt::format("duplicate job name \"{}\"", job.name));
@@ -194,7 +195,7 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
             s.jobs.push_back(std::move(job));
         }
     } else {
-        JobSpec job = detail::read_job(root);
+        JobSpec job = detail::read_job(root, base_dir);
         job.name = "job0";
         placements.push_back(root.has("placement") ? &root.at("placement") : nullptr);
         paths.push_back("$.");
@@ -211,6 +212,7 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     s.topology = std::move(net.topology);
     s.network_model = net.model;
     s.routing = net.routing;
+    s.host_bandwidth = std::move(net.host_bandwidth);
     check_limits(s, "$.jobs");
     resolve_placement(s, placements, paths);
     root.finish();

@@ -30,12 +30,13 @@ void reject_planned_kind(const json& j, const std::string& path, const std::stri
 
 /// Reads the per-job keys (workers, model, batch_size, device, architecture, sync,
 /// compression, overlap; placement is resolved later) from `r`, whose path is the job's.
-[[nodiscard]] JobSpec read_job(ObjectReader& r);
+[[nodiscard]] JobSpec read_job(ObjectReader& r, const std::string& base_dir);
 
 /// What the network block says, sized for `hosts_needed` hosts (workers plus default
 /// dedicated servers) where the topology's size is not given.
 struct NetworkSpec {
     topo::TopologySpec topology;
+    std::vector<std::pair<std::string, sim::Bandwidth>> host_bandwidth;
     NetworkModel model = NetworkModel::flow;
     topo::Routing routing = topo::Routing::ecmp;
 };

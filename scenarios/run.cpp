@@ -6,7 +6,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "models/bsp_trainer.hpp"
+#include "models/trainer.hpp"
 #include "scenarios/json_reader.hpp"
 #include "scenarios/schema_tables.hpp"
 
@@ -17,6 +17,7 @@ constexpr const char* kTooLong =
     "the simulated time exceeds what picosecond time can hold (about 106 days); "
     "simulate fewer iterations, a smaller batch or a faster device";
 constexpr std::size_t kBusiestLinks = 5;
+constexpr std::size_t kPerWorkerList = 256;
 
 models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric) {
     const JobSpec& j = s.jobs[index];
@@ -30,14 +31,64 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     job.architecture = j.architecture;
     job.index = static_cast<std::uint32_t>(index);
     job.seed = s.seed;
+    job.sync = j.sync;
+    job.overlap = j.overlap;
+    job.compression = j.compression;
+    job.stragglers = j.stragglers;
+    job.device = j.device;
     try {
         job.compute = models::compute_profile(j.workload, j.device, j.batch_size, j.bytes_per_param);
     } catch (const std::invalid_argument& e) {
         throw ScenarioError(path, e.what());
     }
+    const std::string wpath = s.has_jobs_list ? fmt::format("$.jobs[{}].worker_devices", index) : "$.worker_devices";
+    for (std::size_t w = 0; w < j.worker_devices.size(); ++w) {
+        try {
+            job.worker_compute.push_back(
+                models::compute_profile(j.workload, j.worker_devices[w], j.batch_size, j.bytes_per_param));
+        } catch (const std::invalid_argument& e) {
+            throw ScenarioError(fmt::format("{}[{}]", wpath, w), e.what());
+        }
+        job.worker_device.push_back(j.worker_devices[w]);
+    }
     for (const auto& h : j.placement) job.endpoint_hosts.push_back(*fabric.find(h));
     for (const auto& h : j.server_placement) job.endpoint_hosts.push_back(*fabric.find(h));
     return job;
+}
+
+// Staleness, per-worker figures and model versions (SPEC §3 plus issue 5's outputs).
+void add_schedule_keys(const models::JobResult& j, nlohmann::json& out) {
+    if (j.has_staleness) {
+        out["staleness"] = {{"mean", j.staleness_mean}, {"max", j.staleness_max}, {"histogram", j.staleness_histogram}};
+        out["max_lead_iterations"] = j.max_lead;
+    }
+    out["collectives_per_iteration"] = j.collectives_per_iteration;
+    out["model_versions"] = j.model_versions;
+    out["sync_rounds"] = j.rounds;
+    if (j.clients_per_round_mean > 0.0) out["clients_per_round_mean"] = j.clients_per_round_mean;
+    if (j.workers.empty()) return;
+    double idle_min = j.workers.front().idle_s, idle_max = idle_min, idle_sum = 0.0;
+    std::uint32_t it_min = j.workers.front().iterations, it_max = it_min;
+    std::uint64_t updates = 0;
+    for (const auto& w : j.workers) {
+        idle_min = std::min(idle_min, w.idle_s);
+        idle_max = std::max(idle_max, w.idle_s);
+        idle_sum += w.idle_s;
+        it_min = std::min(it_min, w.iterations);
+        it_max = std::max(it_max, w.iterations);
+        updates += w.updates_applied;
+    }
+    out["workers"] = {{"iterations_min", it_min}, {"iterations_max", it_max},
+                      {"idle_s_min", idle_min},   {"idle_s_mean", idle_sum / static_cast<double>(j.workers.size())},
+                      {"idle_s_max", idle_max},   {"updates_applied", updates}};
+    // The per-worker list for clusters small enough to read (arrays stay out of sweep CSVs).
+    if (j.workers.size() <= kPerWorkerList) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& w : j.workers)
+            list.push_back(
+                {{"iterations", w.iterations}, {"idle_s", w.idle_s}, {"updates_applied", w.updates_applied}});
+        out["per_worker"] = std::move(list);
+    }
 }
 
 void link_loads(const topo::Fabric& fabric, const models::FlowRun& run, RunResult& r) {
@@ -61,7 +112,7 @@ void link_loads(const topo::Fabric& fabric, const models::FlowRun& run, RunResul
 }
 
 nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::JobResult& j) {
-    return {
+    nlohmann::json out = {
         {"iteration_time_s", j.iteration_time_s},
         {"throughput_samples_per_s", j.throughput_samples_per_s},
         {"scaling_efficiency", j.scaling_efficiency},
@@ -69,6 +120,7 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
         {"communication_time_s", j.communication_time_s},
         {"exposed_communication_time_s", j.exposed_communication_time_s},
         {"bytes_on_wire_per_iteration", j.bytes_on_wire_per_iteration},
+        {"codec_time_s", j.codec_time_s},
         {"compute",
          {{"forward_s", j.forward_time_s}, {"backward_s", j.backward_time_s}, {"update_s", j.update_time_s}}},
         {"scenario",
@@ -81,20 +133,25 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
           {"iterations", s.iterations},
           {"device", spec.device.name},
           {"architecture", describe_architecture(spec)},
-          {"sync", "bsp"},
+          {"sync", describe_sync(spec)},
+          {"compression", describe_compression(spec)},
+          {"overlap", describe_overlap(spec)},
           {"network_model", s.network_model == NetworkModel::flow ? "flow" : "analytic"},
           {"seed", s.seed}}},
     };
+    add_schedule_keys(j, out);
+    return out;
 }
 
 }  // namespace
 
-RunResult run_scenario(const Scenario& s) {
+RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
     const auto t0 = std::chrono::steady_clock::now();
     topo::Fabric fabric;
     try {
         fabric = topo::build_fabric(s.topology);
         fabric.set_routing(s.routing);
+        for (const auto& [host, bw] : s.host_bandwidth) fabric.set_host_bandwidth(*fabric.find(host), bw);
     } catch (const std::invalid_argument& e) {
         throw ScenarioError("$.network", e.what());
     }
@@ -104,12 +161,20 @@ RunResult run_scenario(const Scenario& s) {
     RunResult r;
     try {
         if (s.network_model == NetworkModel::analytic) {
+            // Each job alone on a contention-free network: the closed form when it applies
+            // (and no timeline is wanted), else the event-driven trainers with α-β transfers.
             for (const auto& job : jobs) {
-                r.jobs.push_back(models::simulate_analytic(fabric, job));
+                if (trace == nullptr && models::closed_form_applies(job)) {
+                    r.jobs.push_back(models::simulate_closed_form(fabric, job));
+                } else {
+                    const models::FlowRun run = models::simulate(fabric, {job}, {true, trace});
+                    r.jobs.push_back(run.jobs.front());
+                    r.events += run.events;
+                }
                 r.simulated_time_s = std::max(r.simulated_time_s, r.jobs.back().makespan_s);
             }
         } else {
-            const models::FlowRun run = models::simulate_flow(fabric, jobs);
+            const models::FlowRun run = models::simulate(fabric, jobs, {false, trace});
             r.jobs = run.jobs;
             r.events = run.events;
             r.transfers = run.transfers;
@@ -123,6 +188,39 @@ RunResult run_scenario(const Scenario& s) {
     }
     r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
+}
+
+std::string describe_sync(const JobSpec& j) {
+    const auto& y = j.sync;
+    switch (y.kind) {
+        case models::SyncKind::bsp: return "bsp";
+        case models::SyncKind::ssp: return fmt::format("ssp (staleness {})", y.staleness);
+        case models::SyncKind::asp:
+            return j.architecture.kind == topo::ArchKind::gossip ? "asp (AD-PSGD gossip)" : "asp";
+        case models::SyncKind::local_sgd: return fmt::format("local_sgd (period {})", y.period);
+        case models::SyncKind::fedavg:
+            return fmt::format("fedavg ({} clients/round, {} local steps{})", y.clients_per_round, y.local_steps,
+                               y.availability < 1.0 ? fmt::format(", availability {:.3g}", y.availability) : "");
+    }
+    return "?";
+}
+
+std::string describe_compression(const JobSpec& j) {
+    return models::make_compressor(j.compression)->describe();
+}
+
+std::string describe_overlap(const JobSpec& j) {
+    const auto& o = j.overlap;
+    if (!o.any()) return "none";
+    if (o.priority)
+        return fmt::format("priority (P3/ByteScheduler, {:.4g} MB partitions)", o.partition_size.value() / 1e6);
+    if (o.fusion == models::Fusion::mgwfbp) return "mgwfbp";
+    std::string out = o.wfbp ? "wfbp" : "no wfbp";
+    if (o.fusion == models::Fusion::buffer)
+        out += o.cycle_time > sim::Time::zero() ? fmt::format(" + fusion buffer ({:.4g} MB, {:.4g} ms cycle)",
+                                                              o.bucket_size.value() / 1e6, o.cycle_time.seconds() * 1e3)
+                                                : fmt::format(" + buckets ({:.4g} MB)", o.bucket_size.value() / 1e6);
+    return out;
 }
 
 std::string describe_architecture(const JobSpec& j) {

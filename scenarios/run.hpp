@@ -9,6 +9,7 @@
 
 #include "models/job.hpp"
 #include "scenarios/scenario.hpp"
+#include "sim/trace.hpp"
 
 namespace ddlsim::scenario {
 
@@ -31,7 +32,8 @@ struct RunResult {
 
 /// Builds the fabric and the jobs and simulates them; throws ScenarioError for
 /// inconsistent combinations found only once the pieces meet.
-[[nodiscard]] RunResult run_scenario(const Scenario& s);
+/// With `trace`, also records a Chrome-trace timeline of the run there.
+[[nodiscard]] RunResult run_scenario(const Scenario& s, sim::Trace* trace = nullptr);
 
 /// The result JSON: for one job the SPEC §3 keys at the top level; with a "jobs"
 /// list, one such object per job under "jobs". Plus events, wall time and links.
@@ -39,5 +41,9 @@ struct RunResult {
 
 /// A one-line description of a job's architecture, e.g. "ps (4 dedicated servers)".
 [[nodiscard]] std::string describe_architecture(const JobSpec& j);
+/// "ssp (staleness 2)", "topk (density 0.01, error feedback)", "wfbp + buckets (25 MB)".
+[[nodiscard]] std::string describe_sync(const JobSpec& j);
+[[nodiscard]] std::string describe_compression(const JobSpec& j);
+[[nodiscard]] std::string describe_overlap(const JobSpec& j);
 
 }  // namespace ddlsim::scenario

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/device.hpp"
+#include "models/job.hpp"
 #include "models/workload.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/collectives.hpp"
@@ -29,6 +30,11 @@ struct JobSpec {
     std::vector<std::string> placement;         ///< host of each worker
     std::vector<std::string> server_placement;  ///< host of each server endpoint (ps)
     topo::ArchitectureSpec architecture;
+    models::SyncSpec sync;
+    models::CompressionSpec compression;
+    models::OverlapSpec overlap;
+    models::StragglerSpec stragglers;
+    std::vector<models::DeviceSpec> worker_devices;  ///< per worker, when the cluster is heterogeneous
 };
 
 struct Scenario {
@@ -39,6 +45,7 @@ struct Scenario {
     NetworkModel network_model = NetworkModel::flow;
     topo::Routing routing = topo::Routing::ecmp;
     std::uint64_t seed = 0;
+    std::vector<std::pair<std::string, sim::Bandwidth>> host_bandwidth;  ///< network.host_bandwidth
 };
 
 /// Loads a scenario from parsed JSON; throws ScenarioError on any bad input.

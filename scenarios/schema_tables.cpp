@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/compression.hpp"
 #include "models/device.hpp"
 #include "models/workload.hpp"
 #include "scenarios/scenario.hpp"
@@ -24,6 +25,7 @@ Tables build() {
     Choices& c = t.choices;
     c.models = models::builtin_workload_names();
     for (const auto& d : models::builtin_devices()) c.devices.push_back(d.name);
+    for (auto k : models::compression_kind_names()) c.compression_kinds.emplace_back(k);
 
     // The per-job keys: at the root for one job, inside each element of "jobs" for several.
     const std::vector<Field> job_fields{
@@ -43,6 +45,14 @@ Tables build() {
         {"sync", ref("sync", "synchronisation scheme (default: bsp)")},
         {"compression", ref("compression", "gradient compression (default: none)")},
         {"overlap", ref("overlap", "compute/communication overlap (default: none)")},
+        {"stragglers", ref("stragglers", "per-worker compute slowdowns (default: none)")},
+        {"worker_devices",
+         {{"type", "array"},
+          {"items",
+           {{"oneOf", json::array({enum_schema(c.devices, "built-in profile"), ref("device", "device object")})}}},
+          {"description",
+           "heterogeneous clusters: one device per worker (name or object), overriding `device` for compute; "
+           "`device` stays the reference for scaling efficiency"}}},
     };
     const json job_required = json::array({"workers", "model", "batch_size", "device"});
     t.root = {"scenario",
@@ -106,6 +116,12 @@ Tables build() {
             {"file", str("custom: a JSON file holding {\"nodes\", \"links\"}, relative to the scenario file")},
             {"model",
              enum_schema(c.network_models, "flow: max-min fair sharing (default); analytic: closed-form alpha-beta")},
+            {"host_bandwidth",
+             {{"type", "object"},
+              {"additionalProperties", bandwidth_schema("bandwidth")},
+              {"description",
+               "per-host link speeds: host name -> bandwidth of every link attached to that host (e.g. a "
+               "straggling client on a slow uplink)"}}},
             {"routing", enum_schema(c.routings,
                                     "choice among equal-cost shortest paths: ecmp (per-connection hash "
                                     "of the seed, default) or dmodk (by destination index)")},
@@ -170,6 +186,8 @@ Tables build() {
                       {"exclusiveMinimum", 0},
                       {"description",
                        "measured single-device samples/s of this model at this batch size; fixes the compute scale"}}},
+                    {"profile", str("a calibration profile written by `ddlsim calibrate` (its \"device\" member is "
+                                    "read as this object; keys given here override it); relative to the scenario")},
                 }};
     t.architecture = {
         "architecture",
@@ -209,23 +227,92 @@ Tables build() {
                                   "gossip: ring (default), torus, exponential (peers at distance "
                                   "2^i) or random_matching (a seeded random matching per step)")},
         }};
-    t.sync = {"sync",
-              "synchronisation scheme",
-              {
-                  {"kind", enum_schema(c.sync_kinds, "bsp: a barrier per iteration"), true},
-              }};
-    t.compression = {"compression",
-                     "gradient compression",
-                     {
-                         {"kind", enum_schema(c.compression_kinds, "none"), true},
-                     }};
-    t.overlap = {
-        "overlap",
-        "compute/communication overlap (this version: none)",
+    t.sync = {
+        "sync",
+        "synchronisation scheme",
         {
-            {"wfbp", {{"const", false}, {"description", "wait-free backprop (not implemented yet: false)"}}},
-            {"fusion", enum_schema(c.fusions, "tensor fusion (not implemented yet: none)")},
-            {"priority", {{"const", false}, {"description", "priority scheduling (not implemented yet: false)"}}},
+            {"kind",
+             enum_schema(c.sync_kinds,
+                         "bsp: a barrier per iteration; ssp: bounded staleness; asp: fully "
+                         "asynchronous (ps; with gossip: AD-PSGD); local_sgd: average every `period` "
+                         "steps; fedavg: sampled clients, local steps, server averaging"),
+             true},
+            {"staleness", integer("ssp (required): how many iterations a worker may run ahead of the slowest", 0)},
+            {"period", integer("local_sgd (required): local steps H between model averagings", 1)},
+            {"clients_per_round", integer("fedavg: clients sampled per round (default: all workers)", 1)},
+            {"local_steps", integer("fedavg: local steps E each client runs per round (default 1)", 1)},
+            {"availability",
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"maximum", 1},
+              {"description", "fedavg: probability that a client is available in a round (default 1)"}}},
+        }};
+    t.compression = {
+        "compression",
+        "gradient compression (models/compression/README.md lists the formulas)",
+        {
+            {"kind", enum_schema(c.compression_kinds, "none, or the compressor"), true},
+            {"bits", integer("qsgd: bits per element including the sign, 2..16 (default 8)", 2)},
+            {"density",
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"maximum", 1},
+              {"description", "topk, randomk, dgc, gtopk: fraction of elements sent (default 0.01)"}}},
+            {"rank", integer("powersgd: rank r (default 4)", 1)},
+            {"error_feedback",
+             {{"type", "boolean"},
+              {"description",
+               "keep the compression error and add it to the next gradient (default: on for ef_signsgd, onebit, "
+               "dgc, powersgd; off otherwise)"}}},
+            {"index_bits", integer("sparse kinds: bits per index (default 32)", 1)},
+            {"value_bits", integer("sparse kinds: bits per value (default 32)", 1)},
+            {"cost_scale",
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"description", "multiplies the encode/decode work (calibration; default 1)"}}},
+        }};
+    t.overlap = {"overlap",
+                 "compute/communication overlap",
+                 {
+                     {"wfbp",
+                      {{"type", "boolean"},
+                       {"description",
+                        "wait-free backprop: a layer's gradient leaves as soon as "
+                        "backward produced it (default false)"}}},
+                     {"fusion", enum_schema(c.fusions,
+                                            "none (default), buffer (DDP buckets / Horovod fusion buffer) or mgwfbp "
+                                            "(MG-WFBP merging; implies wfbp)")},
+                     {"bucket_size", bytes_schema("buffer: bucket / fusion threshold (default 25MB)")},
+                     {"cycle_time", time_schema("buffer: Horovod cycle time; tensors ready within one cycle are fused "
+                                                "(default 0: static DDP buckets)")},
+                     {"priority",
+                      {{"type", "boolean"},
+                       {"description",
+                        "P3 / ByteScheduler: partitions sent front layers "
+                        "first, next forward starts per layer (implies wfbp; "
+                        "default false)"}}},
+                     {"partition_size", bytes_schema("priority: partition size (default 4MB)")},
+                 }};
+    t.stragglers = {
+        "stragglers",
+        "per-worker compute slowdowns; fixed factors and a seeded per-iteration distribution compose",
+        {
+            {"fixed",
+             {{"type", "object"},
+              {"additionalProperties", {{"type", "number"}, {"exclusiveMinimum", 0}}},
+              {"description", "worker index (as a string) -> compute slowdown factor, e.g. {\"0\": 2.0}"}}},
+            {"distribution", enum_schema(c.straggler_distributions,
+                                         "lognormal (factor exp(sigma Z)), exponential (added delay of mean "
+                                         "`mean_delay`) or periodic (one iteration in `every` slower by `slowdown`)")},
+            {"sigma", {{"type", "number"}, {"minimum", 0}, {"description", "lognormal: sigma (default 0.5)"}}},
+            {"mean_delay", time_schema("exponential: mean added delay per iteration")},
+            {"every", integer("periodic: one iteration in this many is slow (default 10)", 1)},
+            {"slowdown",
+             {{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "periodic: the slow factor (default 2)"}}},
+            {"workers",
+             {{"type", "array"},
+              {"items", {{"type", "integer"}, {"minimum", 0}}},
+              {"description", "the workers the distribution applies to (default: all)"}}},
         }};
     return t;
 }
@@ -243,7 +330,7 @@ json scenario_schema() {
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema";
     out["title"] = "ddlsim scenario";
     for (const ObjectSchema* s : {&t.job, &t.network, &t.topology_file, &t.node, &t.link, &t.model, &t.layer, &t.device,
-                                  &t.architecture, &t.sync, &t.compression, &t.overlap})
+                                  &t.architecture, &t.sync, &t.compression, &t.overlap, &t.stragglers})
         out["$defs"][s->id] = s->to_json();
     return out;
 }

@@ -24,12 +24,16 @@ struct Choices {
     std::vector<std::string> gossip_graphs{"ring", "torus", "exponential", "random_matching"};
     std::vector<std::string> ps_shardings{"bytes", "round_robin", "balanced"};
     std::vector<std::string> ps_styles{"standard", "byteps"};
-    std::vector<std::string> sync_kinds{"bsp"};
+    // Order matches models::SyncKind.
+    std::vector<std::string> sync_kinds{"bsp", "ssp", "asp", "local_sgd", "fedavg"};
     /// Which sync schemes each architecture kind supports (checked once, at load).
-    std::map<std::string, std::vector<std::string>> sync_allowed{
-        {"allreduce", {"bsp"}}, {"ps", {"bsp"}}, {"gossip", {"bsp"}}};
-    std::vector<std::string> compression_kinds{"none"};
-    std::vector<std::string> fusions{"none"};
+    std::map<std::string, std::vector<std::string>> sync_allowed{{"allreduce", {"bsp", "local_sgd"}},
+                                                                 {"ps", {"bsp", "ssp", "asp", "local_sgd", "fedavg"}},
+                                                                 {"gossip", {"bsp", "asp"}}};
+    std::vector<std::string> compression_kinds;  ///< models::compression_kind_names()
+    // Order matches models::Fusion.
+    std::vector<std::string> fusions{"none", "buffer", "mgwfbp"};
+    std::vector<std::string> straggler_distributions{"lognormal", "exponential", "periodic"};
     std::vector<std::string> models;   ///< built-in workloads
     std::vector<std::string> devices;  ///< built-in device profiles
 };
@@ -38,21 +42,15 @@ struct Choices {
 /// loader says so instead of calling them unknown.
 struct Planned {
     std::map<std::string, std::vector<std::string>> values{
-        {"algorithm", {}},
-        {"graph", {}},
-        {"sync", {"ssp", "asp", "local_sgd", "fedavg"}},
-        {"compression",
-         {"fp16", "qsgd", "terngrad", "signsgd", "ef_signsgd", "onebit", "topk", "randomk", "dgc", "gtopk",
-          "powersgd"}},
-        {"fusion", {"buffer", "mgwfbp"}},
+        {"algorithm", {}}, {"graph", {}}, {"sync", {}}, {"compression", {}}, {"fusion", {}},
     };
     /// Keys by object id ("scenario", "architecture", ...).
     std::map<std::string, std::vector<std::string>> keys{
-        {"scenario", {"stragglers", "convergence"}},
-        {"job", {"stragglers", "convergence"}},
+        {"scenario", {"convergence"}},
+        {"job", {"convergence"}},
         {"architecture", {}},
-        {"overlap", {"bucket_size", "partition_size"}},
-        {"device", {"profile"}},
+        {"overlap", {}},
+        {"device", {}},
         {"network", {}},
     };
 };
@@ -61,7 +59,7 @@ struct Tables {
     Choices choices;
     Planned planned;
     ObjectSchema root, job, network, topology_file, node, link, model, layer, device, architecture, sync, compression,
-        overlap;
+        overlap, stragglers;
 };
 
 /// The tables, built once.

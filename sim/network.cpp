@@ -40,6 +40,7 @@ void Network::start(const Route& route, Bytes bytes, Callback on_done) {
     x.remaining = bytes.value();
     x.bytes = bytes.value();
     x.rate = 0.0;
+    x.started = engine_.now();
     x.on_done = std::move(on_done);
     x.live = true;
     for (LinkIndex l : route) {
@@ -92,6 +93,7 @@ void Network::finish(std::uint32_t t) {
             }
     }
     --active_count_;
+    if (observer_) observer_(x.route, x.bytes, x.started, engine_.now());
     Callback done = std::move(x.on_done);
     x.on_done = nullptr;
     x.live = false;

@@ -60,6 +60,10 @@ public:
     /// Sum of route latencies of `route`.
     [[nodiscard]] Time latency(const Route& route) const;
 
+    /// Called for every finished transfer over at least one link (timelines); off by default.
+    using Observer = std::function<void(const Route& route, double bytes, Time started, Time finished)>;
+    void set_observer(Observer o) { observer_ = std::move(o); }
+
 private:
     struct Link {
         LinkSpec spec;
@@ -73,6 +77,7 @@ private:
         double bytes = 0.0;      ///< size at start
         double rate = 0.0;       ///< bytes per second
         Time updated;
+        Time started;
         EventId completion;
         Callback on_done;
         std::uint32_t mark = 0;
@@ -93,6 +98,7 @@ private:
     std::size_t active_count_ = 0;
     std::uint64_t started_ = 0;
     std::uint32_t epoch_ = 0;
+    Observer observer_;
     Route dirty_;  ///< links touched since the last re-solve
     bool resolve_pending_ = false;
     // Scratch space for re-solves.

@@ -221,7 +221,7 @@ TEST_CASE("cli: a failing run leaves an existing --out file untouched") {
     const std::string out = dir.write("result.json", previous);
     expect_bad_input(ddlsim({"run", typo, "--out", out}), "error: " + typo + ": $.network.bandwith: ");
     expect_bad_input(ddlsim({"run", good, "--set", "sync.kind=ssp", "--out", out}),
-                     "error: " + good + ": $.sync.kind: ", {"not implemented"});
+                     "error: " + good + ": $.sync.kind: ", {"does not apply"});
     CHECK(read_file(out) == previous);
     CHECK(dir.entries() == std::vector<std::string>{"good.json", "result.json", "typo.json"});
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
@@ -24,13 +25,22 @@ using ddlsim::tools::CliError;
 
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
                 const std::string& trace) {
-    if (!trace.empty()) throw CliError("--trace: timelines are not implemented in this version");
-    if (!out.empty()) ddlsim::tools::check_output_path(out);  // before simulating, so a typo costs nothing
+    // Output paths are checked before simulating, so a typo costs nothing.
+    if (!out.empty()) ddlsim::tools::check_output_path(out);
+    if (!trace.empty()) ddlsim::tools::check_output_path(trace);
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
-    const auto result = ddlsim::scenario::run_scenario(scenario);
+    std::unique_ptr<ddlsim::sim::Trace> timeline;
+    if (!trace.empty()) timeline = std::make_unique<ddlsim::sim::Trace>();
+    const auto result = ddlsim::scenario::run_scenario(scenario, timeline.get());
     std::cout << ddlsim::tools::run_summary(file, scenario, result) << std::flush;
     if (!out.empty())
         ddlsim::tools::write_file_atomically(out, ddlsim::scenario::result_json(scenario, result).dump(2) + "\n");
+    if (timeline) {
+        ddlsim::tools::write_file_atomically(trace, timeline->json());
+        std::cout << fmt::format("timeline: {} ({} events{}; open in https://ui.perfetto.dev or chrome://tracing)\n",
+                                 trace, timeline->size(),
+                                 timeline->dropped() > 0 ? fmt::format(", {} more dropped", timeline->dropped()) : "");
+    }
     return 0;
 }
 
@@ -48,7 +58,8 @@ int main(int argc, char** argv) {
     run->add_option("scenario", file, "scenario JSON file")->required();
     run->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)")->expected(1)->take_all();
     run->add_option("--out", out, "write the result JSON here");
-    run->add_option("--trace", trace, "write a Chrome-trace timeline here (not implemented yet)");
+    run->add_option("--trace", trace,
+                    "write a Chrome-trace / Perfetto timeline here (one track per worker and per link)");
 
     auto* check = app.add_subcommand("check", "validate a scenario without running it");
     check->add_option("scenario", file, "scenario JSON file")->required();

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "models/device.hpp"
 #include "models/workload.hpp"
+#include "scenarios/run.hpp"
 
 namespace ddlsim::tools {
 namespace {
@@ -63,7 +66,12 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
                        si(static_cast<double>(spec.workload.params()) * spec.bytes_per_param, "B"));
     out += fmt::format("  workers       {}, batch {} per worker, device {}\n", spec.workers, spec.batch_size,
                        spec.device.name);
-    out += fmt::format("  scheme        {}, bsp, no compression, no overlap\n", scenario::describe_architecture(spec));
+    out += fmt::format("  scheme        {}, sync {}\n", scenario::describe_architecture(spec),
+                       scenario::describe_sync(spec));
+    out += fmt::format("  compression   {}; overlap {}\n", scenario::describe_compression(spec),
+                       scenario::describe_overlap(spec));
+    if (!spec.worker_devices.empty()) out += fmt::format("  devices       heterogeneous (worker_devices)\n");
+    if (spec.stragglers.any()) out += "  stragglers    yes (see the scenario's stragglers block)\n";
     out += "\n";
     out += fmt::format("  per iteration (mean over {} iterations)\n", s.iterations);
     out += fmt::format("  {:<32}{:>16}\n", "iteration time", ms(j.iteration_time_s));
@@ -74,9 +82,30 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     out += fmt::format("  {:<32}{:>16}\n", "  communication", ms(j.communication_time_s));
     out += fmt::format("  {:<32}{:>16}   ({:.1f}% of the iteration)\n", "  exposed communication",
                        ms(j.exposed_communication_time_s), 100.0 * exposed_share);
+    if (j.codec_time_s > 0.0) out += fmt::format("  {:<32}{:>16}\n", "  encode + decode", ms(j.codec_time_s));
     out += fmt::format("  {:<32}{:>16}\n", "bytes on the wire", si(j.bytes_on_wire_per_iteration, "B"));
     out += fmt::format("  {:<32}{:>16}\n", "throughput", fmt::format("{:.1f} samples/s", j.throughput_samples_per_s));
     out += fmt::format("  {:<32}{:>16}\n", "scaling efficiency", fmt::format("{:.1f} %", 100.0 * j.scaling_efficiency));
+    if (j.has_staleness)
+        out += fmt::format("  {:<32}{:>16}\n", "staleness (mean / max)",
+                           fmt::format("{:.2f} / {}", j.staleness_mean, j.staleness_max));
+    if (!j.workers.empty() &&
+        (spec.sync.kind != models::SyncKind::bsp || spec.stragglers.any() || !spec.worker_devices.empty())) {
+        double idle_max = 0.0, idle_sum = 0.0;
+        std::uint32_t it_min = j.workers.front().iterations, it_max = it_min;
+        for (const auto& w : j.workers) {
+            idle_max = std::max(idle_max, w.idle_s);
+            idle_sum += w.idle_s;
+            it_min = std::min(it_min, w.iterations);
+            it_max = std::max(it_max, w.iterations);
+        }
+        out += fmt::format("  {:<32}{:>16}\n", "worker steps (min / max)", fmt::format("{} / {}", it_min, it_max));
+        out +=
+            fmt::format("  {:<32}{:>16}\n", "worker idle (mean / max)",
+                        fmt::format("{:.3g} / {:.3g} s", idle_sum / static_cast<double>(j.workers.size()), idle_max));
+        out += fmt::format("  {:<32}{:>16}\n", "model versions / sync rounds",
+                           fmt::format("{} / {}", j.model_versions, j.rounds));
+    }
     return out;
 }
 

@@ -39,6 +39,15 @@ void Fabric::add_link(const std::string& a, const std::string& b, sim::Bandwidth
     link_info_.push_back(LinkInfo{bw, latency, id});
 }
 
+void Fabric::set_host_bandwidth(Vertex host, sim::Bandwidth bw) {
+    if (!(bw.bytes_per_s() > 0.0)) throw std::invalid_argument("link bandwidth must be positive");
+    for (auto [e, end] = boost::out_edges(host, g_); e != end; ++e) {
+        g_[*e].bandwidth = bw;
+        link_info_[g_[*e].id].bandwidth = bw;
+    }
+    pair_routes_.clear();
+}
+
 std::optional<Vertex> Fabric::find(const std::string& name) const {
     const auto it = by_name_.find(name);
     if (it == by_name_.end()) return std::nullopt;

@@ -54,6 +54,8 @@ public:
     void add_link(const std::string& a, const std::string& b, sim::Bandwidth bw, sim::Time latency);
 
     void set_routing(Routing r) { routing_ = r; }
+    /// Sets the bandwidth of every link attached to `host` (per-host link speeds); before install().
+    void set_host_bandwidth(Vertex host, sim::Bandwidth bw);
     [[nodiscard]] Routing routing() const { return routing_; }
 
     /// Throws std::invalid_argument unless every host reaches every other host.

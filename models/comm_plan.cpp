@@ -1,0 +1,327 @@
+#include "models/comm_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "topologies/sparse_collectives.hpp"
+
+namespace ddlsim::models {
+
+sim::Time scaled(sim::Time t, double f) {
+    if (f == 1.0) return t;
+    const double ps = static_cast<double>(t.ps()) * f;
+    if (!(ps < 9.0e18)) throw std::overflow_error("time overflow");
+    return sim::Time::ps(std::llround(ps));
+}
+
+namespace {
+
+enum PhaseKind : int { summable = 0, allgather = 1, gtopk = 2, lowrank_p = 3, lowrank_q = 4 };
+
+std::uint64_t hash_doubles(double first, const std::vector<double>& rest) {
+    auto mix = [](std::uint64_t h, double d) {
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, &d, sizeof bits);
+        return (h ^ bits) * 0x100000001b3ULL;
+    };
+    std::uint64_t h = mix(0xcbf29ce484222325ULL, first);
+    for (double d : rest) h = mix(h, d);
+    return h;
+}
+
+// Sparse parameter server: every worker pushes `push` bytes (its sparse payload, cut evenly
+// over the k servers), a server sums once all pushes arrived, every worker pulls `pull` bytes.
+sim::Plan sparse_parameter_server(std::uint32_t n, std::uint32_t k, double push, double pull,
+                                  std::optional<sim::Bandwidth> rate) {
+    sim::Plan plan;
+    plan.endpoints = n + k;
+    std::vector<std::vector<std::uint32_t>> pushes(k);
+    for (std::uint32_t w = 0; w < n; ++w)
+        for (std::uint32_t j = 0; j < k; ++j) pushes[j].push_back(plan.add(w, n + j, sim::Bytes{push / k}));
+    for (std::uint32_t j = 0; j < k; ++j) {
+        const sim::Time sum = rate ? sim::Time::seconds(n * push / k / rate->bytes_per_s()) : sim::Time::zero();
+        const std::uint32_t aggregated = plan.add_work(n + j, sum, pushes[j]);
+        for (std::uint32_t w = 0; w < n; ++w) plan.add(n + j, w, sim::Bytes{pull / k}, {aggregated});
+    }
+    plan.seal();
+    return plan;
+}
+
+}  // namespace
+
+CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync)
+    : job_(job), fabric_(fabric), ctx_(collective_context(job, fabric)), compressor_(make_compressor(job.compression)) {
+    // Tensors in backward order, each one piece (priority cuts them below).
+    std::vector<Piece> pieces;
+    const auto& layers = job.workload.layers;
+    for (std::size_t l = layers.size(); l-- > 0;)
+        for (std::size_t t = layers[l].tensors.size(); t-- > 0;)
+            if (layers[l].tensors[t].params > 0)
+                pieces.push_back({static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(t),
+                                  static_cast<double>(layers[l].tensors[t].params)});
+    std::vector<std::vector<Piece>> groups;
+    if (model_sync || !job.overlap.any()) {
+        if (!pieces.empty()) groups.push_back(pieces);
+    } else {
+        groups = group(pieces);
+    }
+    per_layer_.assign(layers.size(), 0);
+    for (auto& g : groups) {
+        Message m;
+        m.pieces = std::move(g);
+        m.front_layer = m.pieces.front().layer;
+        m.back_layer = m.pieces.front().layer;
+        for (const Piece& p : m.pieces) {
+            m.front_layer = std::min(m.front_layer, p.layer);
+            m.back_layer = std::max(m.back_layer, p.layer);
+            m.dense_bytes += p.elements * job.bytes_per_param;
+        }
+        build_phases(m);
+        for (const Phase& ph : m.phases) wire_bytes_ += ph.wire_bytes;
+        messages_.push_back(std::move(m));
+    }
+    // Per layer: the messages holding a piece of it (priority scheduling waits for all of them).
+    for (const Message& m : messages_) {
+        std::vector<std::uint32_t> seen;
+        for (const Piece& p : m.pieces)
+            if (std::find(seen.begin(), seen.end(), p.layer) == seen.end()) {
+                seen.push_back(p.layer);
+                ++per_layer_[p.layer];
+            }
+    }
+}
+
+std::vector<std::vector<Piece>> CommPlan::group(const std::vector<Piece>& pieces) const {
+    const OverlapSpec& o = job_.overlap;
+    const double bpp = job_.bytes_per_param;
+    std::vector<std::vector<Piece>> groups;
+    if (o.priority) {
+        // Partitions of at most partition_size bytes; front layers first is the scheduler's job.
+        const double max_elements = std::max(1.0, std::floor(o.partition_size.value() / bpp));
+        for (const Piece& p : pieces) {
+            const auto parts = static_cast<std::uint64_t>(std::ceil(p.elements / max_elements));
+            for (std::uint64_t i = 0; i < parts; ++i) {
+                Piece part = p;
+                part.elements = std::min(max_elements, p.elements - static_cast<double>(i) * max_elements);
+                groups.push_back({part});
+            }
+        }
+        return groups;
+    }
+    // Nominal backward completion time of each layer (worker 0, no stragglers), from backward start.
+    const ComputeProfile& c = job_.compute_of(0);
+    std::vector<double> done(c.layers.size(), 0.0);
+    double t = 0.0;
+    for (std::size_t l = c.layers.size(); l-- > 0;) {
+        t += c.layers[l].bwd.seconds();
+        done[l] = t;
+    }
+    if (o.fusion == Fusion::none) {  // wfbp: one message per layer
+        for (const Piece& p : pieces) {
+            if (groups.empty() || groups.back().back().layer != p.layer) groups.emplace_back();
+            groups.back().push_back(p);
+        }
+        return groups;
+    }
+    if (o.fusion == Fusion::buffer) {
+        const double cap = o.bucket_size.value();
+        double bytes = 0.0;
+        std::int64_t tick = -1;
+        const double cycle = o.cycle_time.seconds();
+        for (const Piece& p : pieces) {
+            const std::int64_t my_tick =
+                cycle > 0.0 ? static_cast<std::int64_t>(std::ceil(done[p.layer] / cycle - 1e-9)) : 0;
+            const bool close = groups.empty() || bytes >= cap || (cycle > 0.0 && my_tick != tick) ||
+                               (cycle > 0.0 && bytes + p.elements * bpp > cap);
+            if (close) {
+                groups.emplace_back();
+                bytes = 0.0;
+                tick = my_tick;
+            }
+            groups.back().push_back(p);
+            bytes += p.elements * bpp;
+        }
+        return groups;
+    }
+    // MG-WFBP: the summable collective's time fitted as a + b * bytes on this fabric.
+    const double s1 = 1e6, s2 = 65e6;
+    topo::CollectiveContext c1 = ctx_, c2 = ctx_;
+    c1.bytes = sim::Bytes{s1};
+    c1.tensor_bytes = {s1};
+    c2.bytes = sim::Bytes{s2};
+    c2.tensor_bytes = {s2};
+    auto cost = [this](std::uint32_t a, std::uint32_t b) {
+        const topo::Vertex ha = job_.endpoint_hosts[a];
+        const topo::Vertex hb = job_.endpoint_hosts[b];
+        if (ha == hb) return sim::PathCost{sim::Time::zero(), sim::Bandwidth{}, true};
+        return sim::PathCost{fabric_.path_latency(ha, hb), fabric_.path_bandwidth(ha, hb), false};
+    };
+    const double t1 = topo::make_collective(job_.architecture, c1)->alpha_beta(cost).seconds();
+    const double t2 = topo::make_collective(job_.architecture, c2)->alpha_beta(cost).seconds();
+    const double b = std::max(0.0, (t2 - t1) / (s2 - s1));
+    const double a = std::max(0.0, t1 - b * s1);
+    // Per layer (backward order): ready time and bytes.
+    struct Item {
+        double ready, bytes;
+        std::vector<Piece> pieces;
+    };
+    std::vector<Item> items;
+    for (const Piece& p : pieces) {
+        if (items.empty() || items.back().pieces.back().layer != p.layer) items.push_back({done[p.layer], 0.0, {}});
+        items.back().bytes += p.elements * bpp;
+        items.back().pieces.push_back(p);
+    }
+    double prev_end = 0.0;  // when the previous group's collective ends
+    Item cur;
+    bool have = false;
+    for (Item& it : items) {
+        if (!have) {
+            cur = std::move(it);
+            have = true;
+            continue;
+        }
+        const double apart_first = std::max(cur.ready, prev_end) + a + b * cur.bytes;
+        const double apart = std::max(it.ready, apart_first) + a + b * it.bytes;
+        const double together = std::max(it.ready, prev_end) + a + b * (cur.bytes + it.bytes);
+        if (together <= apart) {
+            cur.ready = it.ready;
+            cur.bytes += it.bytes;
+            cur.pieces.insert(cur.pieces.end(), it.pieces.begin(), it.pieces.end());
+        } else {
+            prev_end = apart_first;
+            groups.push_back(std::move(cur.pieces));
+            cur = std::move(it);
+        }
+    }
+    if (have) groups.push_back(std::move(cur.pieces));
+    return groups;
+}
+
+const topo::Collective* CommPlan::collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes) {
+    const auto key = std::make_pair(kind, hash_doubles(bytes, tensor_bytes));
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second.get();
+    const std::uint32_t n = job_.workers;
+    std::unique_ptr<topo::Collective> c;
+    const auto& arch = job_.architecture;
+    if (kind == summable || kind == lowrank_p || kind == lowrank_q || arch.kind == topo::ArchKind::gossip) {
+        topo::CollectiveContext ctx = ctx_;
+        ctx.bytes = sim::Bytes{bytes};
+        ctx.tensor_bytes = tensor_bytes;
+        c = topo::make_collective(arch, ctx);
+    } else if (arch.kind == topo::ArchKind::ps) {
+        if (kind == gtopk) throw std::invalid_argument("gtopk needs architecture \"allreduce\"");
+        if (arch.style == topo::PsStyle::byteps)
+            throw std::invalid_argument("sparse payloads need a standard parameter server, not BytePS");
+        const auto k = static_cast<std::uint32_t>(arch.servers);
+        // The aggregate of n sparse payloads has at most n times the entries, never more than dense.
+        const double pull = std::min(n * bytes, ctx_.bytes.value());
+        c = std::make_unique<topo::PlanCollective>(sparse_parameter_server(n, k, bytes, pull, arch.aggregation_rate));
+    } else if (kind == gtopk) {
+        c = std::make_unique<topo::PlanCollective>(topo::gtopk_plan(n, sim::Bytes{bytes}, topo::GtopkForm::tree));
+    } else {
+        c = std::make_unique<topo::PlanCollective>(arch.algorithm == topo::AllreduceAlgorithm::ring
+                                                       ? topo::sparse_allgather_ring_plan(n, sim::Bytes{bytes})
+                                                       : topo::sparse_allgather_doubling_plan(n, sim::Bytes{bytes}));
+    }
+    return cache_.emplace(key, std::move(c)).first->second.get();
+}
+
+void CommPlan::build_phases(Message& m) {
+    const auto& layers = job_.workload.layers;
+    double sum = 0.0, gather = 0.0, gtop = 0.0, p = 0.0, q = 0.0;
+    std::vector<double> sum_tensors, p_tensors, q_tensors;
+    CodecWork between, decode_once, decode_each;
+    for (const Piece& pc : m.pieces) {
+        const Tensor& t = layers[pc.layer].tensors[pc.tensor];
+        TensorShape shape = tensor_shape(t);
+        const double frac = pc.elements / static_cast<double>(shape.elements);
+        if (frac < 1.0) {  // a partition: the same columns, fewer rows
+            shape.rows = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(shape.rows * frac)));
+            shape.elements = shape.rows * shape.cols;
+        }
+        const CompressedTensor ct = compressor_->compress(shape, job_.bytes_per_param);
+        m.encode += ct.encode;
+        between += ct.between;
+        switch (ct.aggregation) {
+            case Aggregation::summable:
+                sum += ct.payload_bytes;
+                sum_tensors.push_back(ct.payload_bytes);
+                decode_once += ct.decode_per_payload;
+                break;
+            case Aggregation::allgather:
+                gather += ct.payload_bytes;
+                decode_each += ct.decode_per_payload;
+                break;
+            case Aggregation::gtopk:
+                gtop += ct.payload_bytes;
+                decode_once += ct.decode_per_payload;
+                break;
+            case Aggregation::lowrank:
+                p += ct.p_bytes;
+                q += ct.q_bytes;
+                if (ct.p_bytes > 0.0) p_tensors.push_back(ct.p_bytes);
+                if (ct.q_bytes > 0.0) q_tensors.push_back(ct.q_bytes);
+                if (ct.dense_bytes > 0.0) {
+                    sum += ct.dense_bytes;
+                    sum_tensors.push_back(ct.dense_bytes);
+                }
+                decode_once += ct.decode_per_payload;
+                break;
+        }
+    }
+    m.payload_bytes = sum + gather + gtop + p + q;
+    const std::uint32_t n = job_.workers;
+    // With a PS the sparse aggregate is decoded once; with all-gather every payload is.
+    const double gathered = job_.architecture.kind == topo::ArchKind::allreduce ? n : 1.0;
+    m.decode = decode_once;
+    m.decode.memory_bytes += decode_each.memory_bytes * gathered;
+    m.decode.flops += decode_each.flops * gathered;
+    auto remote = [this](std::uint32_t a, std::uint32_t b) { return job_.endpoint_hosts[a] != job_.endpoint_hosts[b]; };
+    auto add = [&](int kind, double bytes, const std::vector<double>& tensors, CodecWork before) {
+        if (bytes <= 0.0) return;
+        Phase ph;
+        ph.collective = collective_for(kind, bytes, tensors.empty() ? std::vector<double>{bytes} : tensors);
+        ph.work_before = before;
+        ph.wire_bytes = ph.collective->wire_bytes(remote);
+        m.phases.push_back(ph);
+    };
+    add(lowrank_p, p, p_tensors, {});
+    add(lowrank_q, q, q_tensors, between);
+    add(summable, sum, sum_tensors, {});
+    add(allgather, gather, {}, {});
+    add(gtopk, gtop, {}, {});
+}
+
+sim::Time CommPlan::work_time(const CodecWork& work, std::uint32_t w) const {
+    if (work.memory_bytes <= 0.0 && work.flops <= 0.0) return sim::Time::zero();
+    return models::codec_time(work, job_.device_of(w), job_.compression.cost_scale);
+}
+
+sim::Time CommPlan::codec_time(std::uint32_t w) const {
+    sim::Time t;
+    for (const Message& m : messages_) {
+        t += work_time(m.encode, w) + work_time(m.decode, w);
+        for (const Phase& ph : m.phases) t += work_time(ph.work_before, w);
+    }
+    return t;
+}
+
+sim::Time CommPlan::alpha_beta(const Phase& p) const {
+    return p.collective->alpha_beta([this](std::uint32_t a, std::uint32_t b) {
+        const topo::Vertex ha = job_.endpoint_hosts[a];
+        const topo::Vertex hb = job_.endpoint_hosts[b];
+        if (ha == hb) return sim::PathCost{sim::Time::zero(), sim::Bandwidth{}, true};
+        return sim::PathCost{fabric_.path_latency(ha, hb), fabric_.path_bandwidth(ha, hb), false};
+    });
+}
+
+sim::Time CommPlan::alpha_beta(const Message& m) const {
+    sim::Time t = work_time(m.encode, 0) + work_time(m.decode, 0);
+    for (const Phase& ph : m.phases) t += work_time(ph.work_before, 0) + alpha_beta(ph);
+    return t;
+}
+
+}  // namespace ddlsim::models

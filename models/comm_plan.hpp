@@ -1,0 +1,107 @@
+// What one worker sends per iteration and when: the gradient, cut into messages by the
+// overlap scheme, each compressed and turned into a sequence of collective phases.
+//
+// Messages (buckets), in the order backward produces them:
+//   no overlap      one message holding every tensor, ready when backward ends
+//   wfbp            one message per layer, ready when that layer's backward ends
+//                   (wait-free backprop, Zhang et al., USENIX ATC 2017 "Poseidon")
+//   fusion buffer   static buckets in backward order, a bucket closed once it holds at least
+//                   bucket_size bytes (PyTorch DDP, Li et al., VLDB 2020); with a cycle time,
+//                   Horovod's fusion: tensors that become ready within one cycle (on the
+//                   nominal schedule) are fused, up to bucket_size per buffer (Sergeev & Del
+//                   Balso, arXiv 1802.05799)
+//   mgwfbp          MG-WFBP (Shi, Chu, Li, INFOCOM 2019): walking backward order, the next
+//                   layer is merged into the current group when sending the two together ends
+//                   no later than sending them apart, with the collective's time fitted as
+//                   a + b·bytes (so a merge pays when the saved start-up a exceeds the wait)
+//   priority        every tensor cut into partitions of at most partition_size; the partitions
+//                   of front layers go first (P3, Jayarajan et al., SysML 2019; ByteScheduler,
+//                   Peng et al., SOSP 2019)
+// A message is ready when the backward of the front-most layer it holds has finished.
+//
+// Phases of a message after compression (models/compression.hpp), in order: the PowerSGD
+// P all-reduce, local work, the Q all-reduce; the summable part on the configured
+// architecture; the all-gather part (sparse all-gather: ring for the ring algorithm, else
+// recursive doubling / Bruck; with a PS: push the sparse payload, pull the aggregate, at most
+// n payloads or the dense size); the gTop-k part (Shi et al., ICDCS 2019 tree).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "models/job.hpp"
+#include "topologies/collectives.hpp"
+#include "topologies/fabric.hpp"
+
+namespace ddlsim::models {
+
+/// A piece of one gradient tensor.
+struct Piece {
+    std::uint32_t layer = 0;   ///< forward index
+    std::uint32_t tensor = 0;  ///< index within the layer
+    double elements = 0.0;
+};
+
+struct Phase {
+    const topo::Collective* collective = nullptr;
+    CodecWork work_before;  ///< local work before this phase starts (lowrank: between P and Q)
+    double wire_bytes = 0.0;
+};
+
+struct Message {
+    std::vector<Piece> pieces;
+    std::uint32_t front_layer = 0;  ///< smallest forward index among its pieces: ready when its backward ends
+    std::uint32_t back_layer = 0;   ///< largest forward index
+    double dense_bytes = 0.0;
+    double payload_bytes = 0.0;  ///< compressed, one worker's
+    CodecWork encode;
+    CodecWork decode;  ///< all received payloads
+    std::vector<Phase> phases;
+};
+
+/// The messages of one job and the collectives they run on (owned here).
+class CommPlan {
+public:
+    /// `model_sync`: the payload is the model (Local SGD, FedAvg, gossip), sent as one message.
+    CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync);
+
+    [[nodiscard]] const std::vector<Message>& messages() const { return messages_; }
+    /// Wire bytes of one iteration's messages (transfers between hosts, counted once).
+    [[nodiscard]] double wire_bytes() const { return wire_bytes_; }
+    /// Collective rounds per iteration (every phase of every message).
+    [[nodiscard]] double collectives() const {
+        double c = 0.0;
+        for (const Message& m : messages_) c += static_cast<double>(m.phases.size());
+        return c;
+    }
+    /// Codec seconds per iteration on worker w's device.
+    [[nodiscard]] sim::Time codec_time(std::uint32_t w) const;
+    [[nodiscard]] sim::Time work_time(const CodecWork& work, std::uint32_t w) const;
+    /// Closed-form time of one message's phases without contention (plus its codec work on worker 0).
+    [[nodiscard]] sim::Time alpha_beta(const Message& m) const;
+    [[nodiscard]] sim::Time alpha_beta(const Phase& p) const;
+    /// Messages in which each layer's tensors end (per layer: count), for priority scheduling.
+    [[nodiscard]] const std::vector<std::uint32_t>& messages_per_layer() const { return per_layer_; }
+    [[nodiscard]] const topo::CollectiveContext& context() const { return ctx_; }
+
+private:
+    const topo::Collective* collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes);
+    void build_phases(Message& m);
+    std::vector<std::vector<Piece>> group(const std::vector<Piece>& backward_pieces) const;
+
+    const TrainingJob& job_;
+    const topo::Fabric& fabric_;
+    topo::CollectiveContext ctx_;
+    std::unique_ptr<Compressor> compressor_;
+    std::vector<Message> messages_;
+    std::vector<std::uint32_t> per_layer_;
+    std::map<std::pair<int, std::uint64_t>, std::unique_ptr<topo::Collective>> cache_;
+    double wire_bytes_ = 0.0;
+};
+
+/// t scaled by f (rounded to the picosecond).
+[[nodiscard]] sim::Time scaled(sim::Time t, double f);
+
+}  // namespace ddlsim::models

@@ -1,0 +1,34 @@
+// Per-worker, per-iteration compute slowdowns (SPEC §2 `stragglers`). Every draw is a
+// pure function of (seed, worker, iteration) — a counter-based generator (SplitMix64,
+// Steele, Lea & Flood, OOPSLA 2014) — so results do not depend on the order in which
+// events happen to run, and the same scenario and seed give the same slowdowns.
+//
+//   fixed        worker w computes `factor` times slower in every iteration
+//   lognormal    factor exp(sigma * Z), Z ~ N(0, 1) (median 1, mean exp(sigma^2 / 2));
+//                the usual model of GPU step-time jitter (e.g. Dutta et al., AISTATS 2018)
+//   exponential  an added delay ~ Exp(mean) before the iteration's compute (system noise)
+//   periodic     one iteration in `every` (iteration % every == worker % every, so slow
+//                iterations rotate over the workers) is `slowdown` times slower
+// Fixed factors and distributions compose: factor = fixed * distribution factor.
+#pragma once
+
+#include <cstdint>
+
+#include "models/job.hpp"
+#include "sim/units.hpp"
+
+namespace ddlsim::models {
+
+struct StepSlowdown {
+    double factor = 1.0;  ///< multiplies forward, backward and update time
+    sim::Time delay;      ///< added before the iteration's compute
+};
+
+/// The slowdown of `worker`'s iteration `iteration` (a local step).
+[[nodiscard]] StepSlowdown straggler(const StragglerSpec& s, std::uint64_t seed, std::uint32_t worker,
+                                     std::uint64_t iteration);
+
+/// A uniform double in (0, 1) from a counter: the n-th SplitMix64 output of `key`.
+[[nodiscard]] double counter_uniform(std::uint64_t key, std::uint64_t n);
+
+}  // namespace ddlsim::models

@@ -1,0 +1,219 @@
+// The trainers' shared pieces, the run driver and the closed form.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+
+#include "models/trainer_detail.hpp"
+
+namespace ddlsim::models {
+
+topo::CollectiveContext collective_context(const TrainingJob& job, const topo::Fabric& fabric) {
+    topo::CollectiveContext ctx;
+    ctx.workers = job.workers;
+    ctx.bytes = job.gradient_bytes();
+    ctx.seed = job.seed;
+    for (auto l = job.workload.layers.rbegin(); l != job.workload.layers.rend(); ++l)
+        for (auto t = l->tensors.rbegin(); t != l->tensors.rend(); ++t)
+            ctx.tensor_bytes.push_back(static_cast<double>(t->params) * job.bytes_per_param);
+    // Node ids, renumbered densely in order of first appearance among the workers.
+    std::unordered_map<std::uint32_t, std::uint32_t> dense;
+    for (std::uint32_t w = 0; w < job.workers; ++w) {
+        const std::uint32_t node = fabric.node_of(job.endpoint_hosts[w]);
+        ctx.node_of.push_back(dense.emplace(node, static_cast<std::uint32_t>(dense.size())).first->second);
+    }
+    return ctx;
+}
+
+namespace detail {
+
+namespace {
+
+// The ECMP flow key of a connection: stable across iterations, distinct per job and pair.
+std::uint64_t flow_key(const TrainingJob& job, std::uint32_t a, std::uint32_t b) {
+    return job.seed * 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(job.index) << 48) ^
+           (static_cast<std::uint64_t>(a) << 24) ^ static_cast<std::uint64_t>(b);
+}
+
+// A round without a network: once every endpoint has joined, all are done after `t`.
+class TimedRound final : public sim::Round {
+public:
+    TimedRound(sim::Engine& engine, std::uint32_t endpoints, sim::Time t, sim::EndpointDone done)
+        : engine_(engine), left_(endpoints), endpoints_(endpoints), t_(t), done_(std::move(done)) {}
+    void open(std::uint32_t) override {
+        if (--left_ > 0) return;
+        engine_.after(t_, [this] {
+            for (std::uint32_t e = 0; e < endpoints_; ++e) done_(e);
+        });
+    }
+
+private:
+    sim::Engine& engine_;
+    std::uint32_t left_, endpoints_;
+    sim::Time t_;
+    sim::EndpointDone done_;
+};
+
+}  // namespace
+
+Comm::Comm(sim::Engine& engine, sim::Network& network, const topo::Fabric& fabric, const TrainingJob& job,
+           bool analytic)
+    : engine_(engine), network_(network), fabric_(fabric), job_(job), analytic_(analytic) {}
+
+const sim::Route& Comm::route(std::uint32_t a, std::uint32_t b) const {
+    return fabric_.route(job_.endpoint_hosts[a], job_.endpoint_hosts[b], flow_key(job_, a, b));
+}
+
+sim::PathCost Comm::path_cost(std::uint32_t a, std::uint32_t b) const {
+    const topo::Vertex ha = job_.endpoint_hosts[a];
+    const topo::Vertex hb = job_.endpoint_hosts[b];
+    if (ha == hb) return sim::PathCost{sim::Time::zero(), sim::Bandwidth{}, true};
+    return sim::PathCost{fabric_.path_latency(ha, hb), fabric_.path_bandwidth(ha, hb), false};
+}
+
+void Comm::send(std::uint32_t a, std::uint32_t b, double bytes, std::function<void()> done) {
+    if (!analytic_) {
+        network_.start(route(a, b), sim::Bytes{bytes}, std::move(done));
+        return;
+    }
+    const sim::PathCost c = path_cost(a, b);
+    engine_.after(c.local ? sim::Time::zero() : c.latency + sim::transfer_time(sim::Bytes{bytes}, c.bandwidth),
+                  std::move(done));
+}
+
+std::unique_ptr<sim::Round> Comm::start_round(const topo::Collective& c, sim::EndpointDone on_done,
+                                              std::uint32_t round) {
+    if (!analytic_)
+        return c.start_round(
+            engine_, network_, [this](std::uint32_t a, std::uint32_t b) -> const sim::Route& { return route(a, b); },
+            std::move(on_done), round);
+    auto it = closed_form_.find(&c);
+    if (it == closed_form_.end())
+        it =
+            closed_form_.emplace(&c, c.alpha_beta([this](std::uint32_t a, std::uint32_t b) { return path_cost(a, b); }))
+                .first;
+    return std::make_unique<TimedRound>(engine_, c.endpoints(), it->second, std::move(on_done));
+}
+
+void set_staleness(JobResult& r, const std::vector<std::uint64_t>& histogram) {
+    r.has_staleness = true;
+    r.staleness_histogram = histogram;
+    std::uint64_t count = 0;
+    double sum = 0.0;
+    for (std::size_t s = 0; s < histogram.size(); ++s) {
+        count += histogram[s];
+        sum += static_cast<double>(s) * static_cast<double>(histogram[s]);
+        if (histogram[s] > 0) r.staleness_max = s;
+    }
+    r.staleness_mean = count > 0 ? sum / static_cast<double>(count) : 0.0;
+}
+
+void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, std::uint32_t iterations,
+                 double samples_per_iteration, JobResult& r) {
+    sim::Time makespan;
+    double comm = 0.0, exposed = 0.0, single = 0.0;
+    for (std::uint32_t w = 0; w < clocks.size(); ++w) {
+        const WorkerClock& c = clocks[w];
+        makespan = std::max(makespan, c.finished);
+        comm += c.comm.seconds();
+        const double idle = std::max(0.0, (c.finished - c.busy).seconds());
+        exposed += idle;
+        r.workers.push_back({c.iterations, idle, c.updates});
+        if (w < job.workers) single += job.batch_size / job.compute_of(w).iteration().seconds();
+    }
+    const double n = static_cast<double>(std::max<std::size_t>(1, clocks.size()));
+    r.makespan_s = makespan.seconds();
+    r.iteration_time_s = iterations > 0 ? r.makespan_s / iterations : 0.0;
+    r.forward_time_s = job.compute.fwd.seconds();
+    r.backward_time_s = job.compute.bwd.seconds();
+    r.update_time_s = job.compute.update.seconds();
+    r.compute_time_s = job.compute.iteration().seconds();
+    r.throughput_samples_per_s = r.iteration_time_s > 0.0 ? samples_per_iteration / r.iteration_time_s : 0.0;
+    r.scaling_efficiency = single > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / single : 1.0;
+    r.communication_time_s = iterations > 0 ? comm / n / iterations : 0.0;
+    r.exposed_communication_time_s = iterations > 0 ? exposed / n / iterations : 0.0;
+}
+
+}  // namespace detail
+
+bool closed_form_applies(const TrainingJob& job) {
+    return job.sync.kind == SyncKind::bsp && !job.overlap.any() && !job.stragglers.any() && job.worker_compute.empty();
+}
+
+JobResult simulate_closed_form(const topo::Fabric& fabric, const TrainingJob& job) {
+    const CommPlan plan(job, fabric, job.architecture.kind == topo::ArchKind::gossip);
+    sim::Time comm;
+    for (const Message& m : plan.messages()) comm += plan.alpha_beta(m);
+    const sim::Time iteration = job.compute.iteration() + comm;
+    JobResult r;
+    std::vector<detail::WorkerClock> one(1);
+    one[0].busy = scaled(job.compute.iteration(), job.iterations);
+    one[0].finished = scaled(iteration, job.iterations);
+    one[0].comm = scaled(comm, job.iterations);
+    one[0].iterations = job.iterations;
+    one[0].updates = job.iterations;
+    detail::fill_result(job, one, job.iterations, static_cast<double>(job.workers) * job.batch_size, r);
+    // One worker stands for all (identical workers): efficiency against n of them.
+    r.scaling_efficiency = r.iteration_time_s > 0.0 ? r.compute_time_s / r.iteration_time_s : 1.0;
+    r.workers.assign(job.workers, r.workers.front());
+    r.bytes_on_wire_per_iteration = plan.wire_bytes();
+    r.codec_time_s = plan.codec_time(0).seconds();
+    r.model_versions = job.iterations;
+    r.rounds = job.iterations;
+    r.collectives_per_iteration = plan.collectives();
+    return r;
+}
+
+FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs, const SimOptions& options) {
+    sim::Engine engine;
+    sim::Network network(engine);
+    fabric.install(network);
+    if (options.trace != nullptr) {
+        options.trace->name_process(1'000'000, "network links", 1'000'000);
+        sim::Trace* trace = options.trace;
+        network.set_observer([&fabric, trace](const sim::Route& route, double bytes, sim::Time a, sim::Time b) {
+            for (sim::LinkIndex l : route) {
+                trace->name_track(1'000'000, l, fabric.directed_link_name(l));
+                trace->span(1'000'000, l, fmt::format("{:.4g} MB", bytes / 1e6), "transfer", a, b);
+            }
+        });
+    }
+    std::vector<std::unique_ptr<detail::JobTrainer>> trainers;
+    for (const TrainingJob& job : jobs) {
+        detail::TrainerEnv env{engine, network, fabric, job, options.analytic, {options.trace, job.index + 1}};
+        if (options.trace != nullptr) {
+            options.trace->name_process(env.timeline.pid, fmt::format("job{} workers", job.index),
+                                        static_cast<int>(job.index));
+            for (std::uint32_t w = 0; w < job.workers; ++w) {
+                options.trace->name_track(env.timeline.pid, detail::Timeline::compute(w),
+                                          fmt::format("worker {} compute", w));
+                options.trace->name_track(env.timeline.pid, detail::Timeline::comm(w),
+                                          fmt::format("worker {} communication", w));
+            }
+        }
+        switch (job.sync.kind) {
+            case SyncKind::bsp:
+            case SyncKind::local_sgd: trainers.push_back(detail::make_sync_trainer(env)); break;
+            case SyncKind::ssp:
+            case SyncKind::asp:
+                trainers.push_back(job.architecture.kind == topo::ArchKind::gossip
+                                       ? detail::make_async_gossip_trainer(env)
+                                       : detail::make_async_ps_trainer(env));
+                break;
+            case SyncKind::fedavg: trainers.push_back(detail::make_fedavg_trainer(env)); break;
+        }
+    }
+    for (auto& t : trainers) t->start();
+    engine.run();
+    FlowRun run;
+    run.events = engine.events_processed();
+    run.transfers = network.transfers_started();
+    run.makespan_s = engine.now().seconds();
+    for (auto& t : trainers) run.jobs.push_back(t->result());
+    if (!options.analytic)
+        for (sim::LinkIndex l = 0; l < network.link_count(); ++l) run.links.push_back(network.stats(l));
+    return run;
+}
+
+}  // namespace ddlsim::models

@@ -1,0 +1,465 @@
+// Asynchronous trainers: SSP / ASP on a parameter server, AD-PSGD gossip, and FedAvg.
+// See models/trainer.hpp for the schemes.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "models/stragglers.hpp"
+#include "models/trainer_detail.hpp"
+#include "topologies/gossip.hpp"
+
+namespace ddlsim::models::detail {
+namespace {
+
+// Forward + backward of one step of worker w (slowdowns applied), as timeline spans from `t`;
+// returns the end time and adds the compute to the worker's busy time.
+sim::Time compute_step(const TrainerEnv& env, WorkerClock& clock, std::uint32_t w, std::uint64_t step, sim::Time t,
+                       bool with_update) {
+    const TrainingJob& job = env.job;
+    const ComputeProfile& cp = job.compute_of(w);
+    const StepSlowdown slow = straggler(job.stragglers, job.seed, w, step);
+    const sim::Time start = t;
+    t += slow.delay;
+    const sim::Time f = scaled(cp.fwd, slow.factor);
+    const sim::Time b = scaled(cp.bwd, slow.factor);
+    const sim::Time u = with_update ? scaled(cp.update, slow.factor) : sim::Time::zero();
+    env.timeline.span(Timeline::compute(w), "forward", "forward", t, t + f);
+    env.timeline.span(Timeline::compute(w), "backward", "backward", t + f, t + f + b);
+    env.timeline.span(Timeline::compute(w), "update", "update", t + f + b, t + f + b + u);
+    t += f + b + u;
+    clock.busy += t - start;
+    return t;
+}
+
+// ---------------------------------------------------------------------------------------
+// SSP / ASP on a parameter server with k servers (endpoints n..n+k-1), shards of S/k.
+class AsyncPsTrainer final : public JobTrainer {
+public:
+    explicit AsyncPsTrainer(const TrainerEnv& env)
+        : env_(env),
+          job_(env.job),
+          engine_(env.engine),
+          comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
+          plan_(env.job, env.fabric, false),
+          n_(env.job.workers),
+          k_(static_cast<std::uint32_t>(env.job.architecture.servers)),
+          clocks_(n_),
+          ws_(n_),
+          server_free_(k_) {
+        push_ = plan_.messages().empty() ? 0.0 : plan_.messages().front().payload_bytes;
+        pull_ = job_.gradient_bytes().value();
+    }
+
+    void start() override {
+        for (std::uint32_t w = 0; w < n_; ++w) begin(w);
+    }
+
+    [[nodiscard]] JobResult result() const override {
+        JobResult r;
+        fill_result(job_, clocks_, job_.iterations, static_cast<double>(n_) * job_.batch_size, r);
+        r.bytes_on_wire_per_iteration = 0.0;
+        for (std::uint32_t w = 0; w < n_; ++w)
+            for (std::uint32_t j = 0; j < k_; ++j)
+                if (job_.endpoint_hosts[w] != job_.endpoint_hosts[n_ + j])
+                    r.bytes_on_wire_per_iteration += (push_ + pull_) / k_;
+        if (!plan_.messages().empty()) {
+            const Message& m = plan_.messages().front();
+            r.codec_time_s = (plan_.work_time(m.encode, 0) + plan_.work_time(m.decode, 0)).seconds();
+        }
+        set_staleness(r, histogram_);
+        r.model_versions = version_;
+        r.rounds = version_;
+        r.max_lead = max_lead_;
+        return r;
+    }
+
+private:
+    struct W {
+        std::uint32_t iter = 0;
+        std::uint64_t read_version = 0;
+        std::uint64_t pull_version = 0;
+        std::uint32_t shards = 0;
+        sim::Time comm_start;
+        bool blocked = false;
+    };
+
+    std::uint32_t min_clock() const {
+        std::uint32_t m = job_.iterations;
+        for (const W& s : ws_) m = std::min(m, s.iter);
+        return m;
+    }
+
+    void begin(std::uint32_t w) {
+        W& s = ws_[w];
+        if (s.iter == job_.iterations) {
+            clocks_[w].finished = engine_.now();
+            return;
+        }
+        const std::uint32_t slowest = min_clock();
+        if (job_.sync.kind == SyncKind::ssp && s.iter > slowest + job_.sync.staleness) {
+            s.blocked = true;  // idle until the slowest catches up (counted as idle time)
+            return;
+        }
+        max_lead_ = std::max(max_lead_, s.iter - slowest);
+        const sim::Time t = compute_step(env_, clocks_[w], w, s.iter, engine_.now(), false);
+        engine_.at(t, [this, w] { push(w); });
+    }
+
+    void push(std::uint32_t w) {
+        WorkerClock& c = clocks_[w];
+        c.comm_begin(engine_.now());
+        ws_[w].comm_start = engine_.now();
+        const sim::Time enc =
+            plan_.messages().empty() ? sim::Time::zero() : plan_.work_time(plan_.messages().front().encode, w);
+        engine_.after(enc, [this, w] {
+            ws_[w].shards = 0;
+            for (std::uint32_t j = 0; j < k_; ++j) comm_.send(w, n_ + j, push_ / k_, [this, w, j] { arrived(w, j); });
+        });
+    }
+
+    // Server j applies worker w's shard once it is free (summation at aggregation_rate).
+    void arrived(std::uint32_t w, std::uint32_t j) {
+        const auto& rate = job_.architecture.aggregation_rate;
+        const sim::Time apply = rate ? sim::transfer_time(sim::Bytes{push_ / k_}, *rate) : sim::Time::zero();
+        const sim::Time start = std::max(engine_.now(), server_free_[j]);
+        server_free_[j] = start + apply;
+        engine_.at(start + apply, [this, w] {
+            if (++ws_[w].shards < k_) return;
+            applied(w);
+        });
+    }
+
+    void applied(std::uint32_t w) {
+        W& s = ws_[w];
+        const std::uint64_t staleness = version_ - s.read_version;
+        if (histogram_.size() <= staleness) histogram_.resize(staleness + 1, 0);
+        ++histogram_[staleness];
+        ++version_;
+        s.pull_version = version_;  // the model the pull sends out
+        s.shards = 0;
+        for (std::uint32_t j = 0; j < k_; ++j)
+            comm_.send(n_ + j, w, pull_ / k_, [this, w] {
+                if (++ws_[w].shards < k_) return;
+                pulled(w);
+            });
+    }
+
+    void pulled(std::uint32_t w) {
+        W& s = ws_[w];
+        WorkerClock& c = clocks_[w];
+        s.read_version = s.pull_version;
+        const sim::Time dec =
+            plan_.messages().empty() ? sim::Time::zero() : plan_.work_time(plan_.messages().front().decode, w);
+        const sim::Time u = scaled(job_.compute_of(w).update, straggler(job_.stragglers, job_.seed, w, s.iter).factor);
+        engine_.after(dec, [this, w, u] {
+            WorkerClock& cl = clocks_[w];
+            cl.comm_end(engine_.now());
+            env_.timeline.span(Timeline::comm(w), fmt::format("push/pull it{}", ws_[w].iter), "communication",
+                               ws_[w].comm_start, engine_.now());
+            env_.timeline.span(Timeline::compute(w), "update", "update", engine_.now(), engine_.now() + u);
+            cl.busy += u;
+            engine_.after(u, [this, w] {
+                ++ws_[w].iter;
+                ++clocks_[w].iterations;
+                ++clocks_[w].updates;
+                begin(w);
+                // A worker that moved the slowest clock may release blocked ones.
+                for (std::uint32_t v = 0; v < n_; ++v)
+                    if (ws_[v].blocked && ws_[v].iter <= min_clock() + job_.sync.staleness) {
+                        ws_[v].blocked = false;
+                        begin(v);
+                    }
+            });
+        });
+        (void)c;
+    }
+
+    TrainerEnv env_;
+    const TrainingJob& job_;
+    sim::Engine& engine_;
+    Comm comm_;
+    CommPlan plan_;
+    std::uint32_t n_, k_;
+    std::vector<WorkerClock> clocks_;
+    std::vector<W> ws_;
+    std::vector<sim::Time> server_free_;
+    double push_ = 0.0, pull_ = 0.0;
+    std::uint64_t version_ = 0;
+    std::uint32_t max_lead_ = 0;
+    std::vector<std::uint64_t> histogram_;
+};
+
+// ---------------------------------------------------------------------------------------
+// AD-PSGD: after each step a worker averages with one neighbour (models both ways).
+class AsyncGossipTrainer final : public JobTrainer {
+public:
+    explicit AsyncGossipTrainer(const TrainerEnv& env)
+        : env_(env),
+          job_(env.job),
+          engine_(env.engine),
+          comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
+          plan_(env.job, env.fabric, true),
+          n_(env.job.workers),
+          clocks_(n_),
+          passive_(n_, 0),
+          passive_at_start_(n_, 0),
+          iter_(n_, 0) {
+        bytes_ = plan_.messages().empty() ? 0.0 : plan_.messages().front().payload_bytes;
+        if (job_.architecture.graph != topo::GossipGraph::random_matching)
+            neighbours_ = topo::gossip_neighbours(job_.architecture.graph, n_, job_.seed, 0);
+    }
+
+    void start() override {
+        for (std::uint32_t w = 0; w < n_; ++w) begin(w);
+    }
+
+    [[nodiscard]] JobResult result() const override {
+        JobResult r;
+        fill_result(job_, clocks_, job_.iterations, static_cast<double>(n_) * job_.batch_size, r);
+        r.bytes_on_wire_per_iteration = wire_ / job_.iterations;
+        set_staleness(r, histogram_);
+        r.rounds = averagings_;
+        return r;
+    }
+
+private:
+    std::uint32_t partner(std::uint32_t w, std::uint32_t i) const {
+        if (job_.architecture.graph == topo::GossipGraph::random_matching)
+            return topo::gossip_matching(n_, job_.seed, i)[w];
+        const auto& nb = neighbours_[w];
+        if (nb.empty()) return w;
+        const double u = counter_uniform(job_.seed ^ 0xad95ULL, static_cast<std::uint64_t>(w) * job_.iterations + i);
+        return nb[std::min<std::size_t>(nb.size() - 1, static_cast<std::size_t>(u * static_cast<double>(nb.size())))];
+    }
+
+    void begin(std::uint32_t w) {
+        if (iter_[w] == job_.iterations) {
+            clocks_[w].finished = engine_.now();
+            return;
+        }
+        passive_at_start_[w] = passive_[w];
+        const sim::Time t = compute_step(env_, clocks_[w], w, iter_[w], engine_.now(), false);
+        engine_.at(t, [this, w] { exchange(w); });
+    }
+
+    void exchange(std::uint32_t w) {
+        const std::uint32_t j = partner(w, iter_[w]);
+        const std::uint64_t s = passive_[w] - passive_at_start_[w];
+        if (histogram_.size() <= s) histogram_.resize(s + 1, 0);
+        ++histogram_[s];
+        if (j == w) {
+            update(w);
+            return;
+        }
+        clocks_[w].comm_begin(engine_.now());
+        const sim::Time start = engine_.now();
+        if (job_.endpoint_hosts[w] != job_.endpoint_hosts[j]) wire_ += 2.0 * bytes_;
+        auto left = std::make_shared<int>(2);
+        auto done = [this, w, j, left, start] {
+            if (--*left > 0) return;
+            clocks_[w].comm_end(engine_.now());
+            env_.timeline.span(Timeline::comm(w), fmt::format("average with {}", j), "communication", start,
+                               engine_.now());
+            ++passive_[j];
+            ++clocks_[j].updates;
+            ++averagings_;
+            update(w);
+        };
+        comm_.send(w, j, bytes_, done);
+        comm_.send(j, w, bytes_, done);
+    }
+
+    void update(std::uint32_t w) {
+        const sim::Time u =
+            scaled(job_.compute_of(w).update, straggler(job_.stragglers, job_.seed, w, iter_[w]).factor);
+        env_.timeline.span(Timeline::compute(w), "update", "update", engine_.now(), engine_.now() + u);
+        clocks_[w].busy += u;
+        engine_.after(u, [this, w] {
+            ++iter_[w];
+            ++clocks_[w].iterations;
+            ++clocks_[w].updates;
+            begin(w);
+        });
+    }
+
+    TrainerEnv env_;
+    const TrainingJob& job_;
+    sim::Engine& engine_;
+    Comm comm_;
+    CommPlan plan_;
+    std::uint32_t n_;
+    std::vector<WorkerClock> clocks_;
+    std::vector<std::uint64_t> passive_, passive_at_start_;
+    std::vector<std::uint32_t> iter_;
+    std::vector<std::vector<std::uint32_t>> neighbours_;
+    double bytes_ = 0.0;
+    double wire_ = 0.0;
+    std::uint64_t averagings_ = 0;
+    std::vector<std::uint64_t> histogram_;
+};
+
+// ---------------------------------------------------------------------------------------
+// FedAvg: rounds of sampled clients, local steps, upload, server averaging.
+class FedAvgTrainer final : public JobTrainer {
+public:
+    explicit FedAvgTrainer(const TrainerEnv& env)
+        : env_(env),
+          job_(env.job),
+          engine_(env.engine),
+          comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
+          plan_(env.job, env.fabric, true),
+          n_(env.job.workers),
+          k_(static_cast<std::uint32_t>(env.job.architecture.servers)),
+          clocks_(n_),
+          steps_(n_, 0) {
+        upload_ = plan_.messages().empty() ? 0.0 : plan_.messages().front().payload_bytes;
+        download_ = job_.gradient_bytes().value();
+    }
+
+    void start() override { begin_round(); }
+
+    [[nodiscard]] JobResult result() const override {
+        JobResult r;
+        std::vector<WorkerClock> clocks = clocks_;
+        for (WorkerClock& c : clocks) c.finished = engine_.now();
+        const double c = std::min(job_.sync.clients_per_round, n_);
+        fill_result(job_, clocks, job_.iterations, c * job_.sync.local_steps * job_.batch_size, r);
+        // Efficiency: the share of a round that a participating client spends computing.
+        const double local = job_.sync.local_steps * job_.compute.iteration().seconds();
+        r.scaling_efficiency = r.iteration_time_s > 0.0 ? local / r.iteration_time_s : 1.0;
+        r.exposed_communication_time_s = std::max(0.0, r.iteration_time_s - local);
+        r.communication_time_s = comm_total_.seconds() / std::max(1.0, static_cast<double>(participations_));
+        r.bytes_on_wire_per_iteration = wire_ / job_.iterations;
+        r.rounds = round_;
+        r.model_versions = round_;
+        r.clients_per_round_mean = static_cast<double>(participations_) / std::max<std::uint32_t>(1, round_);
+        return r;
+    }
+
+private:
+    std::vector<std::uint32_t> sample(std::uint32_t r) const {
+        std::vector<std::uint32_t> available;
+        std::uint32_t best = 0;
+        double best_u = 2.0;
+        for (std::uint32_t w = 0; w < n_; ++w) {
+            const double u = counter_uniform(job_.seed ^ 0xa7a1ab1eULL, static_cast<std::uint64_t>(r) * n_ + w);
+            if (u < job_.sync.availability) available.push_back(w);
+            if (u < best_u) {
+                best_u = u;
+                best = w;
+            }
+        }
+        if (available.empty()) available.push_back(best);  // a round needs at least one client
+        std::mt19937_64 rng(job_.seed * 0x9e3779b97f4a7c15ULL + r);
+        const std::size_t c = std::min<std::size_t>(job_.sync.clients_per_round, available.size());
+        for (std::size_t i = 0; i < c; ++i) {  // partial Fisher–Yates
+            std::uniform_int_distribution<std::size_t> pick(i, available.size() - 1);
+            std::swap(available[i], available[pick(rng)]);
+        }
+        available.resize(c);
+        std::sort(available.begin(), available.end());
+        return available;
+    }
+
+    void begin_round() {
+        if (round_ == job_.iterations) return;
+        clients_ = sample(round_);
+        participations_ += clients_.size();
+        uploads_left_ = static_cast<std::uint32_t>(clients_.size()) * k_;
+        server_arrivals_.assign(k_, 0);
+        for (std::uint32_t w : clients_) {
+            clocks_[w].comm_begin(engine_.now());
+            const sim::Time start = engine_.now();
+            auto left = std::make_shared<std::uint32_t>(k_);
+            for (std::uint32_t j = 0; j < k_; ++j) {
+                if (job_.endpoint_hosts[w] != job_.endpoint_hosts[n_ + j]) wire_ += download_ / k_;
+                comm_.send(n_ + j, w, download_ / k_, [this, w, left, start] {
+                    if (--*left > 0) return;
+                    clocks_[w].comm_end(engine_.now());
+                    comm_total_ += engine_.now() - start;
+                    env_.timeline.span(Timeline::comm(w), fmt::format("download r{}", round_), "communication", start,
+                                       engine_.now());
+                    ++clocks_[w].updates;
+                    local_training(w);
+                });
+            }
+        }
+    }
+
+    void local_training(std::uint32_t w) {
+        sim::Time t = engine_.now();
+        for (std::uint32_t e = 0; e < job_.sync.local_steps; ++e)
+            t = compute_step(env_, clocks_[w], w, steps_[w]++, t, true);
+        clocks_[w].iterations += job_.sync.local_steps;
+        clocks_[w].updates += job_.sync.local_steps;
+        const sim::Time enc =
+            plan_.messages().empty() ? sim::Time::zero() : plan_.work_time(plan_.messages().front().encode, w);
+        engine_.at(t + enc, [this, w] {
+            clocks_[w].comm_begin(engine_.now());
+            const sim::Time start = engine_.now();
+            auto left = std::make_shared<std::uint32_t>(k_);
+            for (std::uint32_t j = 0; j < k_; ++j) {
+                if (job_.endpoint_hosts[w] != job_.endpoint_hosts[n_ + j]) wire_ += upload_ / k_;
+                comm_.send(w, n_ + j, upload_ / k_, [this, w, j, left, start] {
+                    if (--*left == 0) {
+                        clocks_[w].comm_end(engine_.now());
+                        comm_total_ += engine_.now() - start;
+                        env_.timeline.span(Timeline::comm(w), fmt::format("upload r{}", round_), "communication", start,
+                                           engine_.now());
+                    }
+                    uploaded(j);
+                });
+            }
+        });
+    }
+
+    void uploaded(std::uint32_t j) {
+        ++server_arrivals_[j];
+        --uploads_left_;
+        if (server_arrivals_[j] < clients_.size()) return;
+        // Server j averages its shard of all client models.
+        const auto& rate = job_.architecture.aggregation_rate;
+        const sim::Time avg =
+            rate ? sim::transfer_time(sim::Bytes{static_cast<double>(clients_.size()) * upload_ / k_}, *rate)
+                 : sim::Time::zero();
+        ++servers_waiting_;
+        engine_.after(avg, [this] {
+            if (--servers_waiting_ > 0 || uploads_left_ > 0) return;
+            ++round_;
+            begin_round();
+        });
+    }
+
+    TrainerEnv env_;
+    const TrainingJob& job_;
+    sim::Engine& engine_;
+    Comm comm_;
+    CommPlan plan_;
+    std::uint32_t n_, k_;
+    std::vector<WorkerClock> clocks_;
+    std::vector<std::uint64_t> steps_;
+    std::vector<std::uint32_t> clients_;
+    std::vector<std::uint32_t> server_arrivals_;
+    std::uint32_t uploads_left_ = 0;
+    std::uint32_t servers_waiting_ = 0;
+    std::uint32_t round_ = 0;
+    std::uint64_t participations_ = 0;
+    double upload_ = 0.0, download_ = 0.0, wire_ = 0.0;
+    sim::Time comm_total_;
+};
+
+}  // namespace
+
+std::unique_ptr<JobTrainer> make_async_ps_trainer(const TrainerEnv& env) {
+    return std::make_unique<AsyncPsTrainer>(env);
+}
+std::unique_ptr<JobTrainer> make_async_gossip_trainer(const TrainerEnv& env) {
+    return std::make_unique<AsyncGossipTrainer>(env);
+}
+std::unique_ptr<JobTrainer> make_fedavg_trainer(const TrainerEnv& env) {
+    return std::make_unique<FedAvgTrainer>(env);
+}
+
+}  // namespace ddlsim::models::detail

@@ -1,0 +1,107 @@
+// Pieces shared by the trainers (internal to models/).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/comm_plan.hpp"
+#include "models/job.hpp"
+#include "models/trainer.hpp"
+#include "sim/engine.hpp"
+#include "sim/network.hpp"
+#include "sim/trace.hpp"
+#include "sim/transfer_dag.hpp"
+#include "topologies/collectives.hpp"
+#include "topologies/fabric.hpp"
+
+namespace ddlsim::models::detail {
+
+/// One job's access to the network: point-to-point transfers and collective rounds,
+/// on the flow network or, in analytic mode, contention-free.
+class Comm {
+public:
+    Comm(sim::Engine& engine, sim::Network& network, const topo::Fabric& fabric, const TrainingJob& job, bool analytic);
+
+    /// Moves `bytes` from endpoint a's host to endpoint b's.
+    void send(std::uint32_t a, std::uint32_t b, double bytes, std::function<void()> done);
+    /// Starts a round of `c`; analytic: every endpoint is done after the closed-form time once all have joined.
+    [[nodiscard]] std::unique_ptr<sim::Round> start_round(const topo::Collective& c, sim::EndpointDone on_done,
+                                                          std::uint32_t round);
+    [[nodiscard]] sim::PathCost path_cost(std::uint32_t a, std::uint32_t b) const;
+    [[nodiscard]] sim::Engine& engine() { return engine_; }
+
+private:
+    const sim::Route& route(std::uint32_t a, std::uint32_t b) const;
+
+    sim::Engine& engine_;
+    sim::Network& network_;
+    const topo::Fabric& fabric_;
+    const TrainingJob& job_;
+    bool analytic_;
+    std::map<const topo::Collective*, sim::Time> closed_form_;
+};
+
+/// Timeline tracks of a job: per worker a compute and a communication track.
+struct Timeline {
+    sim::Trace* trace = nullptr;
+    std::uint32_t pid = 0;
+
+    void span(std::uint32_t tid, std::string name, const char* cat, sim::Time a, sim::Time b) const {
+        if (trace != nullptr && b > a) trace->span(pid, tid, std::move(name), cat, a, b);
+    }
+    [[nodiscard]] static std::uint32_t compute(std::uint32_t w) { return 2 * w; }
+    [[nodiscard]] static std::uint32_t comm(std::uint32_t w) { return 2 * w + 1; }
+};
+
+class JobTrainer {
+public:
+    virtual ~JobTrainer() = default;
+    virtual void start() = 0;
+    [[nodiscard]] virtual JobResult result() const = 0;
+};
+
+struct TrainerEnv {
+    sim::Engine& engine;
+    sim::Network& network;
+    const topo::Fabric& fabric;
+    const TrainingJob& job;
+    bool analytic = false;
+    Timeline timeline;
+};
+
+[[nodiscard]] std::unique_ptr<JobTrainer> make_sync_trainer(const TrainerEnv& env);          // bsp, local_sgd
+[[nodiscard]] std::unique_ptr<JobTrainer> make_async_ps_trainer(const TrainerEnv& env);      // ssp, asp (ps)
+[[nodiscard]] std::unique_ptr<JobTrainer> make_async_gossip_trainer(const TrainerEnv& env);  // asp (gossip)
+[[nodiscard]] std::unique_ptr<JobTrainer> make_fedavg_trainer(const TrainerEnv& env);        // fedavg
+
+/// Staleness statistics from a histogram.
+void set_staleness(JobResult& r, const std::vector<std::uint64_t>& histogram);
+
+/// Per-worker compute busy time, finish time, communication time: the common figures.
+struct WorkerClock {
+    sim::Time busy;        ///< computing (incl. straggler delays and codec work)
+    sim::Time comm;        ///< with traffic in flight
+    sim::Time comm_since;  ///< start of the current in-flight interval
+    std::uint32_t in_flight = 0;
+    sim::Time finished;
+    std::uint32_t iterations = 0;
+    std::uint64_t updates = 0;
+
+    void comm_begin(sim::Time now) {
+        if (in_flight++ == 0) comm_since = now;
+    }
+    void comm_end(sim::Time now) {
+        if (--in_flight == 0) comm += now - comm_since;
+    }
+};
+
+/// Fills makespan, iteration time, throughput, efficiency, per-worker stats and the
+/// communication figures from the clocks; `samples_per_iteration` is the cluster's.
+void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, std::uint32_t iterations,
+                 double samples_per_iteration, JobResult& r);
+
+}  // namespace ddlsim::models::detail

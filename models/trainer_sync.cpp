@@ -1,0 +1,378 @@
+// Synchronous trainers: BSP (with overlap, compression, stragglers) and Local SGD.
+// See models/trainer.hpp for the schemes and models/comm_plan.hpp for the messages.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <queue>
+#include <tuple>
+#include <unordered_map>
+
+#include "models/stragglers.hpp"
+#include "models/trainer_detail.hpp"
+
+namespace ddlsim::models::detail {
+namespace {
+
+class SyncTrainer final : public JobTrainer {
+public:
+    explicit SyncTrainer(const TrainerEnv& env)
+        : env_(env),
+          job_(env.job),
+          engine_(env.engine),
+          comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
+          plan_(env.job, env.fabric,
+                env.job.sync.kind == SyncKind::local_sgd || env.job.architecture.kind == topo::ArchKind::gossip),
+          clocks_(env.job.workers),
+          ws_(env.job.workers) {
+        const auto& msgs = plan_.messages();
+        priority_ = job_.overlap.priority && !msgs.empty();
+        mode_ = priority_                                      ? Mode::coordinated
+                : job_.architecture.kind == topo::ArchKind::ps ? Mode::concurrent
+                                                               : Mode::fifo;
+        const std::size_t layers = job_.workload.layers.size();
+        for (W& w : ws_) {
+            w.pending.assign(layers, 0);
+            w.param_ready.assign(layers, sim::Time::zero());
+            w.msg_start.assign(msgs.size(), sim::Time::zero());
+        }
+        // Distinct layers per message (priority: a message completes these layers' pieces).
+        for (const Message& m : msgs) {
+            std::vector<std::uint32_t> ls;
+            for (const Piece& p : m.pieces)
+                if (std::find(ls.begin(), ls.end(), p.layer) == ls.end()) ls.push_back(p.layer);
+            msg_layers_.push_back(std::move(ls));
+        }
+    }
+
+    void start() override {
+        for (std::uint32_t w = 0; w < job_.workers; ++w) begin(w);
+    }
+
+    [[nodiscard]] JobResult result() const override {
+        JobResult r;
+        fill_result(job_, clocks_, job_.iterations, static_cast<double>(job_.workers) * job_.batch_size, r);
+        const double syncs = static_cast<double>(sync_count()) / job_.iterations;
+        r.bytes_on_wire_per_iteration = plan_.wire_bytes() * syncs;
+        r.codec_time_s = plan_.codec_time(0).seconds() * syncs;
+        r.rounds = sync_count();
+        r.collectives_per_iteration = plan_.collectives() * syncs;
+        r.model_versions = job_.sync.kind == SyncKind::local_sgd ? sync_count() : job_.iterations;
+        return r;
+    }
+
+private:
+    enum class Mode { fifo, concurrent, coordinated };
+    struct W {
+        std::uint32_t iter = 0;
+        StepSlowdown slow;
+        double update_factor = 1.0;  ///< slowdown of the iteration whose updates are pending
+        // Priority: layer-by-layer forward gated on each layer's update.
+        std::uint32_t fwd_layer = 0;
+        sim::Time fwd_clock;
+        bool fwd_waiting = false;
+        std::vector<std::uint32_t> pending;  ///< per layer: messages of the last iteration not done
+        std::vector<sim::Time> param_ready;
+        std::uint32_t outstanding = 0;  ///< messages started by backward and not yet done
+        // Communication.
+        std::deque<std::pair<std::uint32_t, std::uint32_t>> queue;  ///< (iteration, message), fifo mode
+        bool stream_busy = false;
+        std::uint32_t msgs_left = 0;
+        std::vector<sim::Time> msg_start;
+        sim::Time bwd_end;
+    };
+    struct RoundState {
+        std::unique_ptr<sim::Round> runner;
+        std::uint32_t endpoints_left = 0;
+    };
+
+    [[nodiscard]] bool sync_iteration(std::uint32_t i) const {
+        return !plan_.messages().empty() && (job_.sync.kind != SyncKind::local_sgd || (i + 1) % job_.sync.period == 0);
+    }
+    [[nodiscard]] std::uint32_t sync_count() const {
+        if (plan_.messages().empty()) return 0;
+        return job_.sync.kind == SyncKind::local_sgd ? job_.iterations / job_.sync.period : job_.iterations;
+    }
+    [[nodiscard]] std::uint32_t layers() const { return static_cast<std::uint32_t>(job_.workload.layers.size()); }
+
+    // Runs forward (whole, or from `fwd_clock` layer by layer under priority) then backward;
+    // returns the time backward ends and fills per-layer backward completion times.
+    void begin(std::uint32_t w) {
+        W& s = ws_[w];
+        WorkerClock& c = clocks_[w];
+        if (s.iter == job_.iterations) {
+            if (s.outstanding == 0) finish(w);
+            return;
+        }
+        s.slow = straggler(job_.stragglers, job_.seed, w, s.iter);
+        c.busy += s.slow.delay;
+        s.fwd_clock = engine_.now() + s.slow.delay;
+        s.fwd_layer = 0;
+        advance_forward(w);
+    }
+
+    void advance_forward(std::uint32_t w) {
+        W& s = ws_[w];
+        const ComputeProfile& cp = job_.compute_of(w);
+        while (s.fwd_layer < layers()) {
+            const std::uint32_t l = s.fwd_layer;
+            if (s.pending[l] > 0) {
+                s.fwd_waiting = true;
+                return;
+            }
+            const sim::Time start = std::max({s.fwd_clock, s.param_ready[l], engine_.now()});
+            const sim::Time d = scaled(cp.layers[l].fwd, s.slow.factor);
+            env_.timeline.span(Timeline::compute(w), "fwd " + job_.workload.layers[l].name, "forward", start,
+                               start + d);
+            clocks_[w].busy += d;
+            s.fwd_clock = start + d;
+            ++s.fwd_layer;
+        }
+        s.fwd_waiting = false;
+        backward(w, s.fwd_clock);
+    }
+
+    void backward(std::uint32_t w, sim::Time t) {
+        W& s = ws_[w];
+        const ComputeProfile& cp = job_.compute_of(w);
+        const std::uint32_t i = s.iter;
+        std::vector<sim::Time> done(layers());
+        for (std::uint32_t l = layers(); l-- > 0;) {
+            const sim::Time d = scaled(cp.layers[l].bwd, s.slow.factor);
+            env_.timeline.span(Timeline::compute(w), "bwd " + job_.workload.layers[l].name, "backward", t, t + d);
+            clocks_[w].busy += d;
+            t += d;
+            done[l] = t;
+        }
+        const bool sync = sync_iteration(i);
+        const auto& msgs = plan_.messages();
+        if (sync && job_.sync.kind == SyncKind::bsp && job_.architecture.kind != topo::ArchKind::gossip) {
+            // Gradient messages leave as backward produces them (equal ready times: one event).
+            s.msgs_left = static_cast<std::uint32_t>(msgs.size());
+            s.outstanding += static_cast<std::uint32_t>(msgs.size());
+            if (priority_)
+                for (const auto& ls : msg_layers_)
+                    for (std::uint32_t l : ls) ++s.pending[l];
+            // Without overlap everything leaves when backward ends (layers without parameters too).
+            const bool overlap = job_.overlap.any();
+            auto ready_at = [&](std::uint32_t k) { return overlap ? done[msgs[k].front_layer] : t; };
+            s.bwd_end = t;
+            for (std::uint32_t m = 0; m < msgs.size();) {
+                const sim::Time ready = ready_at(m);
+                std::uint32_t e = m + 1;
+                while (e < msgs.size() && ready_at(e) == ready) ++e;
+                engine_.at(ready, [this, w, i, m, e] {
+                    for (std::uint32_t k = m; k < e; ++k) message_ready(w, i, k);
+                });
+                m = e;
+            }
+            if (priority_) {
+                // The compute stream moves on to the next iteration's forward when backward ends.
+                engine_.at(t, [this, w] {
+                    ws_[w].update_factor = ws_[w].slow.factor;
+                    ++ws_[w].iter;
+                    ++clocks_[w].iterations;
+                    begin(w);
+                });
+            }
+            return;
+        }
+        // Local step (Local SGD off-period), Local SGD averaging (after the local update) or
+        // D-PSGD gossip (exchange, then update).
+        const bool update_first = !sync || job_.sync.kind == SyncKind::local_sgd;
+        if (update_first) {
+            const sim::Time u = scaled(cp.update, s.slow.factor);
+            env_.timeline.span(Timeline::compute(w), "update", "update", t, t + u);
+            clocks_[w].busy += u;
+            t += u;
+        }
+        engine_.at(t, [this, w, i, sync, update_first] {
+            W& st = ws_[w];
+            if (update_first) ++clocks_[w].updates;
+            if (sync) {
+                st.msgs_left = 1;
+                st.outstanding += 1;
+                message_ready(w, i, 0);
+                return;
+            }
+            next_iteration(w);
+        });
+    }
+
+    void next_iteration(std::uint32_t w) {
+        ++ws_[w].iter;
+        ++clocks_[w].iterations;
+        begin(w);
+    }
+
+    void message_ready(std::uint32_t w, std::uint32_t i, std::uint32_t m) {
+        switch (mode_) {
+            case Mode::concurrent: start_message(w, i, m); break;
+            case Mode::fifo:
+                ws_[w].queue.emplace_back(i, m);
+                pump(w);
+                break;
+            case Mode::coordinated: {
+                const std::uint64_t key = round_key(i, m, 0);
+                if (++ready_count_[key] == job_.workers) {
+                    ready_count_.erase(key);
+                    heap_.emplace(i, plan_.messages()[m].front_layer, m);
+                    dispatch();
+                }
+                break;
+            }
+        }
+    }
+
+    void pump(std::uint32_t w) {
+        W& s = ws_[w];
+        if (s.stream_busy || s.queue.empty()) return;
+        const auto [i, m] = s.queue.front();
+        s.queue.pop_front();
+        s.stream_busy = true;
+        start_message(w, i, m);
+    }
+
+    // Priority: one message at a time for the whole job, front layers (and older iterations) first.
+    void dispatch() {
+        while (in_flight_ == 0 && !heap_.empty()) {
+            const auto [i, front, m] = heap_.top();
+            (void)front;
+            heap_.pop();
+            ++in_flight_;
+            for (std::uint32_t w = 0; w < job_.workers; ++w) start_message(w, i, m);
+        }
+    }
+
+    void start_message(std::uint32_t w, std::uint32_t i, std::uint32_t m) {
+        clocks_[w].comm_begin(engine_.now());
+        ws_[w].msg_start[m] = engine_.now();
+        const sim::Time enc = plan_.work_time(plan_.messages()[m].encode, w);
+        env_.timeline.span(Timeline::comm(w), "encode", "codec", engine_.now(), engine_.now() + enc);
+        engine_.after(enc, [this, w, i, m] { open_phase(w, i, m, 0); });
+    }
+
+    void open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t m, std::uint32_t p) {
+        const sim::Time work = plan_.work_time(plan_.messages()[m].phases[p].work_before, w);
+        if (work > sim::Time::zero()) {
+            env_.timeline.span(Timeline::comm(w), "codec work", "codec", engine_.now(), engine_.now() + work);
+            engine_.after(work, [this, w, i, m, p] { round(i, m, p).runner->open(w); });
+            return;
+        }
+        round(i, m, p).runner->open(w);
+    }
+
+    static std::uint64_t round_key(std::uint32_t i, std::uint32_t m, std::uint32_t p) {
+        return (static_cast<std::uint64_t>(i) << 32) | (static_cast<std::uint64_t>(m) << 3) | p;
+    }
+
+    RoundState& round(std::uint32_t i, std::uint32_t m, std::uint32_t p) {
+        const std::uint64_t key = round_key(i, m, p);
+        auto it = rounds_.find(key);
+        if (it != rounds_.end()) return it->second;
+        const topo::Collective& c = *plan_.messages()[m].phases[p].collective;
+        RoundState& r = rounds_[key];
+        r.endpoints_left = c.endpoints();
+        const std::uint32_t round_id = job_.sync.kind == SyncKind::local_sgd ? i / job_.sync.period : i;
+        r.runner = comm_.start_round(
+            c, [this, i, m, p](std::uint32_t e) { phase_done(i, m, p, e); }, round_id);
+        for (std::uint32_t e = job_.workers; e < c.endpoints(); ++e) r.runner->open(e);  // servers are ready
+        return r;
+    }
+
+    void phase_done(std::uint32_t i, std::uint32_t m, std::uint32_t p, std::uint32_t e) {
+        const std::uint64_t key = round_key(i, m, p);
+        if (--rounds_[key].endpoints_left == 0)  // the round is still on the stack: drop it later
+            engine_.after(sim::Time::zero(), [this, key] { rounds_.erase(key); });
+        if (e >= job_.workers) return;
+        const Message& msg = plan_.messages()[m];
+        if (p + 1 < msg.phases.size()) {
+            open_phase(e, i, m, p + 1);
+            return;
+        }
+        const sim::Time dec = plan_.work_time(msg.decode, e);
+        env_.timeline.span(Timeline::comm(e), "decode", "codec", engine_.now(), engine_.now() + dec);
+        engine_.after(dec, [this, e, i, m] { message_done(e, i, m); });
+    }
+
+    void message_done(std::uint32_t w, std::uint32_t i, std::uint32_t m) {
+        W& s = ws_[w];
+        WorkerClock& c = clocks_[w];
+        c.comm_end(engine_.now());
+        const Message& msg = plan_.messages()[m];
+        env_.timeline.span(Timeline::comm(w), fmt::format("sync it{} msg{} ({:.3g} MB)", i, m, msg.payload_bytes / 1e6),
+                           "communication", s.msg_start[m], engine_.now());
+        --s.outstanding;
+        if (mode_ == Mode::fifo) {
+            s.stream_busy = false;
+            pump(w);
+        } else if (mode_ == Mode::coordinated) {
+            const std::uint64_t key = round_key(i, m, 0);
+            if (++done_count_[key] == job_.workers) {
+                done_count_.erase(key);
+                --in_flight_;
+                dispatch();
+            }
+        }
+        if (priority_) {
+            // Layers whose last piece arrived are updated; a forward waiting on them resumes.
+            const ComputeProfile& cp = job_.compute_of(w);
+            for (std::uint32_t l : msg_layers_[m])
+                if (--s.pending[l] == 0) {
+                    const sim::Time start = std::max(engine_.now(), s.fwd_clock);
+                    const sim::Time u = scaled(cp.layers[l].update, s.update_factor);
+                    env_.timeline.span(Timeline::compute(w), "update " + job_.workload.layers[l].name, "update", start,
+                                       start + u);
+                    c.busy += u;
+                    s.param_ready[l] = start + u;
+                    if (s.fwd_waiting && s.fwd_layer == l) advance_forward(w);
+                }
+            if (--s.msgs_left == 0) ++c.updates;
+            if (s.iter == job_.iterations && s.outstanding == 0) finish(w);
+            return;
+        }
+        if (--s.msgs_left > 0) return;
+        if (job_.sync.kind == SyncKind::local_sgd) {
+            ++c.updates;  // the averaged model replaces the local one
+            next_iteration(w);
+            return;
+        }
+        const sim::Time u = scaled(job_.compute_of(w).update, s.slow.factor);
+        const sim::Time start = std::max(engine_.now(), s.bwd_end);
+        env_.timeline.span(Timeline::compute(w), "update", "update", start, start + u);
+        c.busy += u;
+        ++c.updates;
+        engine_.at(start + u, [this, w] { next_iteration(w); });
+    }
+
+    void finish(std::uint32_t w) {
+        sim::Time t = engine_.now();
+        for (sim::Time r : ws_[w].param_ready) t = std::max(t, r);
+        clocks_[w].finished = t;
+    }
+
+    TrainerEnv env_;
+    const TrainingJob& job_;
+    sim::Engine& engine_;
+    Comm comm_;
+    CommPlan plan_;
+    std::vector<WorkerClock> clocks_;
+    std::vector<W> ws_;
+    std::vector<std::vector<std::uint32_t>> msg_layers_;
+    bool priority_ = false;
+    Mode mode_ = Mode::fifo;
+    std::unordered_map<std::uint64_t, RoundState> rounds_;
+    std::unordered_map<std::uint64_t, std::uint32_t> ready_count_, done_count_;
+    std::priority_queue<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>,
+                        std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>>, std::greater<>>
+        heap_;
+    std::uint32_t in_flight_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<JobTrainer> make_sync_trainer(const TrainerEnv& env) {
+    return std::make_unique<SyncTrainer>(env);
+}
+
+}  // namespace ddlsim::models::detail

@@ -1,0 +1,228 @@
+// Issue 5: synchronisation schemes, heterogeneity and stragglers, each against a
+// hand-derived invariant (see models/trainer.hpp for the semantics).
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+
+using nlohmann::json;
+using namespace ddlsim;
+
+namespace {
+
+constexpr double kL = 5e-6;  // per-link latency (s)
+
+// One layer: S bytes of fp32 gradients, forward f, backward b, no update; a star of `gbps`.
+json one_layer(int n, double S, double f, double b, double gbps, const json& arch) {
+    return json{{"workers", n},
+                {"model",
+                 {{"layers", json::array({{{"name", "g"},
+                                           {"params", static_cast<std::int64_t>(S / 4)},
+                                           {"fwd_time", f},
+                                           {"bwd_time", b},
+                                           {"update_time", 0}}})}}},
+                {"batch_size", 1},
+                {"iterations", 10},
+                {"device", "V100"},
+                {"network", {{"topology", "star"}, {"bandwidth", fmt::format("{}Gbps", gbps)}, {"latency", "5us"}}},
+                {"architecture", arch}};
+}
+
+const json kRing{{"kind", "allreduce"}, {"algorithm", "ring"}};
+const json kPs{{"kind", "ps"}, {"servers", 1}};
+
+models::JobResult run(const json& j) {
+    return scenario::run_scenario(scenario::load_scenario(j)).jobs.front();
+}
+
+double ring_time(int n, double S, double gbps) {
+    return 2.0 * (n - 1) * (2 * kL + S / (n * gbps * 1e9 / 8));
+}
+
+}  // namespace
+
+TEST_CASE("bsp: a worker twice as slow sets the iteration: 2 x compute + communication") {
+    const int n = 8;
+    const double S = 40e6, f = 0.01, b = 0.02;
+    for (const char* model : {"flow", "analytic"}) {
+        CAPTURE(model);
+        json j = one_layer(n, S, f, b, 10, kRing);
+        j["network"]["model"] = model;
+        j["stragglers"] = {{"fixed", {{"0", 2.0}}}};
+        const auto r = run(j);
+        CHECK(r.iteration_time_s == doctest::Approx(2 * (f + b) + ring_time(n, S, 10)).epsilon(1e-6));
+        // The fast workers wait for the slow one: idle = (f + b) + communication per iteration.
+        REQUIRE(r.workers.size() == static_cast<std::size_t>(n));
+        CHECK(r.workers[1].idle_s == doctest::Approx(10 * ((f + b) + ring_time(n, S, 10))).epsilon(1e-6));
+        CHECK(r.workers[0].idle_s == doctest::Approx(10 * ring_time(n, S, 10)).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("bsp: a heterogeneous cluster runs at the pace of its slowest device") {
+    json j = one_layer(4, 8e6, 0.0, 0.0, 10, kRing);
+    // Layers with FLOPs so the device matters: 1 GFLOP forward per sample.
+    j["model"]["layers"][0].erase("fwd_time");
+    j["model"]["layers"][0].erase("bwd_time");
+    j["model"]["layers"][0]["fwd_flops"] = 1e9;
+    j["batch_size"] = 64;
+    j["worker_devices"] = {"V100", "V100", "P100", "V100"};
+    const auto r = run(j);
+    // P100 (SXM2) fp32 peak 10.6 TFLOPS at efficiency 0.5: 3 x 64 GFLOP / 5.3 TFLOP/s.
+    const double p100 = 3 * 64e9 / (10.6e12 * 0.5);
+    CHECK(r.iteration_time_s == doctest::Approx(p100 + ring_time(4, 8e6, 10)).epsilon(1e-6));
+}
+
+TEST_CASE("network.host_bandwidth: a slow host link bounds a ring: 2(n-1)(2L + S/(n B_slow))") {
+    json j = one_layer(4, 8e6, 0.0, 0.0, 10, kRing);
+    j["network"]["host_bandwidth"] = {{"h2", "1Gbps"}};
+    CHECK(run(j).iteration_time_s == doctest::Approx(ring_time(4, 8e6, 1)).epsilon(1e-6));
+}
+
+TEST_CASE("asp: n homogeneous workers see staleness n-1 (mean (n-1)(1 - 1/(2I)) over I iterations)") {
+    for (int n : {2, 4, 8}) {
+        CAPTURE(n);
+        json j = one_layer(n, 4e6, 0.01, 0.02, 10, kPs);
+        j["sync"] = {{"kind", "asp"}};
+        j["iterations"] = 20;
+        const auto r = run(j);
+        REQUIRE(r.has_staleness);
+        CHECK(r.staleness_max == static_cast<std::uint64_t>(n - 1));
+        CHECK(r.staleness_mean == doctest::Approx((n - 1) * (1.0 - 1.0 / 40)).epsilon(1e-12));
+        CHECK(r.model_versions == static_cast<std::uint64_t>(n * 20));
+    }
+}
+
+TEST_CASE("ssp: never more than s iterations ahead, and its throughput lies between bsp and asp") {
+    // Compute-bound (100 Gbps) with lognormal stragglers, where waiting is what differs.
+    json j = one_layer(8, 4e6, 0.01, 0.02, 100, kPs);
+    j["iterations"] = 60;
+    j["stragglers"] = {{"distribution", "lognormal"}, {"sigma", 0.5}};
+    j["sync"] = {{"kind", "bsp"}};
+    const double bsp = run(j).throughput_samples_per_s;
+    j["sync"] = {{"kind", "asp"}};
+    const auto asp = run(j);
+    double previous = bsp;
+    for (int s : {0, 1, 3}) {
+        CAPTURE(s);
+        j["sync"] = {{"kind", "ssp"}, {"staleness", s}};
+        const auto r = run(j);
+        CHECK(r.max_lead <= static_cast<std::uint32_t>(s));
+        // Between BSP and ASP. The flow model shares the server's links among whoever pushes at
+        // the moment, so blocking can shift contention by a fraction of a percent either way.
+        CHECK(r.throughput_samples_per_s >= bsp * 0.99);
+        CHECK(r.throughput_samples_per_s <= asp.throughput_samples_per_s * 1.01);
+        CHECK(r.throughput_samples_per_s >= previous * 0.99);  // a looser bound does not slow it down
+        previous = r.throughput_samples_per_s;
+    }
+    CHECK(asp.throughput_samples_per_s > bsp * 1.05);
+    CHECK(asp.max_lead > 3);
+}
+
+TEST_CASE("ssp: a permanent straggler holds the others exactly s iterations ahead") {
+    json j = one_layer(4, 1e6, 0.01, 0.02, 100, kPs);
+    j["iterations"] = 30;
+    j["stragglers"] = {{"fixed", {{"3", 3.0}}}};
+    j["sync"] = {{"kind", "ssp"}, {"staleness", 2}};
+    const auto r = run(j);
+    CHECK(r.max_lead == 2);
+    // Fast workers wait: their idle time is far above zero.
+    CHECK(r.workers[0].idle_s > 0.5 * 30 * 0.03);
+}
+
+TEST_CASE("local sgd: bytes per iteration are bsp's divided by H; iteration = compute + comm / H") {
+    const int n = 8;
+    const double S = 40e6, f = 0.01, b = 0.02;
+    json j = one_layer(n, S, f, b, 10, kRing);
+    j["iterations"] = 12;
+    const auto bsp = run(j);
+    for (int H : {1, 2, 4, 6}) {
+        CAPTURE(H);
+        j["sync"] = {{"kind", "local_sgd"}, {"period", H}};
+        const auto r = run(j);
+        CHECK(r.bytes_on_wire_per_iteration == doctest::Approx(bsp.bytes_on_wire_per_iteration / H).epsilon(1e-12));
+        CHECK(r.iteration_time_s == doctest::Approx(f + b + ring_time(n, S, 10) / H).epsilon(1e-6));
+        CHECK(r.rounds == static_cast<std::uint64_t>(12 / H));
+    }
+}
+
+TEST_CASE("fedavg: per-round traffic scales with clients_per_round, not with the population") {
+    const double S = 8e6;
+    auto bytes = [&](int population, int c) {
+        json j = one_layer(population, S, 0.001, 0.002, 10, kPs);
+        j["sync"] = {{"kind", "fedavg"}, {"clients_per_round", c}, {"local_steps", 3}};
+        const auto r = run(j);
+        CHECK(r.clients_per_round_mean == doctest::Approx(c));
+        CHECK(r.workers.size() == static_cast<std::size_t>(population));
+        return r.bytes_on_wire_per_iteration;
+    };
+    // Every sampled client downloads and uploads S bytes through the dedicated server.
+    CHECK(bytes(16, 4) == doctest::Approx(2 * 4 * S));
+    CHECK(bytes(64, 4) == doctest::Approx(2 * 4 * S));
+    CHECK(bytes(64, 8) == doctest::Approx(2 * 8 * S));
+}
+
+TEST_CASE("fedavg: round time = download + E local steps + upload (one client, idle star)") {
+    const double S = 8e6, f = 0.01, b = 0.02;
+    json j = one_layer(4, S, f, b, 10, kPs);
+    j["sync"] = {{"kind", "fedavg"}, {"clients_per_round", 1}, {"local_steps", 5}};
+    const double transfer = 2 * kL + S / (10e9 / 8);
+    const auto r = run(j);
+    CHECK(r.iteration_time_s == doctest::Approx(2 * transfer + 5 * (f + b)).epsilon(1e-6));
+    // Availability: on average c * availability ... at least one client takes part every round.
+    j["sync"] = {{"kind", "fedavg"}, {"clients_per_round", 4}, {"availability", 0.25}};
+    const auto sparse = run(j);
+    CHECK(sparse.clients_per_round_mean >= 1.0);
+    CHECK(sparse.clients_per_round_mean < 4.0);
+}
+
+TEST_CASE("asp gossip (AD-PSGD): no barrier, so fast workers do not wait for a straggler") {
+    json j = one_layer(8, 4e6, 0.01, 0.02, 10, json{{"kind", "gossip"}, {"graph", "ring"}});
+    j["stragglers"] = {{"fixed", {{"0", 3.0}}}};
+    const auto bsp = run(j);
+    j["sync"] = {{"kind", "asp"}};
+    const auto ad = run(j);
+    REQUIRE(ad.has_staleness);
+    // A fast worker far from worker 0 idles only while its own averaging is in flight.
+    const double exchange = 2 * kL + 4e6 / (10e9 / 8);
+    CHECK(ad.workers[4].idle_s < 10 * 4 * exchange);
+    // Under BSP D-PSGD the straggler's lag reaches worker 4 (4 hops away) after 4 rounds and
+    // then holds it back 0.06 s per iteration.
+    CHECK(bsp.workers[4].idle_s > 5 * 0.06);
+    CHECK(bsp.workers[4].idle_s > 4 * ad.workers[4].idle_s);
+}
+
+TEST_CASE("stragglers: seeded distributions are deterministic and depend on the seed") {
+    json j = one_layer(8, 4e6, 0.01, 0.02, 10, kPs);
+    j["stragglers"] = {{"distribution", "lognormal"}, {"sigma", 0.5}};
+    j["sync"] = {{"kind", "ssp"}, {"staleness", 1}};
+    auto result = [&](std::uint64_t seed) {
+        j["seed"] = seed;
+        const auto s = scenario::load_scenario(j);
+        json out = scenario::result_json(s, scenario::run_scenario(s));
+        out.erase("wall_time_s");
+        return out.dump();
+    };
+    CHECK(result(1) == result(1));
+    CHECK(result(1) != result(2));
+    for (const char* dist : {"exponential", "periodic"}) {
+        CAPTURE(dist);
+        j["stragglers"] = dist == std::string("exponential")
+                              ? json{{"distribution", dist}, {"mean_delay", "5ms"}}
+                              : json{{"distribution", dist}, {"every", 4}, {"slowdown", 3.0}};
+        CHECK(result(3) == result(3));
+    }
+}
+
+TEST_CASE("stragglers: periodic slowdown adds (slowdown-1) x compute once every k iterations under bsp") {
+    const double f = 0.01, b = 0.02;
+    json j = one_layer(4, 1e6, f, b, 100, kRing);
+    j["iterations"] = 8;
+    j["stragglers"] = {{"distribution", "periodic"}, {"every", 4}, {"slowdown", 3.0}};
+    // Iteration i: worker i % 4 is slow, so every iteration has one slow worker: 3 (f + b) + comm.
+    CHECK(run(j).iteration_time_s == doctest::Approx(3 * (f + b) + ring_time(4, 1e6, 100)).epsilon(1e-6));
+}
