@@ -231,6 +231,30 @@ double fit_sharing_slots(const std::vector<std::pair<std::uint32_t, double>>& sl
     return best;
 }
 
+void Calibration::read_compute(const json& p) {
+    host = p.at("host");
+    peak_flops = p.at("device").at("peak_flops");
+    memory_bandwidth = p.at("device").at("memory_bandwidth");
+    layers.clear();
+    for (const auto& l : p.at("layers"))
+        layers.push_back(
+            {l.at("name"), l.at("params"), l.at("fwd_flops"), l.at("fwd_time"), l.at("bwd_time"), l.at("update_time")});
+    codecs.clear();
+    for (const auto& [name, c] : p.at("codecs").items())
+        codecs[name] = {c.at("encode_s_per_element"), c.at("decode_s_per_element")};
+}
+
+bool probe_backend(Backend backend, std::string* why) {
+    if (backend == Backend::cpu) return true;
+    const std::string r = in_child(120.0, [&] {
+        std::string w;
+        return backend_available(backend, &w) ? std::string("ok") : w;
+    });
+    if (r == "ok") return true;
+    if (why != nullptr) *why = r;
+    return false;
+}
+
 double Calibration::slowdown(std::uint32_t k) const {
     return std::max(1.0, k / sharing_slots);
 }
@@ -296,17 +320,20 @@ Calibration calibrate(const CalibrationOptions& o, const Dataset& train, HostNet
     const double t0 = now_s();
     Calibration c;
     c.backend = o.backend;
-    c.host = host_description(o.backend);
     c.model = o.model;
     c.batch = o.batch;
     c.topk_density = o.topk_density;
-    log << fmt::format("calibrating {} on {} (batch {}): per-layer compute", model_name(o.model),
+    log << fmt::format("calibrating {} on {} (batch {}): per-layer compute and codecs", model_name(o.model),
                        backend_name(o.backend), o.batch)
         << std::flush;
-    profile_layers(o, train, c);
-    c.memory_bandwidth = o.backend == Backend::cuda ? cuda_memory_bandwidth() : cpu_memory_bandwidth();
-    log << ", codecs" << std::flush;
-    profile_codecs(o, train, c);
+    c.read_compute(json::parse(in_child(600.0, [&] {
+        Calibration m = c;
+        m.host = host_description(o.backend);
+        profile_layers(o, train, m);
+        m.memory_bandwidth = o.backend == Backend::cuda ? cuda_memory_bandwidth() : cpu_memory_bandwidth();
+        profile_codecs(o, train, m);
+        return m.profile_json().dump();
+    })));
     log << ", sharing" << std::flush;
     measure_sharing(o, train, c);
     if (o.measure_network && net.hosts() >= 2) {

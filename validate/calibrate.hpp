@@ -69,6 +69,8 @@ struct Calibration {
     [[nodiscard]] double slowdown(std::uint32_t k) const;
     /// The profile file (format "ddlsim-profile-1"; `device` is a scenario device object).
     [[nodiscard]] nlohmann::json profile_json() const;
+    /// Reads back the compute part of profile_json() (host, device, layers, codecs).
+    void read_compute(const nlohmann::json& profile);
     /// Everything measured, for the report.
     [[nodiscard]] nlohmann::json details_json() const;
 };
@@ -94,6 +96,9 @@ struct CalibrationOptions {
                                                           const std::vector<double>& w);
 /// The slots s minimising sum (slowdown_k - max(1, k / s))^2.
 [[nodiscard]] double fit_sharing_slots(const std::vector<std::pair<std::uint32_t, double>>& slowdowns);
+
+/// Whether `backend` runs here, asked in a child process (see in_child); `why` says why not.
+[[nodiscard]] bool probe_backend(Backend backend, std::string* why);
 
 /// A description of this machine ("host: CPU model, N cores" or the GPU's name).
 [[nodiscard]] std::string host_description(Backend b);

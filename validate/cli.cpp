@@ -38,7 +38,7 @@ Options& options() {
 Backend parse_backend(const std::string& b) {
     std::string why;
     const Backend backend = b == "cuda" ? Backend::cuda : Backend::cpu;
-    if (!backend_available(backend, &why)) throw CliError(fmt::format("--backend {}: {}", b, why));
+    if (!probe_backend(backend, &why)) throw CliError(fmt::format("--backend {}: {}", b, why));
     return backend;
 }
 

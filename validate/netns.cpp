@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -20,7 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kNetnsDir = "/run/netns";
-constexpr double kTbfLimitBytes = 16e6;  // deep enough that a parameter server's incast never drops
+constexpr int kLeafPackets = 20000;  // per peer: deep enough that a parameter server's incast never drops
+constexpr int kQuantum = 3028;       // two full frames per round between the peers of a link
 
 // State the signal handler reads: fixed-size static storage only.
 constexpr int kMaxNamespaces = 300;
@@ -97,6 +99,41 @@ void remove_stale_namespaces() {
             ::unlink(e.path().c_str());
         }
     }
+}
+
+// Runs `tc -n NS -batch FILE` with `script`; throws with tc's message on failure.
+void run_tc_batch(const std::string& ns, const std::string& script) {
+    char path[] = "/tmp/ddlsim-tc-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0) throw std::runtime_error("mkstemp failed");
+    const bool written = ::write(fd, script.data(), script.size()) == static_cast<ssize_t>(script.size());
+    ::close(fd);
+    std::string out;
+    const int rc = written ? run_program({"tc", "-n", ns, "-batch", path}, out) : -1;
+    ::unlink(path);
+    if (rc != 0) {
+        while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+        throw std::runtime_error(fmt::format("tc -batch in {} failed: {}", ns, written ? out : "cannot write"));
+    }
+}
+
+// Writes `value` to /proc/sys/`key` inside namespace `ns` (a child process enters it and writes).
+void set_sysctl(const std::string& ns, const std::string& key, const std::string& value) {
+    const std::string ns_path = fmt::format("{}/{}", kNetnsDir, ns), file = "/proc/sys/" + key;
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        const int fd = ::open(ns_path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || ::setns(fd, CLONE_NEWNET) < 0) ::_exit(1);
+        const int out = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+        const bool ok = out >= 0 && ::write(out, value.data(), value.size()) == static_cast<ssize_t>(value.size());
+        ::_exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw std::runtime_error(fmt::format("cannot set {} = {} in {}", key, value, ns));
 }
 
 int open_ns(const std::string& path) {
@@ -176,7 +213,8 @@ void install_cleanup_handler() {
     g_installed = true;
 }
 
-HostNetwork::HostNetwork(std::uint32_t hosts, double rate_bps, bool namespaces) : hosts_(hosts), rate_bps_(rate_bps) {
+HostNetwork::HostNetwork(std::uint32_t hosts, double rate_bps, bool namespaces, double burst)
+    : hosts_(hosts), rate_bps_(rate_bps), burst_override_(burst) {
     if (hosts == 0 || hosts > 250) throw std::invalid_argument(fmt::format("{} hosts: expected 1..250", hosts));
     if (!namespaces) {
         note_ = "loopback (namespaces not requested)";
@@ -197,8 +235,8 @@ HostNetwork::HostNetwork(std::uint32_t hosts, double rate_bps, bool namespaces) 
         build();
         namespaced_ = true;
         note_ = fmt::format(
-            "network namespaces: {} hosts on a bridge, every link shaped both ways by tbf (burst {:.0f} B), "
-            "no added latency (netem unavailable)",
+            "network namespaces: {} hosts on a bridge, every link shaped both ways by HTB (burst {:.0f} B, one "
+            "fair-share class per peer), no added latency (netem unavailable)",
             hosts_, burst_bytes());
     } catch (const std::exception& e) {
         remove();
@@ -211,10 +249,11 @@ HostNetwork::~HostNetwork() {
 }
 
 double HostNetwork::burst_bytes() const {
-    // One MTU-sized frame is the least tbf accepts; at higher rates the timer granularity needs
+    // One MTU-sized frame is the least a token bucket accepts; at higher rates the timer granularity needs
     // ~0.4 ms of tokens. A deeper bucket lets an idle link send its first bytes at line rate
     // (64 KB at 100 Mbit/s is 5 ms of free transfer), which no α-β model reproduces.
-    return namespaced_ || !names_.empty() ? std::max(4096.0, rate_bps_ / 8.0 * 400e-6) : 0.0;
+    if (!namespaced_ && names_.empty()) return 0.0;
+    return burst_override_ > 0 ? burst_override_ : std::max(4096.0, rate_bps_ / 8.0 * 400e-6);
 }
 
 void HostNetwork::build() {
@@ -250,27 +289,56 @@ void HostNetwork::build() {
         run({"ip", "-n", ns, "addr", "add", host_ip(h) + "/16", "dev", "eth0"});
         run({"ip", "-n", ns, "link", "set", "eth0", "up"});
         run({"ip", "-n", ns, "link", "set", "lo", "up"});
+        // At most 64 KB of a socket in the qdisc (the host default, 4 MB, queues ~0.3 s of data at
+        // 100 Mbit/s, and the ACKs of a connection that also carries data the other way wait behind it);
+        // no slow start after idle (iterations pause for compute). Sockets ask for cubic themselves.
+        set_sysctl(ns, "net/ipv4/tcp_limit_output_bytes", "65536");
+        set_sysctl(ns, "net/ipv4/tcp_slow_start_after_idle", "0");
     }
     set_rate(rate_bps_);
 }
 
 void HostNetwork::set_rate(double rate_bps) {
+    if (shaped_ && rate_bps == rate_bps_) return;
     rate_bps_ = rate_bps;
     if (names_.empty()) return;
     if (!(rate_bps >= 1e5 && rate_bps <= 1e11))
         throw std::invalid_argument(fmt::format("link rate {} bit/s: expected 100 kbit/s .. 100 Gbit/s", rate_bps));
-    std::string out;
-    const std::string rate = fmt::format("{:.0f}bit", rate_bps), burst = fmt::format("{:.0f}b", burst_bytes()),
-                      limit = fmt::format("{:.0f}b", kTbfLimitBytes);
-    for (std::uint32_t h = 0; h < hosts_; ++h) {
-        const std::string ns = fmt::format("{}h{}", prefix_, h), port = fmt::format("p{}", h);
-        for (const auto& [where, dev] : {std::pair{ns, std::string("eth0")}, std::pair{prefix_ + "s", port}}) {
-            const std::vector<std::string> argv{"tc",  "-n",   where, "qdisc", "replace", "dev",   dev,  "root",
-                                                "tbf", "rate", rate,  "burst", burst,     "limit", limit};
-            if (run_program(argv, out) != 0)
-                throw std::runtime_error(fmt::format("tc qdisc replace ... tbf on {} failed: {}", dev, out));
+    const std::string rate = fmt::format("{:.0f}bit", rate_bps), share = fmt::format("{:.0f}bit", rate_bps / hosts_),
+                      burst = fmt::format("{:.0f}b", burst_bytes());
+    // One tc batch per link end: HTB shaping the link to `rate`, one leaf per peer host (by
+    // destination on the uplink, by source on the downlink) so that flows to or from different
+    // hosts share the link fairly, as flows of a max-min network do.
+    auto link_script = [&](const std::string& dev, std::uint32_t h, const char* direction) {
+        std::string s = shaped_ ? fmt::format("qdisc del dev {} root\n", dev) : "";
+        s += fmt::format("qdisc add dev {} root handle 1: htb default 1ff\n", dev);
+        s += fmt::format("class add dev {} parent 1: classid 1:1 htb rate {} ceil {} burst {} cburst {}\n", dev, rate,
+                         rate, burst, burst);
+        // Pure ACKs and other small packets (IP length < 128) first, so that the ACKs of a connection
+        // that also carries data the other way do not wait behind that data.
+        s += fmt::format("class add dev {} parent 1:1 classid 1:ff htb rate {} ceil {} burst {} cburst {} prio 0\n",
+                         dev, share, rate, burst, burst);
+        s += fmt::format("filter add dev {} parent 1: protocol ip prio 1 u32 match u16 0 0xff80 at 2 flowid 1:ff\n",
+                         dev);
+        for (std::uint32_t j = 0; j < hosts_; ++j) {
+            if (j == h) continue;
+            const std::string id = fmt::format("{:x}", 0x100 + j);
+            s += fmt::format(
+                "class add dev {} parent 1:1 classid 1:{} htb rate {} ceil {} burst {} cburst {} quantum {} prio 1\n",
+                dev, id, share, rate, burst, burst, kQuantum);
+            s += fmt::format("qdisc add dev {} parent 1:{} handle {}: pfifo limit {}\n", dev, id, id, kLeafPackets);
+            s += fmt::format("filter add dev {} parent 1: protocol ip prio 2 u32 match ip {} {}/32 flowid 1:{}\n", dev,
+                             direction, host_ip(j), id);
         }
+        return s;
+    };
+    std::string sw;
+    for (std::uint32_t h = 0; h < hosts_; ++h) {
+        run_tc_batch(fmt::format("{}h{}", prefix_, h), link_script("eth0", h, "dst"));
+        sw += link_script(fmt::format("p{}", h), h, "src");
     }
+    run_tc_batch(prefix_ + "s", sw);
+    shaped_ = true;
 }
 
 int HostNetwork::listen(std::uint32_t h, Address& bound) const {

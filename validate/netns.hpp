@@ -27,8 +27,9 @@ namespace ddlsim::validate {
 
 class HostNetwork {
 public:
-    /// `hosts` endpoints; `rate_bps` (bits per second) shapes every link; `namespaces` false forces loopback.
-    HostNetwork(std::uint32_t hosts, double rate_bps, bool namespaces);
+    /// `hosts` endpoints; `rate_bps` (bits per second) shapes every link; `namespaces` false forces
+    /// loopback; `burst_bytes` sets the token-bucket depth (0: the default rule, see burst_bytes()).
+    HostNetwork(std::uint32_t hosts, double rate_bps, bool namespaces, double burst_bytes = 0.0);
     ~HostNetwork();
     HostNetwork(const HostNetwork&) = delete;
     HostNetwork& operator=(const HostNetwork&) = delete;
@@ -53,7 +54,9 @@ private:
     void remove() noexcept;
     std::uint32_t hosts_;
     double rate_bps_;
+    double burst_override_;
     bool namespaced_ = false;
+    bool shaped_ = false;
     std::string note_;
     std::string prefix_;
     std::vector<std::string> names_;  // switch first, then hosts

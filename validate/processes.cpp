@@ -143,4 +143,8 @@ std::vector<std::string> run_children(std::uint32_t count, double timeout_s,
     return results;
 }
 
+std::string in_child(double timeout_s, const std::function<std::string()>& body) {
+    return run_children(1, timeout_s, [&](std::uint32_t) { return body(); }).at(0);
+}
+
 }  // namespace ddlsim::validate

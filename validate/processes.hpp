@@ -15,4 +15,8 @@ namespace ddlsim::validate {
 [[nodiscard]] std::vector<std::string> run_children(std::uint32_t count, double timeout_s,
                                                     const std::function<std::string(std::uint32_t)>& body);
 
+/// Runs `body` in one child process and returns its result. The parent of the worker processes
+/// uses this for everything that touches the compute backend: a CUDA context does not survive fork().
+[[nodiscard]] std::string in_child(double timeout_s, const std::function<std::string()>& body);
+
 }  // namespace ddlsim::validate

@@ -171,15 +171,14 @@ WorkerReport work(Mesh& mesh, const RunConfig& c, std::uint32_t rank, const Data
         }
         const double t2 = now_s();
         model->apply_gradient(avg, c.lr);
-        if (c.sync == SyncScheme::local_sgd && (it + 1) % c.period == 0) {
-            const double s0 = now_s();
+        const double t3 = now_s();
+        if (c.sync == SyncScheme::local_sgd && (it + 1) % c.period == 0) {  // average the models
             model->get_params(params);
             ring_allreduce(mesh, rank, n, params, false);
             for (float& x : params) x *= inv_n;
             model->set_params(params);
-            comm += now_s() - s0;
+            comm += now_s() - t3;
         }
-        const double t3 = now_s();
         compute += t1 - t0;
         codec_s += t_codec;
         comm += t2 - t1 - t_codec;

@@ -11,6 +11,7 @@
 
 #include "tools/output_file.hpp"
 #include "validate/predict.hpp"
+#include "validate/processes.hpp"
 
 namespace ddlsim::validate {
 namespace {
@@ -131,6 +132,30 @@ json error_summary(const json& configs, bool held_out) {
     return {{"count", e.size()}, {"median_abs_relative_error", med}, {"max_abs_relative_error", e.back()}};
 }
 
+json ef_to_json(const EfStudy& s) {
+    return {{"codec", s.codec},
+            {"steps", s.steps},
+            {"contraction", s.contraction},
+            {"theory", s.theory},
+            {"max_residual", s.max_residual},
+            {"max_gradient", s.max_gradient},
+            {"bound", s.bound},
+            {"residuals", s.residuals}};
+}
+
+EfStudy ef_from_json(const json& j) {
+    EfStudy s;
+    s.codec = j.at("codec");
+    s.steps = j.at("steps");
+    s.contraction = j.at("contraction");
+    s.theory = j.at("theory");
+    s.max_residual = j.at("max_residual");
+    s.max_gradient = j.at("max_gradient");
+    s.bound = j.at("bound").is_number() ? j.at("bound").get<double>() : INFINITY;
+    s.residuals = j.at("residuals").get<std::vector<double>>();
+    return s;
+}
+
 }  // namespace
 
 bool ValidationResult::passed() const {
@@ -245,7 +270,7 @@ EfStudy error_feedback_study(const CodecSpec& spec, Backend backend, const Datas
 ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std::ostream& log) {
     const double t0 = now_s();
     std::string why;
-    if (!backend_available(o.backend, &why)) throw std::runtime_error(fmt::format("--backend cuda: {}", why));
+    if (!probe_backend(o.backend, &why)) throw std::runtime_error(fmt::format("--backend cuda: {}", why));
     const Data data = load_data(o.data_dir, log);
     const auto plan = validation_plan(o.quick, o.rate_bps, o.backend);
     std::uint32_t hosts = 2;
@@ -324,7 +349,9 @@ ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std
         CodecSpec spec{kind};
         spec.density = 0.01;
         spec.error_feedback = true;
-        const EfStudy s = error_feedback_study(spec, o.backend, data.train, o.quick ? 80 : 200, 32, 5);
+        const EfStudy s = ef_from_json(json::parse(in_child(600.0, [&] {
+            return ef_to_json(error_feedback_study(spec, o.backend, data.train, o.quick ? 80 : 200, 32, 5)).dump();
+        })));
         // The TCP runs of the same compressor: residual within the study's bound at their gradients.
         double run_residual = 0.0, run_gradient = 0.0;
         for (const auto& [name, run] : outcomes)
@@ -414,7 +441,7 @@ ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std
 
 json run_calibration(const CalibrateOptions& o, std::ostream& out, std::ostream& log) {
     std::string why;
-    if (!backend_available(o.backend, &why)) throw std::runtime_error(fmt::format("--backend cuda: {}", why));
+    if (!probe_backend(o.backend, &why)) throw std::runtime_error(fmt::format("--backend cuda: {}", why));
     const Data data = load_data(o.data_dir, log);
     HostNetwork net(2, o.rate_bps, o.namespaces);
     log << "network: " << net.note() << "\n";

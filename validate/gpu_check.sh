@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU (CUDA toolkit with nvcc, driver): builds ddlsim with the CUDA
+# backend, runs the CUDA-vs-CPU tests, calibrates, and runs the quick validation with
+# --backend cuda. Writes calib.json, report.json, validate-calib.json and gpu_check.log to OUTDIR.
+# Fails with a message (exit 1) when there is no nvcc or no usable GPU. About 3-5 minutes.
+# usage: validate/gpu_check.sh OUTDIR        (BUILD_DIR, default build-gpu; CUDA_ARCH, default 90)
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: validate/gpu_check.sh OUTDIR"; exit 2; }
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build-gpu}
+exec > >(tee "$out/gpu_check.log") 2>&1
+fail() { echo "gpu_check: $*"; exit 1; }
+start=$(date +%s)
+
+command -v nvidia-smi > /dev/null && nvidia-smi -L || echo "gpu_check: nvidia-smi not found"
+nvcc=$(command -v nvcc || true)
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+[ -n "$nvcc" ] || fail "no nvcc (CUDA toolkit) found; the CUDA backend cannot be built"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDDLSIM_WERROR=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
+    -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" | grep -E "ddlsim|CUDA" || true
+cmake --build "$build" -j"$(nproc)" --target ddlsim ddlsim_validate_tests
+grep -q "DDLSIM_VALIDATE_CUDA" "$build/validate/CMakeFiles/ddlsim_validate.dir/flags.make" ||
+    fail "CMake did not build the CUDA backend (see the configure output above)"
+
+# No GPU: `ddlsim calibrate --backend cuda` says why and exits 2.
+"$build/ddlsim" calibrate --backend cuda --quick --out "$out/calib.json" ||
+    fail "calibration with --backend cuda failed (no usable GPU?)"
+tests=$("$build/validate/ddlsim_validate_tests" -tc="CUDA*" -s 2>&1) || { echo "$tests"; fail "CUDA tests failed"; }
+echo "$tests" | grep -q "CUDA backend skipped" && { echo "$tests"; fail "CUDA tests were skipped: no usable GPU"; }
+echo "$tests" | tail -3
+"$build/ddlsim" validate --backend cuda --quick --out "$out/report.json" --profile "$out/validate-calib.json" ||
+    fail "ddlsim validate --backend cuda failed or a check failed (report: $out/report.json)"
+echo "gpu_check: passed in $(($(date +%s) - start)) s; report, profiles and log in $out"
