@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "models/compression.hpp"
 #include "models/compute.hpp"
+#include "models/schedule.hpp"
 #include "models/workload.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/fabric.hpp"
@@ -73,6 +75,7 @@ struct TrainingJob {
     DeviceSpec device;                           ///< the device of every worker without its own
     std::vector<ComputeProfile> worker_compute;  ///< per worker when devices differ (else empty: `compute`)
     std::vector<DeviceSpec> worker_device;       ///< per worker when devices differ
+    bool record_schedule = false;                ///< keep the update schedule (convergence replay)
 
     [[nodiscard]] const ComputeProfile& compute_of(std::uint32_t w) const {
         return worker_compute.empty() ? compute : worker_compute[w];
@@ -115,11 +118,12 @@ struct JobResult {
         std::uint64_t updates_applied = 0;  ///< updates applied to its model (own steps, averagings, pulls)
     };
     std::vector<WorkerStats> workers;
-    std::uint64_t model_versions = 0;        ///< PS / server: global model versions produced
-    std::uint64_t rounds = 0;                ///< synchronisation rounds run (local_sgd, fedavg: averagings)
-    double clients_per_round_mean = 0.0;     ///< fedavg: clients that took part, per round
-    double collectives_per_iteration = 0.0;  ///< collective rounds a worker joins per iteration (messages x phases)
-    std::uint32_t max_lead = 0;              ///< ssp/asp: most iterations a worker started ahead of the slowest
+    std::uint64_t model_versions = 0;          ///< PS / server: global model versions produced
+    std::uint64_t rounds = 0;                  ///< synchronisation rounds run (local_sgd, fedavg: averagings)
+    double clients_per_round_mean = 0.0;       ///< fedavg: clients that took part, per round
+    double collectives_per_iteration = 0.0;    ///< collective rounds a worker joins per iteration (messages x phases)
+    std::shared_ptr<const Schedule> schedule;  ///< with TrainingJob::record_schedule
+    std::uint32_t max_lead = 0;                ///< ssp/asp: most iterations a worker started ahead of the slowest
 };
 
 /// What the job's collective needs: sizes, tensors in backward order, nodes of the workers.

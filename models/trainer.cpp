@@ -138,7 +138,8 @@ void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
 }  // namespace detail
 
 bool closed_form_applies(const TrainingJob& job) {
-    return job.sync.kind == SyncKind::bsp && !job.overlap.any() && !job.stragglers.any() && job.worker_compute.empty();
+    return job.sync.kind == SyncKind::bsp && !job.overlap.any() && !job.stragglers.any() &&
+           job.worker_compute.empty() && !job.record_schedule;
 }
 
 JobResult simulate_closed_form(const topo::Fabric& fabric, const TrainingJob& job) {

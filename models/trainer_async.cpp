@@ -33,6 +33,18 @@ sim::Time compute_step(const TrainerEnv& env, WorkerClock& clock, std::uint32_t 
     return t;
 }
 
+// The schedule of a job, when it is recorded (else null).
+std::shared_ptr<Schedule> new_schedule(const TrainingJob& job) {
+    if (!job.record_schedule) return nullptr;
+    auto s = std::make_shared<Schedule>();
+    s->workers = job.workers;
+    return s;
+}
+
+void record(const std::shared_ptr<Schedule>& s, OpKind k, std::uint32_t w, std::uint32_t i, sim::Time t) {
+    if (s) s->add(k, w, 0, i, t.seconds());
+}
+
 // ---------------------------------------------------------------------------------------
 // SSP / ASP on a parameter server with k servers (endpoints n..n+k-1), shards of S/k.
 class AsyncPsTrainer final : public JobTrainer {
@@ -72,6 +84,7 @@ public:
         r.model_versions = version_;
         r.rounds = version_;
         r.max_lead = max_lead_;
+        r.schedule = schedule_;
         return r;
     }
 
@@ -103,6 +116,7 @@ private:
             return;
         }
         max_lead_ = std::max(max_lead_, s.iter - slowest);
+        record(schedule_, OpKind::grad, w, s.iter, engine_.now());
         const sim::Time t = compute_step(env_, clocks_[w], w, s.iter, engine_.now(), false);
         engine_.at(t, [this, w] { push(w); });
     }
@@ -138,6 +152,8 @@ private:
         ++histogram_[staleness];
         ++version_;
         s.pull_version = version_;  // the model the pull sends out
+        record(schedule_, OpKind::push, w, s.iter, engine_.now());
+        record(schedule_, OpKind::pull, w, s.iter, engine_.now());
         s.shards = 0;
         for (std::uint32_t j = 0; j < k_; ++j)
             comm_.send(n_ + j, w, pull_ / k_, [this, w] {
@@ -189,6 +205,7 @@ private:
     std::uint64_t version_ = 0;
     std::uint32_t max_lead_ = 0;
     std::vector<std::uint64_t> histogram_;
+    std::shared_ptr<Schedule> schedule_ = new_schedule(job_);
 };
 
 // ---------------------------------------------------------------------------------------
@@ -221,6 +238,7 @@ public:
         r.bytes_on_wire_per_iteration = wire_ / job_.iterations;
         set_staleness(r, histogram_);
         r.rounds = averagings_;
+        r.schedule = schedule_;
         return r;
     }
 
@@ -240,6 +258,7 @@ private:
             return;
         }
         passive_at_start_[w] = passive_[w];
+        record(schedule_, OpKind::grad, w, iter_[w], engine_.now());
         const sim::Time t = compute_step(env_, clocks_[w], w, iter_[w], engine_.now(), false);
         engine_.at(t, [this, w] { exchange(w); });
     }
@@ -265,6 +284,9 @@ private:
             ++passive_[j];
             ++clocks_[j].updates;
             ++averagings_;
+            if (schedule_)
+                schedule_->add(OpKind::average, w, schedule_->add_set({std::min(w, j), std::max(w, j)}), iter_[w],
+                               engine_.now().seconds());
             update(w);
         };
         comm_.send(w, j, bytes_, done);
@@ -272,6 +294,7 @@ private:
     }
 
     void update(std::uint32_t w) {
+        record(schedule_, OpKind::local, w, iter_[w], engine_.now());
         const sim::Time u =
             scaled(job_.compute_of(w).update, straggler(job_.stragglers, job_.seed, w, iter_[w]).factor);
         env_.timeline.span(Timeline::compute(w), "update", "update", engine_.now(), engine_.now() + u);
@@ -298,6 +321,7 @@ private:
     double wire_ = 0.0;
     std::uint64_t averagings_ = 0;
     std::vector<std::uint64_t> histogram_;
+    std::shared_ptr<Schedule> schedule_ = new_schedule(job_);
 };
 
 // ---------------------------------------------------------------------------------------
@@ -335,6 +359,7 @@ public:
         r.rounds = round_;
         r.model_versions = round_;
         r.clients_per_round_mean = static_cast<double>(participations_) / std::max<std::uint32_t>(1, round_);
+        r.schedule = schedule_;
         return r;
     }
 
@@ -370,6 +395,7 @@ private:
         uploads_left_ = static_cast<std::uint32_t>(clients_.size()) * k_;
         server_arrivals_.assign(k_, 0);
         for (std::uint32_t w : clients_) {
+            record(schedule_, OpKind::pull, w, round_, engine_.now());
             clocks_[w].comm_begin(engine_.now());
             const sim::Time start = engine_.now();
             auto left = std::make_shared<std::uint32_t>(k_);
@@ -427,6 +453,8 @@ private:
         ++servers_waiting_;
         engine_.after(avg, [this] {
             if (--servers_waiting_ > 0 || uploads_left_ > 0) return;
+            if (schedule_)
+                schedule_->add(OpKind::collect, 0, schedule_->add_set(clients_), round_, engine_.now().seconds());
             ++round_;
             begin_round();
         });
@@ -448,6 +476,7 @@ private:
     std::uint64_t participations_ = 0;
     double upload_ = 0.0, download_ = 0.0, wire_ = 0.0;
     sim::Time comm_total_;
+    std::shared_ptr<Schedule> schedule_ = new_schedule(job_);
 };
 
 }  // namespace

@@ -36,6 +36,13 @@ public:
             w.param_ready.assign(layers, sim::Time::zero());
             w.msg_start.assign(msgs.size(), sim::Time::zero());
         }
+        if (job_.record_schedule) {
+            schedule_ = std::make_shared<Schedule>();
+            schedule_->workers = job_.workers;
+            std::vector<std::uint32_t> everyone(job_.workers);
+            for (std::uint32_t w = 0; w < job_.workers; ++w) everyone[w] = w;
+            all_ = schedule_->add_set(std::move(everyone));
+        }
         // Distinct layers per message (priority: a message completes these layers' pieces).
         for (const Message& m : msgs) {
             std::vector<std::uint32_t> ls;
@@ -57,6 +64,7 @@ public:
         r.codec_time_s = plan_.codec_time(0).seconds() * syncs;
         r.rounds = sync_count();
         r.collectives_per_iteration = plan_.collectives() * syncs;
+        if (job_.record_schedule) r.schedule = schedule_;
         r.model_versions = job_.sync.kind == SyncKind::local_sgd ? sync_count() : job_.iterations;
         return r;
     }
@@ -136,6 +144,7 @@ private:
         W& s = ws_[w];
         const ComputeProfile& cp = job_.compute_of(w);
         const std::uint32_t i = s.iter;
+        record(OpKind::grad, w, i, s.fwd_clock);  // every layer's parameters are current now
         std::vector<sim::Time> done(layers());
         for (std::uint32_t l = layers(); l-- > 0;) {
             const sim::Time d = scaled(cp.layers[l].bwd, s.slow.factor);
@@ -181,6 +190,7 @@ private:
         // D-PSGD gossip (exchange, then update).
         const bool update_first = !sync || job_.sync.kind == SyncKind::local_sgd;
         if (update_first) {
+            record(OpKind::local, w, i, t);
             const sim::Time u = scaled(cp.update, s.slow.factor);
             env_.timeline.span(Timeline::compute(w), "update", "update", t, t + u);
             clocks_[w].busy += u;
@@ -327,22 +337,41 @@ private:
                     s.param_ready[l] = start + u;
                     if (s.fwd_waiting && s.fwd_layer == l) advance_forward(w);
                 }
-            if (--s.msgs_left == 0) ++c.updates;
+            if (--s.msgs_left == 0) {
+                ++c.updates;
+                record_round(i);
+            }
             if (s.iter == job_.iterations && s.outstanding == 0) finish(w);
             return;
         }
         if (--s.msgs_left > 0) return;
+        record_round(i);
         if (job_.sync.kind == SyncKind::local_sgd) {
             ++c.updates;  // the averaged model replaces the local one
             next_iteration(w);
             return;
         }
+        if (job_.architecture.kind == topo::ArchKind::gossip) record(OpKind::local, w, i, engine_.now());
         const sim::Time u = scaled(job_.compute_of(w).update, s.slow.factor);
         const sim::Time start = std::max(engine_.now(), s.bwd_end);
         env_.timeline.span(Timeline::compute(w), "update", "update", start, start + u);
         c.busy += u;
         ++c.updates;
         engine_.at(start + u, [this, w] { next_iteration(w); });
+    }
+
+    void record(OpKind k, std::uint32_t w, std::uint32_t i, sim::Time t) {
+        if (schedule_) schedule_->add(k, w, 0, i, t.seconds());
+    }
+
+    // The first worker to finish iteration i's synchronisation records it for all.
+    void record_round(std::uint32_t i) {
+        if (!schedule_ || recorded_rounds_ > i) return;
+        recorded_rounds_ = i + 1;
+        const OpKind k = job_.sync.kind == SyncKind::local_sgd              ? OpKind::average
+                         : job_.architecture.kind == topo::ArchKind::gossip ? OpKind::mix
+                                                                            : OpKind::sync;
+        schedule_->add(k, 0, all_, i, engine_.now().seconds(), i);
     }
 
     void finish(std::uint32_t w) {
@@ -367,6 +396,9 @@ private:
                         std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>>, std::greater<>>
         heap_;
     std::uint32_t in_flight_ = 0;
+    std::shared_ptr<Schedule> schedule_;
+    std::uint32_t all_ = 0;
+    std::uint32_t recorded_rounds_ = 0;
 };
 
 }  // namespace

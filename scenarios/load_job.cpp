@@ -408,6 +408,30 @@ models::StragglerSpec read_stragglers(const json& j, const std::string& path, st
 
 }  // namespace
 
+ConvergenceSpec read_convergence(const json& j, const std::string& path) {
+    const Tables& t = tables();
+    ObjectReader r(j, path, t.convergence);
+    ConvergenceSpec c;
+    if (r.has("task")) c.task = read_choice(r.at("task"), r.path("task"), t.choices.convergence_tasks);
+    if (r.has("target_accuracy"))
+        c.target_accuracy = read_positive(r.at("target_accuracy"), r.path("target_accuracy"), 1.0);
+    if (r.has("max_iterations"))
+        c.max_iterations =
+            static_cast<std::uint32_t>(read_uint(r.at("max_iterations"), r.path("max_iterations"), 1, 1'000'000));
+    if (r.has("learning_rate")) c.learning_rate = read_positive(r.at("learning_rate"), r.path("learning_rate"), 100.0);
+    if (r.has("batch_size"))
+        c.batch_size = static_cast<std::uint32_t>(read_uint(r.at("batch_size"), r.path("batch_size"), 1, 60'000));
+    if (r.has("eval_every"))
+        c.eval_every = static_cast<std::uint32_t>(read_uint(r.at("eval_every"), r.path("eval_every"), 1, 1'000'000));
+    if (r.has("test_samples"))
+        c.test_samples = static_cast<std::uint32_t>(read_uint(r.at("test_samples"), r.path("test_samples"), 1, 10'000));
+    if (r.has("train_samples"))
+        c.train_samples =
+            static_cast<std::uint32_t>(read_uint(r.at("train_samples"), r.path("train_samples"), 0, 60'000));
+    r.finish();
+    return c;
+}
+
 JobSpec read_job(ObjectReader& r, const std::string& base_dir) {
     JobSpec s;
     auto need = [&](const char* key) -> const json& {

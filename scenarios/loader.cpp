@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "models/compression.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
 #include "topologies/collectives.hpp"
@@ -171,10 +172,17 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
             static_cast<std::uint32_t>(read_uint(root.at("iterations"), root.path("iterations"), 1, 1'000'000'000));
     if (root.has("seed")) s.seed = read_uint(root.at("seed"), root.path("seed"), 0, UINT64_MAX);
     if (root.has("description")) (void)read_string(root.at("description"), root.path("description"));
+    std::optional<ConvergenceSpec> convergence;
+    if (root.has("convergence")) {
+        convergence = detail::read_convergence(root.at("convergence"), root.path("convergence"));
+        if (convergence->max_iterations > 0) s.iterations = convergence->max_iterations;
+    }
 
     std::vector<const json*> placements;
     std::vector<std::string> paths;  // each job's path prefix, ending in "."
     s.has_jobs_list = root.has("jobs");
+    if (s.has_jobs_list && convergence)
+        throw ScenarioError(root.path("convergence"), "applies to a single job, not a \"jobs\" list");
     if (s.has_jobs_list) {
         for (const auto& f : t.job.fields)
             if (f.name != "name" && f.name != "description")
@@ -197,6 +205,23 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     } else {
         JobSpec job = detail::read_job(root, base_dir);
         job.name = "job0";
+        job.convergence = convergence;
+        if (convergence) {
+            // What the replay can execute for real (validate/replay.hpp).
+            const std::vector<std::string> replayable{"none", "fp16", "qsgd", "signsgd", "ef_signsgd", "topk"};
+            const std::string kind(models::compression_kind_names()[static_cast<std::size_t>(job.compression.kind)]);
+            if (std::find(replayable.begin(), replayable.end(), kind) == replayable.end())
+                throw ScenarioError("$.compression.kind",
+                                    fmt::format("convergence replay runs compression {}; \"{}\" is simulated but not "
+                                                "replayed (drop \"convergence\" to simulate it)",
+                                                detail::list(replayable), kind));
+            if (kind == "qsgd" && job.compression.bits != 8)
+                throw ScenarioError("$.compression.bits", "convergence replay runs qsgd with 8 bits; expected 8");
+            if (job.workers > 64)
+                throw ScenarioError("$.workers", fmt::format("convergence replay keeps one real model per worker; "
+                                                             "expected at most 64 workers, got {}",
+                                                             job.workers));
+        }
         placements.push_back(root.has("placement") ? &root.at("placement") : nullptr);
         paths.push_back("$.");
         s.jobs.push_back(std::move(job));

@@ -31,6 +31,8 @@ void reject_planned_kind(const json& j, const std::string& path, const std::stri
 /// Reads the per-job keys (workers, model, batch_size, device, architecture, sync,
 /// compression, overlap; placement is resolved later) from `r`, whose path is the job's.
 [[nodiscard]] JobSpec read_job(ObjectReader& r, const std::string& base_dir);
+/// The convergence block.
+[[nodiscard]] ConvergenceSpec read_convergence(const json& j, const std::string& path);
 
 /// What the network block says, sized for `hosts_needed` hosts (workers plus default
 /// dedicated servers) where the topology's size is not given.

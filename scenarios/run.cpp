@@ -36,6 +36,7 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     job.compression = j.compression;
     job.stragglers = j.stragglers;
     job.device = j.device;
+    job.record_schedule = j.convergence.has_value();
     try {
         job.compute = models::compute_profile(j.workload, j.device, j.batch_size, j.bytes_per_param);
     } catch (const std::invalid_argument& e) {

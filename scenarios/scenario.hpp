@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,18 @@
 namespace ddlsim::scenario {
 
 enum class NetworkModel { flow, analytic };
+
+/// The `convergence` block (SPEC §6): train a proxy task for real under the simulated schedule.
+struct ConvergenceSpec {
+    std::string task = "fashion_mnist_mlp";  ///< fashion_mnist_mlp, fashion_mnist_cnn, synthetic_mlp (tests)
+    double target_accuracy = 0.8;
+    std::uint32_t max_iterations = 0;  ///< also the number of simulated iterations
+    double learning_rate = 0.05;
+    std::uint32_t batch_size = 32;      ///< proxy samples per worker per step
+    std::uint32_t eval_every = 10;      ///< evaluate the model every this many iterations
+    std::uint32_t test_samples = 2000;  ///< held-out samples the accuracy is measured on
+    std::uint32_t train_samples = 0;    ///< training samples used (0: all)
+};
 
 /// One training job: its model, devices, workers and schemes.
 struct JobSpec {
@@ -35,6 +48,7 @@ struct JobSpec {
     models::OverlapSpec overlap;
     models::StragglerSpec stragglers;
     std::vector<models::DeviceSpec> worker_devices;  ///< per worker, when the cluster is heterogeneous
+    std::optional<ConvergenceSpec> convergence;
 };
 
 struct Scenario {

@@ -62,6 +62,9 @@ Tables build() {
                   {"iterations", integer("iterations to simulate, per job (default 10)", 1)},
                   {"network", ref("network", "the physical network"), true},
                   {"seed", integer("seed of every random choice, ECMP path hashing included (default 0)", 0)},
+                  {"convergence", ref("convergence",
+                                      "train a proxy task for real under the simulated schedule and "
+                                      "report time to accuracy (one job only)")},
                   {"jobs",
                    {{"type", "array"},
                     {"items", ref("job", "a job")},
@@ -293,6 +296,26 @@ Tables build() {
                         "default false)"}}},
                      {"partition_size", bytes_schema("priority: partition size (default 4MB)")},
                  }};
+    t.convergence = {
+        "convergence",
+        "time to accuracy: the simulated update schedule replayed on a real proxy model (SPEC §6)",
+        {
+            {"task", enum_schema(c.convergence_tasks,
+                                 "proxy task: Fashion-MNIST MLP (default) or CNN (Debian's dataset-fashion-mnist), or "
+                                 "a synthetic MLP task that needs no data")},
+            {"target_accuracy",
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"maximum", 1},
+              {"description", "test accuracy to reach (default 0.8)"}}},
+            {"max_iterations", integer("iterations simulated and replayed (overrides `iterations`)", 1)},
+            {"learning_rate",
+             {{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "proxy SGD learning rate (default 0.05)"}}},
+            {"batch_size", integer("proxy samples per worker per step (default 32)", 1)},
+            {"eval_every", integer("evaluate every this many iterations (default 10)", 1)},
+            {"test_samples", integer("held-out samples accuracy is measured on (default 2000)", 1)},
+            {"train_samples", integer("training samples used (default: all)", 0)},
+        }};
     t.stragglers = {
         "stragglers",
         "per-worker compute slowdowns; fixed factors and a seeded per-iteration distribution compose",
@@ -330,7 +353,7 @@ json scenario_schema() {
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema";
     out["title"] = "ddlsim scenario";
     for (const ObjectSchema* s : {&t.job, &t.network, &t.topology_file, &t.node, &t.link, &t.model, &t.layer, &t.device,
-                                  &t.architecture, &t.sync, &t.compression, &t.overlap, &t.stragglers})
+                                  &t.architecture, &t.sync, &t.compression, &t.overlap, &t.stragglers, &t.convergence})
         out["$defs"][s->id] = s->to_json();
     return out;
 }

@@ -34,6 +34,7 @@ struct Choices {
     // Order matches models::Fusion.
     std::vector<std::string> fusions{"none", "buffer", "mgwfbp"};
     std::vector<std::string> straggler_distributions{"lognormal", "exponential", "periodic"};
+    std::vector<std::string> convergence_tasks{"fashion_mnist_mlp", "fashion_mnist_cnn", "synthetic_mlp"};
     std::vector<std::string> models;   ///< built-in workloads
     std::vector<std::string> devices;  ///< built-in device profiles
 };
@@ -46,12 +47,7 @@ struct Planned {
     };
     /// Keys by object id ("scenario", "architecture", ...).
     std::map<std::string, std::vector<std::string>> keys{
-        {"scenario", {"convergence"}},
-        {"job", {"convergence"}},
-        {"architecture", {}},
-        {"overlap", {}},
-        {"device", {}},
-        {"network", {}},
+        {"scenario", {}}, {"job", {}}, {"architecture", {}}, {"overlap", {}}, {"device", {}}, {"network", {}},
     };
 };
 
@@ -59,7 +55,7 @@ struct Tables {
     Choices choices;
     Planned planned;
     ObjectSchema root, job, network, topology_file, node, link, model, layer, device, architecture, sync, compression,
-        overlap, stragglers;
+        overlap, stragglers, convergence;
 };
 
 /// The tables, built once.

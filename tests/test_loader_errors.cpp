@@ -326,9 +326,12 @@ TEST_CASE("loader: values and keys the SPEC defines but this version lacks say n
                  "$.network.host_bandwidth.h9", "host of the network");
     expect_error(with(base(), P("/device"), from_text(R"({"profile": "calib.json"})")), "$.device.profile",
                  "no such file");
-    // SPEC keys this version does not implement yet say so.
-    expect_error(with(base(), P("/convergence"), from_text(R"({"task": "fashion_mnist_mlp"})")), "$.convergence",
-                 "not implemented");
+    // Convergence: one job, and only what the replay can run.
+    expect_error(with(base(), P("/convergence"), from_text(R"({"task": "mnist"})")), "$.convergence.task",
+                 "\"fashion_mnist_mlp\"");
+    expect_error(with(with(base(), P("/convergence"), from_text(R"({"max_iterations": 5})")), P("/compression"),
+                      from_text(R"({"kind": "powersgd"})")),
+                 "$.compression.kind", "not replayed");
     // With a jobs list the per-job keys belong inside each job.
     expect_error(with(base(), P("/jobs"), json::array()), "$.workers", "inside each job");
 }
