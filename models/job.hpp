@@ -37,6 +37,7 @@ struct OverlapSpec {
     sim::Time cycle_time;            ///< buffer: Horovod cycle (0 = static DDP-style buckets)
     bool priority = false;           ///< P3 / ByteScheduler
     sim::Bytes partition_size{4e6};  ///< priority: partition size
+    std::uint32_t credit = 4;        ///< priority: partitions in flight at once (ByteScheduler's credit)
 
     [[nodiscard]] bool any() const { return wfbp || fusion != Fusion::none || priority; }
 };

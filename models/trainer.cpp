@@ -78,8 +78,23 @@ void Comm::send(std::uint32_t a, std::uint32_t b, double bytes, std::function<vo
         return;
     }
     const sim::PathCost c = path_cost(a, b);
-    engine_.after(c.local ? sim::Time::zero() : c.latency + sim::transfer_time(sim::Bytes{bytes}, c.bandwidth),
-                  std::move(done));
+    if (c.local) {
+        engine_.after(sim::Time::zero(), std::move(done));
+        return;
+    }
+    // Contention-free but not capacity-free: a host sends (and receives) one transfer at a time at
+    // the path's bottleneck bandwidth, first come first served, as the α-β closed forms assume.
+    if (out_free_.empty()) {
+        out_free_.assign(fabric_.node_count(), sim::Time::zero());
+        in_free_.assign(fabric_.node_count(), sim::Time::zero());
+    }
+    const topo::Vertex ha = job_.endpoint_hosts[a];
+    const topo::Vertex hb = job_.endpoint_hosts[b];
+    const sim::Time start = std::max({engine_.now(), out_free_[ha], in_free_[hb]});
+    const sim::Time end = start + sim::transfer_time(sim::Bytes{bytes}, c.bandwidth);
+    out_free_[ha] = end;
+    in_free_[hb] = end;
+    engine_.at(end + c.latency, std::move(done));
 }
 
 std::unique_ptr<sim::Round> Comm::start_round(const topo::Collective& c, sim::EndpointDone on_done,

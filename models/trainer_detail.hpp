@@ -26,7 +26,8 @@ class Comm {
 public:
     Comm(sim::Engine& engine, sim::Network& network, const topo::Fabric& fabric, const TrainingJob& job, bool analytic);
 
-    /// Moves `bytes` from endpoint a's host to endpoint b's.
+    /// Moves `bytes` from endpoint a's host to endpoint b's (analytic: latency + bytes / bottleneck bandwidth,
+    /// each host sending and receiving one transfer at a time, first come first served).
     void send(std::uint32_t a, std::uint32_t b, double bytes, std::function<void()> done);
     /// Starts a round of `c`; analytic: every endpoint is done after the closed-form time once all have joined.
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(const topo::Collective& c, sim::EndpointDone on_done,
@@ -43,6 +44,7 @@ private:
     const TrainingJob& job_;
     bool analytic_;
     std::map<const topo::Collective*, sim::Time> closed_form_;
+    std::vector<sim::Time> out_free_, in_free_;  ///< analytic: per host, when its NIC is free
 };
 
 /// Timeline tracks of a job: per worker a compute and a communication track.

@@ -43,6 +43,8 @@ public:
             for (std::uint32_t w = 0; w < job_.workers; ++w) everyone[w] = w;
             all_ = schedule_->add_set(std::move(everyone));
         }
+        by_front_.resize(job_.workload.layers.size());
+        for (std::uint32_t m = 0; m < msgs.size(); ++m) by_front_[msgs[m].front_layer].push_back(m);
         // Distinct layers per message (priority: a message completes these layers' pieces).
         for (const Message& m : msgs) {
             std::vector<std::uint32_t> ls;
@@ -146,16 +148,29 @@ private:
         const std::uint32_t i = s.iter;
         record(OpKind::grad, w, i, s.fwd_clock);  // every layer's parameters are current now
         std::vector<sim::Time> done(layers());
+        const bool sync = sync_iteration(i);
+        const auto& msgs = plan_.messages();
+        const bool gradients = sync && job_.sync.kind == SyncKind::bsp && job_.architecture.kind != topo::ArchKind::gossip;
+        // With overlap, a message's encode kernels run on the device right after the backward layer
+        // that completes it, delaying the layers after it (codecs share the GPU with backward).
+        const bool encode_inline = gradients && job_.overlap.any();
+        std::vector<sim::Time> ready(encode_inline ? msgs.size() : 0);
         for (std::uint32_t l = layers(); l-- > 0;) {
             const sim::Time d = scaled(cp.layers[l].bwd, s.slow.factor);
             env_.timeline.span(Timeline::compute(w), "bwd " + job_.workload.layers[l].name, "backward", t, t + d);
             clocks_[w].busy += d;
             t += d;
             done[l] = t;
+            if (!encode_inline) continue;
+            for (std::uint32_t m : by_front_[l]) {
+                const sim::Time enc = plan_.work_time(msgs[m].encode, w);
+                env_.timeline.span(Timeline::compute(w), fmt::format("encode msg{}", m), "codec", t, t + enc);
+                clocks_[w].busy += enc;
+                t += enc;
+                ready[m] = t;
+            }
         }
-        const bool sync = sync_iteration(i);
-        const auto& msgs = plan_.messages();
-        if (sync && job_.sync.kind == SyncKind::bsp && job_.architecture.kind != topo::ArchKind::gossip) {
+        if (gradients) {
             // Gradient messages leave as backward produces them (equal ready times: one event).
             s.msgs_left = static_cast<std::uint32_t>(msgs.size());
             s.outstanding += static_cast<std::uint32_t>(msgs.size());
@@ -164,13 +179,13 @@ private:
                     for (std::uint32_t l : ls) ++s.pending[l];
             // Without overlap everything leaves when backward ends (layers without parameters too).
             const bool overlap = job_.overlap.any();
-            auto ready_at = [&](std::uint32_t k) { return overlap ? done[msgs[k].front_layer] : t; };
+            auto ready_at = [&](std::uint32_t k) { return overlap ? ready[k] : t; };
             s.bwd_end = t;
             for (std::uint32_t m = 0; m < msgs.size();) {
-                const sim::Time ready = ready_at(m);
+                const sim::Time at = ready_at(m);
                 std::uint32_t e = m + 1;
-                while (e < msgs.size() && ready_at(e) == ready) ++e;
-                engine_.at(ready, [this, w, i, m, e] {
+                while (e < msgs.size() && ready_at(e) == at) ++e;
+                engine_.at(at, [this, w, i, m, e] {
                     for (std::uint32_t k = m; k < e; ++k) message_ready(w, i, k);
                 });
                 m = e;
@@ -243,9 +258,10 @@ private:
         start_message(w, i, m);
     }
 
-    // Priority: one message at a time for the whole job, front layers (and older iterations) first.
+    // Priority: up to `credit` partitions in flight for the whole job (ByteScheduler's credit), the
+    // front-most layer (and older iteration) first.
     void dispatch() {
-        while (in_flight_ == 0 && !heap_.empty()) {
+        while (in_flight_ < job_.overlap.credit && !heap_.empty()) {
             const auto [i, front, m] = heap_.top();
             (void)front;
             heap_.pop();
@@ -257,7 +273,8 @@ private:
     void start_message(std::uint32_t w, std::uint32_t i, std::uint32_t m) {
         clocks_[w].comm_begin(engine_.now());
         ws_[w].msg_start[m] = engine_.now();
-        const sim::Time enc = plan_.work_time(plan_.messages()[m].encode, w);
+        const bool encoded = job_.overlap.any();  // encoded on the device after its backward layer
+        const sim::Time enc = encoded ? sim::Time::zero() : plan_.work_time(plan_.messages()[m].encode, w);
         env_.timeline.span(Timeline::comm(w), "encode", "codec", engine_.now(), engine_.now() + enc);
         engine_.after(enc, [this, w, i, m] { open_phase(w, i, m, 0); });
     }
@@ -388,6 +405,7 @@ private:
     std::vector<WorkerClock> clocks_;
     std::vector<W> ws_;
     std::vector<std::vector<std::uint32_t>> msg_layers_;
+    std::vector<std::vector<std::uint32_t>> by_front_;  ///< per layer: messages it completes
     bool priority_ = false;
     Mode mode_ = Mode::fifo;
     std::unordered_map<std::uint64_t, RoundState> rounds_;

@@ -295,6 +295,7 @@ Tables build() {
                         "first, next forward starts per layer (implies wfbp; "
                         "default false)"}}},
                      {"partition_size", bytes_schema("priority: partition size (default 4MB)")},
+            {"credit", integer("priority: partitions in flight at once, ByteScheduler's credit (default 4)", 1)},
                  }};
     t.convergence = {
         "convergence",
