@@ -3,7 +3,9 @@
 #  1. the Release build with warnings as errors, and the whole CTest suite;
 #  2. the same suite built with clang, AddressSanitizer and UndefinedBehaviorSanitizer;
 #  3. the libFuzzer targets (scenario loader, topology-file loader) for a bounded time each,
-#     seeded from scenarios/; any crash, leak or timeout fails (FUZZ_SECONDS, default 30 each).
+#     seeded from scenarios/; any crash, leak or timeout fails (FUZZ_SECONDS, default 30 each);
+#  4. the real-training validation: `ddlsim validate --quick` on the CPU, its report checked
+#     (validate/ci_check.sh; about a minute on two cores).
 # `tools/test.sh --quick` stops after step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,3 +50,6 @@ for target in scenario topology; do
         -print_final_stats=1 "$corpus/$target" 2>&1 | tail -n 12
 done
 echo "sanitizer suite and fuzzers: 1 passed, 0 failed"
+
+# Real-training validation (SPEC §5) with the Release build: ddlsim validate --quick, report checked.
+validate/ci_check.sh build/ddlsim

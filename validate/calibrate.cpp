@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -94,10 +95,15 @@ void profile_codecs(const CalibrationOptions& o, const Dataset& train, Calibrati
     }
 }
 
+// k processes run the compute step over one common window that starts after all of them are
+// forked and warmed up; a process's time per step is the window over the steps it completed.
 void measure_sharing(const CalibrationOptions& o, const Dataset& train, Calibration& c) {
-    const std::uint32_t iters = std::max<std::uint32_t>(o.iterations / 2, 4);
-    double base = 0.0;
-    for (std::uint32_t k : o.sharing) {
+    const double window = o.iterations >= 40 ? 1.5 : 0.6;
+    std::vector<std::uint32_t> counts = o.sharing;
+    counts.push_back(1);  // the single process again at the end: the baseline is the mean of both
+    std::vector<double> per_step;
+    for (std::uint32_t k : counts) {
+        const double go = now_s() + 0.3 + 0.05 * k;
         const auto results = run_children(k, 300.0, [&](std::uint32_t i) {
             auto model = make_model(o.model, o.backend, o.seed);
             ShardSampler sampler(train.size(), 1, 0, o.seed + i);
@@ -109,15 +115,22 @@ void measure_sharing(const CalibrationOptions& o, const Dataset& train, Calibrat
                 model->apply_gradient(g, 0.01F);
             };
             for (int w = 0; w < 2; ++w) step();
-            const double t0 = now_s();
-            for (std::uint32_t s = 0; s < iters; ++s) step();
-            return fmt::format("{:.9e}", (now_s() - t0) / iters);
+            while (now_s() < go) std::this_thread::sleep_for(std::chrono::microseconds(200));
+            std::uint32_t steps = 0;
+            double t = now_s();
+            while (t < go + window || steps < 2) {
+                step();
+                ++steps;
+                t = now_s();
+            }
+            return fmt::format("{:.9e}", (t - go) / steps);
         });
         double mean = 0.0;
         for (const auto& r : results) mean += std::stod(r) / k;
-        if (base == 0.0) base = mean;
-        c.sharing.emplace_back(k, mean / base);
+        per_step.push_back(mean);
     }
+    const double base = 0.5 * (per_step.front() + per_step.back());
+    for (std::size_t i = 0; i + 1 < counts.size(); ++i) c.sharing.emplace_back(counts[i], per_step[i] / base);
     c.sharing_slots = fit_sharing_slots(c.sharing);
 }
 
@@ -164,20 +177,23 @@ void measure_network(const CalibrationOptions& o, HostNetwork& net, Calibration&
     for (int fd : fds) ::close(fd);
     const auto rtt = json::parse(results[0]).get<std::vector<double>>();
     NetworkFit& f = c.network;
-    f.transport = net.namespaced() ? "tcp over veth + bridge (network namespaces, tbf-shaped)" : "tcp over loopback";
+    f.transport = net.namespaced() ? "tcp over veth + bridge (network namespaces, HTB-shaped)" : "tcp over loopback";
     f.rate_bps = net.namespaced() ? net.rate_bps() : 0.0;
-    std::vector<double> x, y, w;
+    // alpha: the one-way time of the smallest message; beta: least squares over the sizes whose
+    // time the bandwidth dominates (>= 64 KB: smaller ones may leave within the token bucket's burst).
     const double reply = rtt[0] / 2.0;  // the 1-byte reply's one-way time
+    std::vector<double> x, y, w;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
         const double t = std::max(rtt[i] - reply, 1e-7);
         f.points.emplace_back(sizes[i], t);
+        if (sizes[i] < 65536) continue;
         x.push_back(sizes[i]);
         y.push_back(t);
-        w.push_back(1.0 / (t * t));
+        w.push_back(1.0);
     }
     const auto [a, b] = weighted_line_fit(x, y, w);
     f.intercept_s = a;
-    f.latency_s = a > 0.0 ? a : reply;
+    f.latency_s = f.points.front().second;
     f.bandwidth_Bps = b > 0.0 ? 1.0 / b : 0.0;
     if (f.bandwidth_Bps <= 0.0) throw std::runtime_error("network calibration: no positive bandwidth fitted");
     f.goodput_fraction = f.rate_bps > 0 ? f.bandwidth_Bps / (f.rate_bps / 8.0) : 0.0;
@@ -308,7 +324,7 @@ json Calibration::details_json() const {
              {{"transport", network.transport},
               {"link_rate_bps", network.rate_bps},
               {"alpha_s", network.latency_s},
-              {"alpha_intercept_s", network.intercept_s},
+              {"fit_intercept_s", network.intercept_s},
               {"beta_Bps", network.bandwidth_Bps},
               {"goodput_fraction", network.goodput_fraction},
               {"expected_goodput_fraction_tcp", 1448.0 / 1514.0},

@@ -7,8 +7,9 @@
 //             slowdown(k) measured for a few k and fitted by max(1, k / slots)
 //   codecs    encode and decode seconds per gradient element of every compressor
 //   network   ping-pong between two hosts of the transport in use (one size S one way, a tiny
-//             reply), sizes 1 B .. 2 MB; one-way time T(S) = RTT(S) - RTT(1 B) / 2, fitted by
-//             least squares with relative weights to T(S) = alpha + S / beta (Hockney's model)
+//             reply), sizes 1 B .. 2 MB; one-way time T(S) = RTT(S) - RTT(1 B) / 2; Hockney's model
+//             T(S) = alpha + S / beta with alpha = T(1 B) and 1 / beta the least-squares slope over
+//             the sizes >= 64 KB (smaller ones partly leave within the token bucket's burst)
 #pragma once
 
 #include <cstdint>
@@ -40,12 +41,12 @@ struct CodecProfile {
 };
 
 struct NetworkFit {
-    double latency_s = 0.0;         ///< alpha: one-way host-to-host latency
-    double bandwidth_Bps = 0.0;     ///< beta: payload bytes per second
-    double intercept_s = 0.0;       ///< the fitted alpha before clamping to the small-message latency
-    double rate_bps = 0.0;          ///< the shaped link rate (0: unshaped)
-    double goodput_fraction = 0.0;  ///< beta / (rate / 8); 1448 / 1514 = 0.956 expected for TCP
-    double rms_relative_residual = 0.0;
+    double latency_s = 0.0;                         ///< alpha: one-way host-to-host latency
+    double bandwidth_Bps = 0.0;                     ///< beta: payload bytes per second
+    double intercept_s = 0.0;                       ///< the fitted alpha before clamping to the small-message latency
+    double rate_bps = 0.0;                          ///< the shaped link rate (0: unshaped)
+    double goodput_fraction = 0.0;                  ///< beta / (rate / 8); 1448 / 1514 = 0.956 expected for TCP
+    double rms_relative_residual = 0.0;             ///< of alpha + S / beta over the fitted sizes
     std::vector<std::pair<double, double>> points;  ///< (bytes, one-way seconds)
     std::string transport;
 };

@@ -37,7 +37,7 @@ std::size_t topk_k(const CodecSpec& s, std::size_t n) {
 class CpuCodec final : public Codec {
 public:
     CpuCodec(CodecSpec spec, std::size_t n, std::uint64_t seed)
-        : Codec(spec, n), residual_(spec.error_feedback ? n : 0, 0.0F), p_(n), rng_(seed) {}
+        : Codec(spec, n), residual_(spec.error_feedback ? n : 0, 0.0F), p_(n), rng_(splitmix64(seed) | 1) {}
 
     std::vector<std::uint8_t> encode(std::span<const float> g, const float* /*device_g*/) override {
         if (g.size() != n_) throw std::invalid_argument("codec: gradient size differs from the codec's");
@@ -122,8 +122,8 @@ private:
                 if (norm > 0.0F) {
                     const float level = std::fabs(p_[i]) / norm * kQsgdLevels;
                     const float floor = std::floor(level);
-                    q = static_cast<std::uint8_t>(std::min(
-                        kQsgdLevels, floor + (uniform01(rng_) < static_cast<double>(level - floor) ? 1.0F : 0.0F)));
+                    q = static_cast<std::uint8_t>(
+                        std::min(kQsgdLevels, floor + (uniform_float() < level - floor ? 1.0F : 0.0F)));
                 }
                 out[4 * buckets + i] = static_cast<std::uint8_t>(q | (p_[i] < 0.0F ? 0x80 : 0));
             }
@@ -147,6 +147,14 @@ private:
             put(out, 4 * j, order_[j]);
             put(out, 4 * (k + j), p_[order_[j]]);
         }
+    }
+
+    // xorshift64* (Vigna 2016): a uniform float in [0, 1) per element, cheap enough for every element.
+    float uniform_float() {
+        rng_ ^= rng_ >> 12;
+        rng_ ^= rng_ << 25;
+        rng_ ^= rng_ >> 27;
+        return static_cast<float>((rng_ * 0x2545F4914F6CDD1DULL) >> 40) * 0x1.0p-24F;
     }
 
     std::vector<float> residual_;

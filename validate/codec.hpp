@@ -34,8 +34,8 @@ struct CodecSpec {
 [[nodiscard]] const char* codec_name(CodecKind k);
 /// "topk (density 0.01, error feedback)".
 [[nodiscard]] std::string describe(const CodecSpec& s);
-/// Whether payloads of this scheme can be summed in flight by a ring all-reduce or a server
-/// (decode, add, re-encode); otherwise workers all-gather the payloads.
+/// Whether payloads of this scheme are summed in flight by a ring all-reduce or a server (decode,
+/// add, re-encode: fp16, qsgd, signsgd, as the simulator models them); top-k payloads are all-gathered.
 [[nodiscard]] bool summable(CodecKind k);
 /// Bytes of one payload for a gradient of `n` elements.
 [[nodiscard]] std::size_t payload_bytes(const CodecSpec& s, std::size_t n);

@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <memory>
 #include <stdexcept>
-
-#include "validate/codec.hpp"
 
 namespace ddlsim::validate {
 namespace {
@@ -13,34 +12,6 @@ namespace {
 std::uint32_t mod(std::int64_t a, std::uint32_t n) {
     const auto m = static_cast<std::int64_t>(n);
     return static_cast<std::uint32_t>(((a % m) + m) % m);
-}
-
-void encode_chunk(std::span<const float> v, bool fp16, std::vector<std::uint8_t>& out) {
-    out.clear();
-    if (fp16) {
-        encode_fp16(v, out);
-    } else {
-        const auto b = float_bytes(v);
-        out.assign(b.begin(), b.end());
-    }
-}
-
-void add_chunk(std::span<const std::uint8_t> in, bool fp16, std::span<float> v) {
-    if (fp16) {
-        decode_add_fp16(in, v, 1.0F);
-        return;
-    }
-    if (in.size() != v.size() * sizeof(float)) throw std::runtime_error("ring all-reduce: chunk of the wrong size");
-    for (std::size_t i = 0; i < v.size(); ++i) {
-        float x;
-        std::memcpy(&x, in.data() + 4 * i, 4);
-        v[i] += x;
-    }
-}
-
-void set_chunk(std::span<const std::uint8_t> in, bool fp16, std::span<float> v) {
-    std::fill(v.begin(), v.end(), 0.0F);
-    add_chunk(in, fp16, v);
 }
 
 }  // namespace
@@ -56,31 +27,53 @@ std::vector<std::uint32_t> ring_peers(std::uint32_t rank, std::uint32_t n) {
     return {succ, pred};
 }
 
-void ring_allreduce(Mesh& mesh, std::uint32_t rank, std::uint32_t n, std::span<float> v, bool fp16) {
+void ring_allreduce(Mesh& mesh, std::uint32_t rank, std::uint32_t n, std::span<float> v, const CodecSpec* spec,
+                    std::uint64_t seed) {
     if (n < 2) return;
     const std::uint32_t succ = (rank + 1) % n, pred = (rank + n - 1) % n;
     auto chunk = [&](std::uint32_t c) {
         const auto [a, b] = ring_chunk(v.size(), n, c);
         return v.subspan(a, b - a);
     };
+    // One codec per chunk (chunks differ in size by one element at most); none: raw fp32.
+    std::vector<std::unique_ptr<Codec>> codecs(n);
+    CodecSpec plain = spec != nullptr ? *spec : CodecSpec{};
+    plain.error_feedback = false;
+    for (std::uint32_t c = 0; c < n; ++c)
+        if (!chunk(c).empty()) codecs[c] = make_codec(plain, chunk(c).size(), Backend::cpu, seed * 1000003 + c);
+    auto encode = [&](std::uint32_t c, std::vector<std::uint8_t>& out) {
+        if (codecs[c])
+            out = codecs[c]->encode(chunk(c));
+        else
+            out.clear();
+    };
+    auto decode = [&](std::uint32_t c, std::span<const std::uint8_t> in, bool add) {
+        auto dst = chunk(c);
+        if (!add) std::fill(dst.begin(), dst.end(), 0.0F);
+        if (codecs[c])
+            codecs[c]->decode_add(in, dst, 1.0F);
+        else if (!in.empty())
+            throw std::runtime_error("ring all-reduce: data for an empty chunk");
+    };
     std::vector<std::uint8_t> out, in;
     for (std::uint32_t s = 0; s + 1 < n; ++s) {  // reduce-scatter
-        encode_chunk(chunk(mod(std::int64_t{rank} - s, n)), fp16, out);
+        encode(mod(std::int64_t{rank} - s, n), out);
         const Send send{succ, out};
         const Recv recv{pred, &in};
         mesh.exchange({&send, 1}, {&recv, 1});
-        add_chunk(in, fp16, chunk(mod(std::int64_t{rank} - s - 1, n)));
+        decode(mod(std::int64_t{rank} - s - 1, n), in, true);
     }
-    if (fp16) {  // the owner keeps what everyone else will receive
-        auto own = chunk((rank + 1) % n);
-        for (float& x : own) x = half_to_float(float_to_half(x));
-    }
-    for (std::uint32_t s = 0; s + 1 < n; ++s) {  // all-gather
-        encode_chunk(chunk(mod(std::int64_t{rank} + 1 - s, n)), fp16, out);
-        const Send send{succ, out};
-        const Recv recv{pred, &in};
+    // All-gather: the owner's encoding of each reduced chunk travels unchanged; everyone decodes it.
+    std::vector<std::vector<std::uint8_t>> bytes(n);
+    const std::uint32_t own = (rank + 1) % n;
+    encode(own, bytes[own]);
+    decode(own, bytes[own], false);
+    for (std::uint32_t s = 0; s + 1 < n; ++s) {
+        const std::uint32_t c_send = mod(std::int64_t{rank} + 1 - s, n), c_recv = mod(std::int64_t{rank} - s, n);
+        const Send send{succ, bytes[c_send]};
+        const Recv recv{pred, &bytes[c_recv]};
         mesh.exchange({&send, 1}, {&recv, 1});
-        set_chunk(in, fp16, chunk(mod(std::int64_t{rank} - s, n)));
+        decode(c_recv, bytes[c_recv], false);
     }
 }
 

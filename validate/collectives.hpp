@@ -1,7 +1,7 @@
 // The real synchronisation patterns over a Mesh, as the simulator models them (SPEC §4):
 //   ring all-reduce  reduce-scatter then all-gather, 2(n-1) steps; in each every worker sends one
 //                    of n chunks to its successor while receiving one from its predecessor
-//                    (Patarasuk & Yuan, JPDC 2009); optionally in fp16 (decode, add in fp32, re-encode)
+//                    (Patarasuk & Yuan, JPDC 2009); optionally compressed (decode, add, re-encode)
 //   ring all-gather  n-1 steps forwarding whole payloads (compressors whose payloads cannot be added)
 //   parameter server every worker pushes its payload to one server, which sums and sends the sum back
 //                    (Li et al., OSDI 2014)
@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "validate/codec.hpp"
 #include "validate/transport.hpp"
 
 namespace ddlsim::validate {
@@ -21,10 +22,13 @@ namespace ddlsim::validate {
 /// Chunk c of n over `size` elements: [c * size / n, (c + 1) * size / n).
 [[nodiscard]] std::pair<std::size_t, std::size_t> ring_chunk(std::size_t size, std::uint32_t n, std::uint32_t c);
 
-/// Sums `v` over the n workers in place (every worker ends with the same sum). With `fp16` the
-/// chunks travel as IEEE half: partial sums are rounded at every hop, and the owner of each fully
-/// reduced chunk rounds its own copy too, so that all workers hold identical values.
-void ring_allreduce(Mesh& mesh, std::uint32_t rank, std::uint32_t n, std::span<float> v, bool fp16);
+/// Sums `v` over the n workers in place; every worker ends with the same values. With `spec` a
+/// summable compressor (fp16, qsgd, signsgd; see codec.hpp) the chunks travel compressed: in the
+/// reduce-scatter every hop decodes, adds its own values and re-encodes (re-quantising, as
+/// compressed all-reduces do); the owner of each reduced chunk encodes it once, keeps the decoded
+/// values, and the all-gather forwards those bytes unchanged.
+void ring_allreduce(Mesh& mesh, std::uint32_t rank, std::uint32_t n, std::span<float> v,
+                    const CodecSpec* spec = nullptr, std::uint64_t seed = 0);
 
 /// Every worker's payload, in rank order (own included), by forwarding around the ring.
 [[nodiscard]] std::vector<std::vector<std::uint8_t>> ring_allgather(Mesh& mesh, std::uint32_t rank, std::uint32_t n,

@@ -1,18 +1,23 @@
 // The network the worker processes talk over. As root on Linux (with `ip` and `tc`): one network
 // namespace per host, each joined by a veth pair to a bridge that lives in a namespace of its own
-// (the switch of a star), and both directions of every host link shaped by a token-bucket filter
-// (`tc qdisc ... tbf`) to the chosen rate: full-duplex links, as the simulator's star. netem is
-// not available on these machines, so no latency is added: links keep the veth's own (~30 us).
-// Otherwise, loopback (127.0.0.1, unshaped) and a note saying why.
+// (the switch of a star), and both directions of every host link shaped to the chosen rate by HTB
+// with one fair-share class per peer host (by destination on the uplink, by source on the downlink)
+// and a priority class for pure ACKs: full-duplex links whose flows share fairly, as the
+// simulator's max-min star. (tbf would shape too, but it serves one FIFO: two flows leaving a host
+// split its link unevenly and the ACKs of a connection wait behind its reverse data; this kernel
+// offers no fq / fq_codel / sfq.) netem is not available on these machines, so no latency is
+// added: links keep the veth's own (~20 us one way). Inside the namespaces a socket may queue at
+// most 64 KB in the qdisc (tcp_limit_output_bytes) and slow start after idle is off. Otherwise,
+// loopback (127.0.0.1, unshaped) and a note saying why.
 //
 // Everything created carries the creating process id in its name and is removed by the
 // destructor, and also on SIGINT / SIGTERM (the handler kills the registered worker processes
 // and detaches the namespaces with umount2 + unlink, which are async-signal-safe; the kernel
 // then frees the veths and qdiscs). Stale namespaces of dead ddlsim processes are removed at start.
 //
-// A TCP stream over a link shaped to rate R carries at most R x 1448 / 1514 of payload (48 bytes of
-// IP + TCP headers with timestamps and 18 of Ethernet per 1500-byte frame); calibration measures
-// the goodput rather than assuming it.
+// A TCP stream over a link shaped to rate R carries at most R x 1448 / 1514 of payload (52 bytes of
+// IP + TCP headers with timestamps and 14 of Ethernet header per 1514-byte frame, as the qdisc
+// counts them); calibration measures the goodput rather than assuming it.
 #pragma once
 
 #include <sys/types.h>

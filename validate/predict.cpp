@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "models/compression.hpp"
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
@@ -32,9 +33,10 @@ json layers_json(const Calibration& cal, double slowdown, double param_scale, do
 // once it does): the BSP run that moves the same bytes per iteration, with the measured codec work
 // added to the update.
 //   local SGD (H)      parameters / H: one all-reduce of the model every H iterations
-//   fp16 (summable)    half the bytes; codec: encode + decode of the gradient, and of every chunk per step
+//   fp16 (summable)    half the bytes; codec: encode + decode of the gradient (cores shared), and of
+//                      every chunk of every ring step (not shared: the others wait on the network)
 //   all-gather codecs  (n-1) payloads per worker = the ring all-reduce of n x payload / 2 bytes;
-//                      codec: one encode and n decodes of the gradient
+//                      codec: one encode and n decodes of the gradient (cores shared)
 Prediction fallback(const RunConfig& c, const Calibration& cal, double slowdown, json scenario) {
     scenario.erase("sync");
     scenario.erase("compression");
@@ -47,21 +49,64 @@ Prediction fallback(const RunConfig& c, const Calibration& cal, double slowdown,
     } else if (c.codec.kind != CodecKind::none) {
         const auto& cp = cal.codecs.at(codec_name(c.codec.kind));
         const double n = c.workers;
+        const double per_element = cp.encode_s_per_element + cp.decode_s_per_element;
         if (summable(c.codec.kind)) {
+            // All workers encode and decode their gradient at once (shared cores: x slowdown); the
+            // per-chunk re-encoding of the ring steps interleaves with waiting on the network (x 1).
             scale = 0.5;
-            codec_s = params * (cp.encode_s_per_element + cp.decode_s_per_element) * (1.0 + 2.0 * (n - 1.0) / n);
+            codec_s = params * per_element * slowdown + params * per_element * 2.0 * (n - 1.0) / n;
         } else {
             scale = n * static_cast<double>(payload_bytes(c.codec, model_spec(c.model).params)) / 2.0 / (4.0 * params);
-            codec_s = params * (cp.encode_s_per_element + n * cp.decode_s_per_element);
+            codec_s = params * (cp.encode_s_per_element + n * cp.decode_s_per_element) * slowdown;
         }
         note = fmt::format(
             "simulator: compression not implemented; predicted as BSP ring all-reduce of the same bytes "
             "(x{:.4f}) plus {:.2f} ms of measured codec work",
-            scale, codec_s * slowdown * 1e3);
+            scale, codec_s * 1e3);
     }
-    scenario["model"] = {{"layers", layers_json(cal, slowdown, scale, codec_s * slowdown)}};
+    scenario["model"] = {{"layers", layers_json(cal, slowdown, scale, codec_s)}};
     const auto s = scenario::load_scenario(scenario, ".");
     return {scenario::run_scenario(s).jobs.at(0).iteration_time_s, note, scenario};
+}
+
+// The simulator derives codec time from memory traffic and arithmetic at the device's rates; its
+// `cost_scale` is fitted here so that its encode + decode of the model's tensors takes what the
+// calibration measured for the run's codec work (x the sharing slowdown: every worker codes at once).
+double codec_cost_scale(const RunConfig& c, const Calibration& cal) {
+    models::CompressionSpec ms;
+    switch (c.codec.kind) {
+        case CodecKind::none: return 1.0;
+        case CodecKind::fp16: ms.kind = models::CompressionKind::fp16; break;
+        case CodecKind::qsgd: ms.kind = models::CompressionKind::qsgd; break;
+        case CodecKind::signsgd: ms.kind = models::CompressionKind::signsgd; break;
+        case CodecKind::topk: ms.kind = models::CompressionKind::topk; break;
+    }
+    ms.bits = c.codec.bits;
+    ms.density = c.codec.density;
+    ms.error_feedback = c.codec.error_feedback;
+    const auto compressor = models::make_compressor(ms);
+    models::DeviceSpec d;
+    d.name = "measured";
+    d.peak = sim::FlopRate::per_s(cal.peak_flops);
+    d.efficiency = 1.0;
+    d.memory_bandwidth = sim::Bandwidth::bytes_per_s(cal.memory_bandwidth);
+    const double decodes = summable(c.codec.kind) ? 1.0 : static_cast<double>(c.workers);
+    double modelled = 0.0, elements = 0.0;
+    for (const auto& l : cal.layers) {
+        const auto t = compressor->compress({l.params, l.params, 1}, 4.0);
+        modelled += models::codec_time(t.encode, d, 1.0).seconds() +
+                    decodes * models::codec_time(t.decode_per_payload, d, 1.0).seconds();
+        elements += static_cast<double>(l.params);
+    }
+    // Measured: the worker's own encode and decode, and for summable payloads the ring's in-flight
+    // work too (each hop decodes and re-encodes a chunk, the all-gather decodes the others' chunks:
+    // one more encode and 2(n-1)/n more decodes of the whole gradient), which the simulator leaves out.
+    const auto& cp = cal.codecs.at(codec_name(c.codec.kind));
+    const double n = c.workers;
+    double measured = elements * (cp.encode_s_per_element + decodes * cp.decode_s_per_element);
+    if (summable(c.codec.kind) && c.architecture == Architecture::ring && c.workers > 1)
+        measured += elements * (cp.encode_s_per_element + 2.0 * (n - 1.0) / n * cp.decode_s_per_element);
+    return modelled > 0.0 ? measured / modelled * cal.slowdown(c.workers) : 1.0;
 }
 
 }  // namespace
@@ -91,6 +136,7 @@ json scenario_for(const RunConfig& c, const Calibration& cal) {
         if (c.codec.kind == CodecKind::qsgd) comp["bits"] = c.codec.bits;
         if (c.codec.kind == CodecKind::topk) comp["density"] = c.codec.density;
         if (c.codec.error_feedback) comp["error_feedback"] = true;
+        comp["cost_scale"] = codec_cost_scale(c, cal);
         j["compression"] = comp;
     }
     return j;

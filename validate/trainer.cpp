@@ -83,6 +83,7 @@ void serve(Mesh& mesh, const RunConfig& c, std::size_t params) {
     CodecSpec plain = c.codec;
     plain.error_feedback = false;
     auto decoder = make_codec(plain, params, Backend::cpu, 0);
+    auto encoder = c.codec.kind != CodecKind::none ? make_codec(plain, params, Backend::cpu, c.seed) : nullptr;
     std::vector<float> sum(params);
     const float scale = 1.0F / static_cast<float>(c.workers);
     for (std::uint32_t it = 0; it < c.warmup + c.iterations; ++it) {
@@ -90,13 +91,9 @@ void serve(Mesh& mesh, const RunConfig& c, std::size_t params) {
             std::fill(sum.begin(), sum.end(), 0.0F);
             for (const auto& p : in) decoder->decode_add(p, sum, 1.0F);
             for (float& x : sum) x *= scale;
-            std::vector<std::uint8_t> out;
-            if (c.codec.kind == CodecKind::fp16) {
-                encode_fp16(sum, out);
-            } else {
-                const auto b = float_bytes(sum);
-                out.assign(b.begin(), b.end());
-            }
+            if (encoder) return encoder->encode(sum);
+            const auto b = float_bytes(sum);
+            std::vector<std::uint8_t> out(b.begin(), b.end());
             return out;
         });
     }
@@ -136,7 +133,7 @@ WorkerReport work(Mesh& mesh, const RunConfig& c, std::uint32_t rank, const Data
         } else if (!compressed) {
             if (c.architecture == Architecture::ring) {
                 avg.assign(grad.begin(), grad.end());
-                ring_allreduce(mesh, rank, n, avg, false);
+                ring_allreduce(mesh, rank, n, avg);
                 for (float& x : avg) x *= inv_n;
             } else {
                 to_floats(ps_push_pull(mesh, n, float_bytes(grad)), avg);  // the server sends the mean
@@ -145,21 +142,18 @@ WorkerReport work(Mesh& mesh, const RunConfig& c, std::uint32_t rank, const Data
             const double e0 = now_s();
             const auto payload = codec->encode(grad, model->device_gradient());
             t_codec += now_s() - e0;
-            if (c.architecture == Architecture::ps) {
+            if (c.architecture == Architecture::ps) {  // the server sends the mean, compressed alike
                 const auto reply = ps_push_pull(mesh, n, payload);
                 const double d0 = now_s();
                 std::fill(avg.begin(), avg.end(), 0.0F);
-                if (c.codec.kind == CodecKind::fp16)
-                    decode_add_fp16(reply, avg, 1.0F);
-                else
-                    to_floats(reply, avg);
+                codec->decode_add(reply, avg, 1.0F);
                 t_codec += now_s() - d0;
-            } else if (summable(c.codec.kind)) {  // fp16: summed in flight, hop by hop
+            } else if (summable(c.codec.kind)) {  // summed in flight: decoded, added, re-encoded hop by hop
                 const double d0 = now_s();
                 std::fill(avg.begin(), avg.end(), 0.0F);
                 codec->decode_add(payload, avg, 1.0F);
                 t_codec += now_s() - d0;
-                ring_allreduce(mesh, rank, n, avg, true);
+                ring_allreduce(mesh, rank, n, avg, &c.codec, c.seed * 7919 + it);
                 for (float& x : avg) x *= inv_n;
             } else {  // payloads cannot be added: all-gather them, decode each
                 const auto all = ring_allgather(mesh, rank, n, payload);
@@ -174,7 +168,7 @@ WorkerReport work(Mesh& mesh, const RunConfig& c, std::uint32_t rank, const Data
         const double t3 = now_s();
         if (c.sync == SyncScheme::local_sgd && (it + 1) % c.period == 0) {  // average the models
             model->get_params(params);
-            ring_allreduce(mesh, rank, n, params, false);
+            ring_allreduce(mesh, rank, n, params);
             for (float& x : params) x *= inv_n;
             model->set_params(params);
             comm += now_s() - t3;
@@ -210,9 +204,7 @@ void check_config(const RunConfig& c) {
     if (c.codec.kind != CodecKind::none && c.architecture == Architecture::gossip) bad("gossip sends whole models");
     if (c.codec.kind != CodecKind::none && c.sync == SyncScheme::local_sgd) bad("local SGD averages whole models");
     if (c.architecture == Architecture::ps && !summable(c.codec.kind))
-        bad("the parameter server sums payloads: compressors other than fp16 run on ring (all-gather)");
-    if (c.architecture == Architecture::ps && c.codec.error_feedback)
-        bad("error feedback runs with ring all-gather, not the parameter server");
+        bad("the parameter server sums payloads: top-k runs on ring all-reduce (all-gather)");
 }
 
 }  // namespace

@@ -109,6 +109,7 @@ json config_json(const PlannedRun& p, const RunOutcome& o, const Prediction& pre
         {"loss", {{"first", l.empty() ? 0.0 : l.front()}, {"last", l.empty() ? 0.0 : l.back()}}}};
     if (c.codec.error_feedback) j["residual_norm_max"] = residual;
     if (!pred.note.empty()) j["prediction_note"] = pred.note;
+    j["scenario"] = pred.scenario;  // what the simulator was given
     if (o.workers[0].accuracy >= 0) j["test_accuracy"] = o.workers[0].accuracy;
     return j;
 }
@@ -231,8 +232,8 @@ std::vector<PlannedRun> validation_plan(bool quick, double rate, Backend backend
     for (auto& p : plan) {
         if (p.config.name == "mlp-ring-n2") continue;
         p.config.warmup = quick ? 2 : 3;
-        p.config.iterations = quick ? 10 : 20;
-        if (p.config.model == cnn) p.config.iterations = quick ? 8 : 20;
+        p.config.iterations = quick ? 15 : 30;
+        if (p.config.architecture == ps) p.config.iterations = quick ? 8 : 16;  // ~0.6 s per iteration
     }
     return plan;
 }

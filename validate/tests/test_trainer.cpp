@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include <unistd.h>
+
 #include "validate/collectives.hpp"
+#include "validate/processes.hpp"
 #include "validate/trainer.hpp"
 
 using namespace ddlsim::validate;
@@ -131,4 +134,46 @@ TEST_CASE("bad configurations are refused before anything runs") {
     CHECK_THROWS_AS((void)run_training(p, train_set(), train_set(), net), std::invalid_argument);
     RunConfig big = base("too-big", 4);
     CHECK_THROWS_AS((void)run_training(big, train_set(), train_set(), net), std::invalid_argument);
+}
+
+TEST_CASE("compressed ring all-reduce: every worker ends with the same values, near the true sum") {
+    const std::uint32_t n = 3;
+    const std::size_t size = 1000;
+    auto vector_of = [&](std::uint32_t w) {
+        std::vector<float> v(size);
+        std::uint64_t s = 100 + w;
+        for (auto& x : v) x = static_cast<float>(2.0 * uniform01(s) - 1.0);
+        return v;
+    };
+    std::vector<double> exact(size, 0.0);
+    for (std::uint32_t w = 0; w < n; ++w) {
+        const auto v = vector_of(w);
+        for (std::size_t i = 0; i < size; ++i) exact[i] += v[i];
+    }
+    for (auto kind : {CodecKind::none, CodecKind::fp16, CodecKind::qsgd, CodecKind::signsgd}) {
+        CAPTURE(codec_name(kind));
+        HostNetwork net(n, 0.0, false);
+        std::vector<Address> addresses(n);
+        std::vector<int> fds;
+        for (std::uint32_t w = 0; w < n; ++w) fds.push_back(net.listen(w, addresses[w]));
+        const CodecSpec spec{kind};
+        const auto results = run_children(n, 60.0, [&](std::uint32_t w) {
+            Mesh mesh(w, fds[w], addresses, ring_peers(w, n), 30.0);
+            auto v = vector_of(w);
+            ring_allreduce(mesh, w, n, v, kind == CodecKind::none ? nullptr : &spec, 7);
+            const auto b = float_bytes(v);
+            return std::string(b.begin(), b.end());
+        });
+        for (int fd : fds) ::close(fd);
+        CHECK(results[1] == results[0]);
+        CHECK(results[2] == results[0]);
+        std::vector<float> sum;
+        to_floats({reinterpret_cast<const std::uint8_t*>(results[0].data()), results[0].size()}, sum);
+        double worst = 0.0;
+        for (std::size_t i = 0; i < size; ++i) worst = std::max(worst, std::fabs(sum[i] - exact[i]));
+        // none: float rounding; fp16: a few half ulps of |sum| <= 3; qsgd: a level (bucket norm / 127) per hop.
+        if (kind == CodecKind::none) CHECK(worst < 1e-5);
+        if (kind == CodecKind::fp16) CHECK(worst < 5e-3);
+        if (kind == CodecKind::qsgd) CHECK(worst < 3 * 3.0 * std::sqrt(512.0) / 127.0);
+    }
 }
