@@ -82,18 +82,19 @@ void Comm::send(std::uint32_t a, std::uint32_t b, double bytes, std::function<vo
         engine_.after(sim::Time::zero(), std::move(done));
         return;
     }
-    // Contention-free but not capacity-free: a host sends (and receives) one transfer at a time at
-    // the path's bottleneck bandwidth, first come first served, as the α-β closed forms assume.
+    // Contention-free but not capacity-free: each host's uplink and downlink drain their transfers
+    // one after another at the path's bottleneck bandwidth (two independent queues, as the α-β closed
+    // forms' per-endpoint serialisation); a transfer is through when both its queues have passed it.
     if (out_free_.empty()) {
         out_free_.assign(fabric_.node_count(), sim::Time::zero());
         in_free_.assign(fabric_.node_count(), sim::Time::zero());
     }
     const topo::Vertex ha = job_.endpoint_hosts[a];
     const topo::Vertex hb = job_.endpoint_hosts[b];
-    const sim::Time start = std::max({engine_.now(), out_free_[ha], in_free_[hb]});
-    const sim::Time end = start + sim::transfer_time(sim::Bytes{bytes}, c.bandwidth);
-    out_free_[ha] = end;
-    in_free_[hb] = end;
+    const sim::Time serial = sim::transfer_time(sim::Bytes{bytes}, c.bandwidth);
+    out_free_[ha] = std::max(engine_.now(), out_free_[ha]) + serial;
+    in_free_[hb] = std::max(engine_.now(), in_free_[hb]) + serial;
+    const sim::Time end = std::max(out_free_[ha], in_free_[hb]);
     engine_.at(end + c.latency, std::move(done));
 }
 

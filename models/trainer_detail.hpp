@@ -27,7 +27,7 @@ public:
     Comm(sim::Engine& engine, sim::Network& network, const topo::Fabric& fabric, const TrainingJob& job, bool analytic);
 
     /// Moves `bytes` from endpoint a's host to endpoint b's (analytic: latency + bytes / bottleneck bandwidth,
-    /// each host sending and receiving one transfer at a time, first come first served).
+    /// queued behind the transfers already using a's uplink and b's downlink).
     void send(std::uint32_t a, std::uint32_t b, double bytes, std::function<void()> done);
     /// Starts a round of `c`; analytic: every endpoint is done after the closed-form time once all have joined.
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(const topo::Collective& c, sim::EndpointDone on_done,
