@@ -416,8 +416,11 @@ private:
 
     void local_training(std::uint32_t w) {
         sim::Time t = engine_.now();
-        for (std::uint32_t e = 0; e < job_.sync.local_steps; ++e)
+        for (std::uint32_t e = 0; e < job_.sync.local_steps; ++e) {
+            record(schedule_, OpKind::grad, w, round_, t);
             t = compute_step(env_, clocks_[w], w, steps_[w]++, t, true);
+            record(schedule_, OpKind::local, w, round_, t);
+        }
         clocks_[w].iterations += job_.sync.local_steps;
         clocks_[w].updates += job_.sync.local_steps;
         const sim::Time enc =

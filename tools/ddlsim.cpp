@@ -15,7 +15,9 @@
 #include "tools/output_file.hpp"
 #include "tools/summary.hpp"
 #include "tools/sweep.hpp"
+#include "tools/sweep_plot.hpp"
 #include "validate/cli.hpp"
+#include "validate/convergence.hpp"
 
 namespace {
 
@@ -24,22 +26,38 @@ using ddlsim::scenario::ScenarioError;
 using ddlsim::tools::CliError;
 
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
-                const std::string& trace) {
+                const std::string& trace, const std::string& plot) {
     // Output paths are checked before simulating, so a typo costs nothing.
     if (!out.empty()) ddlsim::tools::check_output_path(out);
     if (!trace.empty()) ddlsim::tools::check_output_path(trace);
+    if (!plot.empty()) ddlsim::tools::check_plot_path("--plot", plot);
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
+    const bool converge = scenario.jobs.size() == 1 && scenario.jobs[0].convergence.has_value();
+    ddlsim::tools::Plotter plotter;
+    if (!plot.empty() && !converge)
+        throw CliError("--plot draws the accuracy curve of a scenario with a \"convergence\" block; this one has none");
+    if (!plot.empty()) plotter = ddlsim::tools::find_plotter("--plot", "plot_curve.py", "DDLSIM_PLOT_CURVE_SCRIPT");
+    if (converge) ddlsim::validate::require_task_data(scenario);
     std::unique_ptr<ddlsim::sim::Trace> timeline;
     if (!trace.empty()) timeline = std::make_unique<ddlsim::sim::Trace>();
     const auto result = ddlsim::scenario::run_scenario(scenario, timeline.get());
     std::cout << ddlsim::tools::run_summary(file, scenario, result) << std::flush;
-    if (!out.empty())
-        ddlsim::tools::write_file_atomically(out, ddlsim::scenario::result_json(scenario, result).dump(2) + "\n");
+    auto json = ddlsim::scenario::result_json(scenario, result);
+    if (converge) {  // time to accuracy (SPEC §6): the schedule replayed on the proxy task
+        const auto keys = ddlsim::validate::convergence_result(scenario, result);
+        std::cout << ddlsim::validate::convergence_summary(keys) << std::flush;
+        json.update(keys);
+    }
+    if (!out.empty()) ddlsim::tools::write_file_atomically(out, json.dump(2) + "\n");
     if (timeline) {
         ddlsim::tools::write_file_atomically(trace, timeline->json());
         std::cout << fmt::format("timeline: {} ({} events{}; open in https://ui.perfetto.dev or chrome://tracing)\n",
                                  trace, timeline->size(),
                                  timeline->dropped() > 0 ? fmt::format(", {} more dropped", timeline->dropped()) : "");
+    }
+    if (!plot.empty()) {
+        ddlsim::tools::plot_run_curve(plotter, json, out, plot, std::filesystem::path(file).stem().string());
+        std::cout << fmt::format("plot: {}\n", plot);
     }
     return 0;
 }
@@ -52,7 +70,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "ddlsim 0.1.0");
 
-    std::string file, out, trace;
+    std::string file, out, trace, plot;
     std::vector<std::string> sets;
     auto* run = app.add_subcommand("run", "simulate one scenario and print a summary");
     run->add_option("scenario", file, "scenario JSON file")->required();
@@ -60,6 +78,9 @@ int main(int argc, char** argv) {
     run->add_option("--out", out, "write the result JSON here");
     run->add_option("--trace", trace,
                     "write a Chrome-trace / Perfetto timeline here (one track per worker and per link)");
+    run->add_option("--plot", plot,
+                    "with a convergence block: draw accuracy and loss against simulated time into FILE.png or "
+                    "FILE.svg (python3-matplotlib)");
 
     auto* check = app.add_subcommand("check", "validate a scenario without running it");
     check->add_option("scenario", file, "scenario JSON file")->required();
@@ -106,8 +127,13 @@ int main(int argc, char** argv) {
 
     try {
         if (const auto code = ddlsim::validate::run_validate_commands(app)) return *code;
-        if (run->parsed()) return run_command(file, sets, out, trace);
+        if (run->parsed()) return run_command(file, sets, out, trace, plot);
         if (sweep->parsed()) {
+            sweep_opts.extra_keys = [](const ddlsim::scenario::Scenario& s, const ddlsim::scenario::RunResult& r) {
+                const bool converge = s.jobs.size() == 1 && s.jobs[0].convergence.has_value();
+                return converge ? ddlsim::validate::convergence_result(s, r) : nlohmann::json::object();
+            };
+            sweep_opts.extra_columns = ddlsim::validate::convergence_columns();
             sweep_opts.format =
                 sweep_format == "json" ? ddlsim::tools::SweepFormat::json : ddlsim::tools::SweepFormat::csv;
             return ddlsim::tools::run_sweep(sweep_opts, std::cerr);

@@ -2,8 +2,6 @@
 // when built with DDLSIM_HAVE_MPI), streams one CSV row per finished point (whole lines, flushed, so an
 // interrupted sweep leaves a valid CSV), and finally rewrites the file sorted by point (temp + rename).
 #include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -29,8 +27,7 @@
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "tools/sweep.hpp"
-
-extern char** environ;  // NOLINT: POSIX, for posix_spawnp
+#include "tools/sweep_plot.hpp"
 
 namespace ddlsim::tools {
 
@@ -51,6 +48,7 @@ struct Plan {
     std::size_t rows_per_point = 1;
     SweepFormat format = SweepFormat::csv;
     std::vector<std::string> header;  // CSV columns of the file being appended to
+    std::function<json(const scenario::Scenario&, const scenario::RunResult&)> extra_keys;
 };
 
 // One finished point: its CSV rows, or its JSON object.
@@ -85,7 +83,9 @@ PointResult compute_point(const Plan& plan, std::size_t index) {
         for (std::size_t k = 0; k < plan.specs.size(); ++k)
             scenario::apply_override(j, plan.specs[k].path + "=" + values[k]);
         const auto s = scenario::load_scenario(j, plan.base_dir);
-        result = scenario::result_json(s, scenario::run_scenario(s));
+        const auto run = scenario::run_scenario(s);
+        result = scenario::result_json(s, run);
+        if (plan.extra_keys) result.update(plan.extra_keys(s, run));
     } catch (const scenario::ScenarioError& e) {
         pr.failed = true;
         pr.error = one_line(fmt::format("{}: {}", e.path(), e.what()));
@@ -290,40 +290,6 @@ std::vector<json> resume_json(const Plan& plan, const std::string& out, std::set
     return kept;
 }
 
-// The plot script and a python3 that can import matplotlib; throws SweepError naming the package when missing.
-std::pair<std::string, std::string> find_plotter() {
-    std::string script;
-    if (const char* env = std::getenv("DDLSIM_PLOT_SCRIPT"); env && *env) script = env;
-#ifdef DDLSIM_SOURCE_DIR
-    if (script.empty()) script = std::string(DDLSIM_SOURCE_DIR) + "/tools/plot_sweep.py";
-#endif
-    std::error_code ec;
-    if (script.empty() || !fs::is_regular_file(script, ec))
-        throw SweepError(fmt::format("--plot: cannot find tools/plot_sweep.py{}; set DDLSIM_PLOT_SCRIPT to its path",
-                                     script.empty() ? "" : " at " + script));
-    std::vector<std::string> pythons;
-    if (const char* env = std::getenv("DDLSIM_PYTHON"); env && *env) pythons.emplace_back(env);
-    pythons.emplace_back("python3");
-    pythons.emplace_back("/usr/bin/python3");
-    for (const auto& py : pythons) {
-        const std::string cmd = fmt::format("'{}' -c 'import matplotlib' >/dev/null 2>&1", py);
-        if (std::system(cmd.c_str()) == 0) return {py, script};  // NOLINT(cert-env33-c): fixed command
-    }
-    throw SweepError("--plot: needs python3 with matplotlib; install the Debian package python3-matplotlib");
-}
-
-int spawn_and_wait(const std::vector<std::string>& args) {
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));  // NOLINT: posix_spawn's signature
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    if (::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 void check_out_path(const std::string& out) {
     if (out.empty()) throw SweepError("--out: required (the RESULTS.csv to write)");
     check_output_path(out);
@@ -471,7 +437,11 @@ Plan make_plan(const SweepOptions& opts) {
     plan.header = {"point"};
     if (plan.multi_job) plan.header.emplace_back("job");
     for (const auto& s : plan.specs) plan.header.push_back(s.path);
-    for (const auto& c : result_columns())
+    auto columns = result_columns();
+    plan.extra_keys = opts.extra_keys;
+    if (plan.base.is_object() && plan.base.contains("convergence"))
+        columns.insert(columns.end(), opts.extra_columns.begin(), opts.extra_columns.end());
+    for (const auto& c : columns)
         if (std::find(plan.header.begin(), plan.header.end(), c) == plan.header.end()) plan.header.push_back(c);
     plan.header.emplace_back("error");
     return plan;
@@ -487,7 +457,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
     std::vector<SweepRow> kept_rows;
     std::vector<json> kept_objects;
     std::vector<std::size_t> todo;
-    std::pair<std::string, std::string> plotter;
+    Plotter plotter;
     // Set-up: validation everywhere, files on rank 0 only; rank 0's verdict decides for all.
     int status = 0;
     std::string message;
@@ -496,11 +466,8 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
         if (root) {
             check_out_path(opts.out);
             if (!opts.plot.empty()) {
-                const auto ext = fs::path(opts.plot).extension().string();
-                if (ext != ".png" && ext != ".svg")
-                    throw SweepError(fmt::format("--plot {}: expected a .png or .svg file name", opts.plot));
-                check_out_path(opts.plot);
-                plotter = find_plotter();
+                check_plot_path("--plot", opts.plot);
+                plotter = find_plotter("--plot", "plot_sweep.py", "DDLSIM_PLOT_SCRIPT");
             }
             std::set<std::size_t> done;
             std::error_code ec;
@@ -610,9 +577,9 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
         if (!opts.plot.empty()) {
             std::string keys;
             for (const auto& s : plan.specs) keys += (keys.empty() ? "" : ",") + s.path;
-            const int rc = spawn_and_wait({plotter.first, plotter.second, opts.out, opts.plot, "--keys", keys});
+            const int rc = run_plotter(plotter, {opts.out, opts.plot, "--keys", keys});
             if (rc != 0) {
-                err << fmt::format("internal error: {} {} failed (exit {})\n", plotter.first, plotter.second, rc);
+                err << fmt::format("internal error: {} {} failed (exit {})\n", plotter.python, plotter.script, rc);
                 return 1;
             }
         }

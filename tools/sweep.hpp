@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <stdexcept>
@@ -16,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
 #include "tools/output_file.hpp"
 
 namespace ddlsim::tools {
@@ -40,6 +43,12 @@ struct SweepOptions {
     SweepFormat format = SweepFormat::csv;
     std::string plot;      ///< FILE.png or FILE.svg: run tools/plot_sweep.py afterwards
     bool progress = true;  ///< progress line on stderr (only ever when stderr is a terminal)
+    /// More result keys per point, merged into its result (the CLI adds the convergence replay's; this library
+    /// does not link it). May run on several threads at once.
+    std::function<nlohmann::json(const scenario::Scenario&, const scenario::RunResult&)> extra_keys;
+    /// The scalar keys extra_keys adds, as CSV columns known before the first point when the scenario has a
+    /// "convergence" block (columns it adds otherwise still reach the final file).
+    std::vector<std::string> extra_columns;
 };
 
 /// One varied key: its dotted path and its values as text (each applied like `--set PATH=VALUE`).
