@@ -8,6 +8,7 @@
 #include <map>
 #include <ostream>
 #include <stdexcept>
+#include <thread>
 
 #include "tools/output_file.hpp"
 #include "validate/predict.hpp"
@@ -102,6 +103,8 @@ json config_json(const PlannedRun& p, const RunOutcome& o, const Prediction& pre
         {"predicted_iteration_time_s", predicted},
         {"relative_error", err},
         {"cpu_load", o.cpu_load},
+        {"cpu_load_workers",
+         o.wall_s > 0 ? o.worker_cpu_s / o.wall_s / std::max(1U, std::thread::hardware_concurrency()) : 0.0},
         {"worker_cpu_s", o.worker_cpu_s},
         {"wall_s", o.wall_s},
         {"measured_breakdown_s", {{"compute", compute}, {"codec", codec}, {"communication", comm}, {"update", update}}},
@@ -116,11 +119,11 @@ json config_json(const PlannedRun& p, const RunOutcome& o, const Prediction& pre
 
 void print_row(std::ostream& out, const json& c) {
     const double err = c["relative_error"];
-    out << fmt::format("  {:<24} {:<8} {:>10.1f} {:>10.1f} {:>+8.1f}%  {:>5.2f}  {}\n", c["name"].get<std::string>(),
-                       c["held_out"].get<bool>() ? "yes" : "no (fit)",
+    out << fmt::format("  {:<24} {:<8} {:>10.1f} {:>10.1f} {:>+8.1f}%  {:>5.2f} {:>5.2f}  {}\n",
+                       c["name"].get<std::string>(), c["held_out"].get<bool>() ? "yes" : "no (fit)",
                        1e3 * c["measured_iteration_time_s"].get<double>(),
                        1e3 * c["predicted_iteration_time_s"].get<double>(), 100.0 * err, c["cpu_load"].get<double>(),
-                       c.contains("prediction_note") ? "*" : "");
+                       c["cpu_load_workers"].get<double>(), c.contains("prediction_note") ? "*" : "");
 }
 
 json error_summary(const json& configs, bool held_out) {
@@ -305,9 +308,10 @@ ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std
     ValidationResult result;
     json configs = json::array();
     std::map<std::string, RunOutcome> outcomes;
-    out << fmt::format("\n  {:<24} {:<8} {:>10} {:>10} {:>9}  {:>5}\n", "configuration", "held out", "measured",
-                       "predicted", "error", "cpu");
-    out << fmt::format("  {:<24} {:<8} {:>10} {:>10} {:>9}  {:>5}\n", "", "", "ms/iter", "ms/iter", "", "load");
+    out << fmt::format("\n  {:<24} {:<8} {:>10} {:>10} {:>9}  {:>11}\n", "configuration", "held out", "measured",
+                       "predicted", "error", "cpu load");
+    out << fmt::format("  {:<24} {:<8} {:>10} {:>10} {:>9}  {:>5} {:>5}\n", "", "", "ms/iter", "ms/iter", "", "all",
+                       "ours");
     for (const auto& p : plan) {
         if (!net.namespaced() && p.config.rate_bps != o.rate_bps) {
             log << p.config.name << ": skipped (loopback: link rates cannot be shaped)\n";

@@ -53,7 +53,7 @@ TEST_CASE("payload sizes") {
     }
 }
 
-TEST_CASE("none is exact; fp16 within half an ulp") {
+TEST_CASE("none is exact, fp16 within half an ulp") {
     const auto g = random_vector(777, 3);
     auto none = make_codec({CodecKind::none}, g.size(), Backend::cpu, 1);
     CHECK(decode(*none, none->encode(g)) == g);
