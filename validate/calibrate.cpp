@@ -298,11 +298,8 @@ json Calibration::profile_json() const {
     return {{"format", "ddlsim-profile-1"},
             {"backend", backend_name(backend)},
             {"host", host},
-            {"device",
-             {{"name", backend == Backend::cpu ? "measured-cpu" : "measured-cuda"},
-              {"peak_flops", peak_flops},
-              {"efficiency", 1.0},
-              {"memory_bandwidth", memory_bandwidth}}},
+            // A scenario device object: no "name", which scenarios reserve for the built-in profiles.
+            {"device", {{"peak_flops", peak_flops}, {"efficiency", 1.0}, {"memory_bandwidth", memory_bandwidth}}},
             {"network", {{"latency", network.latency_s}, {"bandwidth", network.bandwidth_Bps}}},
             {"layers", layers_json},
             {"codecs", codecs_json}};

@@ -42,7 +42,8 @@ std::string serialize(const WorkerReport& r) {
     const std::uint64_t len = text.size();
     std::memcpy(out.data(), &len, 8);
     out += text;
-    out.append(reinterpret_cast<const char*>(r.first_average.data()), r.first_average.size() * sizeof(float));
+    if (!r.first_average.empty())
+        out.append(reinterpret_cast<const char*>(r.first_average.data()), r.first_average.size() * sizeof(float));
     return out;
 }
 
@@ -66,7 +67,8 @@ WorkerReport deserialize(const std::string& s) {
     r.bytes_sent = j.at("bytes_sent");
     r.accuracy = j.at("accuracy");
     r.first_average.resize((s.size() - 8 - len) / sizeof(float));
-    std::memcpy(r.first_average.data(), s.data() + 8 + len, r.first_average.size() * sizeof(float));
+    if (!r.first_average.empty())
+        std::memcpy(r.first_average.data(), s.data() + 8 + len, r.first_average.size() * sizeof(float));
     return r;
 }
 

@@ -282,7 +282,7 @@ std::span<const std::uint8_t> float_bytes(std::span<const float> v) {
 void to_floats(std::span<const std::uint8_t> bytes, std::vector<float>& out) {
     if (bytes.size() % sizeof(float) != 0) throw std::runtime_error("payload is not a whole number of floats");
     out.resize(bytes.size() / sizeof(float));
-    std::memcpy(out.data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
 }
 
 }  // namespace ddlsim::validate
