@@ -35,7 +35,7 @@ StepSlowdown straggler(const StragglerSpec& s, std::uint64_t seed, std::uint32_t
             const double u1 = counter_uniform(key, 2 * iteration);
             const double u2 = counter_uniform(key, 2 * iteration + 1);
             const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-            out.factor *= std::exp(s.sigma * z);
+            out.factor *= std::exp(s.sigma * std::abs(z));  // a slowdown, never a speed-up
             break;
         }
         case StragglerDistribution::exponential:

@@ -4,8 +4,9 @@
 // events happen to run, and the same scenario and seed give the same slowdowns.
 //
 //   fixed        worker w computes `factor` times slower in every iteration
-//   lognormal    factor exp(sigma * Z), Z ~ N(0, 1) (median 1, mean exp(sigma^2 / 2));
-//                the usual model of GPU step-time jitter (e.g. Dutta et al., AISTATS 2018)
+//   lognormal    factor exp(sigma * |Z|), Z ~ N(0, 1): a log-normal slowdown folded at 1 (median
+//                exp(0.674 sigma)), so nobody computes faster than its device allows; the usual
+//                heavy-tailed model of step-time jitter (e.g. Dutta et al., AISTATS 2018)
 //   exponential  an added delay ~ Exp(mean) before the iteration's compute (system noise)
 //   periodic     one iteration in `every` (iteration % every == worker % every, so slow
 //                iterations rotate over the workers) is `slowdown` times slower

@@ -116,7 +116,8 @@ private:
         }
         s.slow = straggler(job_.stragglers, job_.seed, w, s.iter);
         c.busy += s.slow.delay;
-        s.fwd_clock = engine_.now() + s.slow.delay;
+        // The compute stream may still be busy with updates (priority) when the iteration begins.
+        s.fwd_clock = std::max(engine_.now(), s.fwd_clock) + s.slow.delay;
         s.fwd_layer = 0;
         advance_forward(w);
     }
@@ -190,6 +191,7 @@ private:
                 });
                 m = e;
             }
+            s.fwd_clock = t;  // the compute stream is busy until backward (and inline encodes) end
             if (priority_) {
                 // The compute stream moves on to the next iteration's forward when backward ends.
                 engine_.at(t, [this, w] {
@@ -346,11 +348,13 @@ private:
             const ComputeProfile& cp = job_.compute_of(w);
             for (std::uint32_t l : msg_layers_[m])
                 if (--s.pending[l] == 0) {
+                    // The update kernel runs on the compute stream, after whatever it holds.
                     const sim::Time start = std::max(engine_.now(), s.fwd_clock);
                     const sim::Time u = scaled(cp.layers[l].update, s.update_factor);
                     env_.timeline.span(Timeline::compute(w), "update " + job_.workload.layers[l].name, "update", start,
                                        start + u);
                     c.busy += u;
+                    s.fwd_clock = start + u;
                     s.param_ready[l] = start + u;
                     if (s.fwd_waiting && s.fwd_layer == l) advance_forward(w);
                 }

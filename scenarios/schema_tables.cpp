@@ -326,7 +326,7 @@ Tables build() {
               {"additionalProperties", {{"type", "number"}, {"exclusiveMinimum", 0}}},
               {"description", "worker index (as a string) -> compute slowdown factor, e.g. {\"0\": 2.0}"}}},
             {"distribution", enum_schema(c.straggler_distributions,
-                                         "lognormal (factor exp(sigma Z)), exponential (added delay of mean "
+                                         "lognormal (slowdown factor exp(sigma |Z|)), exponential (added delay of mean "
                                          "`mean_delay`) or periodic (one iteration in `every` slower by `slowdown`)")},
             {"sigma", {{"type", "number"}, {"minimum", 0}, {"description", "lognormal: sigma (default 0.5)"}}},
             {"mean_delay", time_schema("exponential: mean added delay per iteration")},
