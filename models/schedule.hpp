@@ -10,7 +10,8 @@
 //   local w       x_w := x_w - lr * g_w                          (Local SGD, FedAvg, gossip steps)
 //   sync S        G := mean over w in S of D(C(g_w)) (the job's compressor, with its error
 //                 feedback per worker); X := X - lr * G; x_w := X for w in S      (BSP)
-//   push w        X := X - (lr / n) * D(C(g_w))                    (ASP / SSP, n = workers)
+//   push w        X := X - lr * D(C(g_w))                          (ASP / SSP: Downpour, every push at
+//                 the full learning rate, so n pushes move X n times as far as one BSP step)
 //   pull w        x_w := X                                         (ASP / SSP / FedAvg download)
 //   average S     x_w := mean over v in S of x_v, for w in S       (Local SGD; AD-PSGD: |S| = 2)
 //   collect S     X := mean over w in S of x_w                     (FedAvg server averaging)

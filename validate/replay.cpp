@@ -107,7 +107,7 @@ void Replayer::apply(const models::ScheduleOp& op) {
         case Op::push: {
             need_grad(op.worker);
             const auto payload = codecs_[op.worker]->encode(g_[op.worker]);
-            codecs_[op.worker]->decode_add(payload, global_, -lr / static_cast<float>(n_));
+            codecs_[op.worker]->decode_add(payload, global_, -lr);  // Downpour: every push at the full rate
             max_residual_ = std::max(max_residual_, codecs_[op.worker]->residual_norm());
             break;
         }

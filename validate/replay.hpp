@@ -9,7 +9,7 @@
 // `batch_size` samples drawn from its own shard (ShardSampler, seeded). Every worker owns one
 // codec with its own error-feedback residual; sync and push ops send the gradient through it:
 //   sync S   G = (1/|S|) sum_{w in S} D(C(g_w));  X -= lr G;  x_w = X for w in S
-//   push w   X -= (lr / n) D(C(g_w))
+//   push w   X -= lr D(C(g_w))   (Downpour: the full rate per push)
 // (the other ops as the schedule header states them; mix uses topo::gossip_mixing_weights).
 //
 // Evaluation: the consensus model is X when the schedule has any sync, push or collect op,

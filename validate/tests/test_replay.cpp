@@ -144,7 +144,7 @@ TEST_CASE("replay: grad 0, grad 1, sync {0,1} gives X - lr * the mean of the two
     CHECK(r.gradients() == 2);
 }
 
-TEST_CASE("replay: push applies lr/n of a (stale) gradient to X, pull copies X") {
+TEST_CASE("replay: push applies lr times a (stale) gradient to X, pull copies X") {
     auto s = schedule_of(2);
     s.add(Op::grad, 0, 0, 0, 0.1);
     s.add(Op::grad, 1, 0, 0, 0.1);
@@ -158,9 +158,9 @@ TEST_CASE("replay: push applies lr/n of a (stale) gradient to X, pull copies X")
 
     Hand h(2);
     const Vec g0 = h.grad(0, h.p0), g1 = h.grad(1, h.p0);
-    const Vec x1 = h.step(h.p0, g1, kLr / 2);     // X after push 1; pulled by worker 1
+    const Vec x1 = h.step(h.p0, g1, kLr);     // X after push 1; pulled by worker 1
     const Vec g1b = h.grad(1, x1);                // worker 1's second gradient, at x1
-    const Vec x_final = h.step(x1, g0, kLr / 2);  // push 0 (computed at p0)
+    const Vec x_final = h.step(x1, g0, kLr);  // push 0 (computed at p0)
     CHECK(max_abs_diff(r.worker_gradient(1), g1b) == 0.0);
     CHECK(max_abs_diff(r.worker_params(1), x1) < 1e-6);
     CHECK(max_abs_diff(r.global_params(), x_final) < 1e-6);
@@ -168,7 +168,7 @@ TEST_CASE("replay: push applies lr/n of a (stale) gradient to X, pull copies X")
     CHECK(max_abs_diff(r.consensus(), x_final) == 0.0);  // X: the schedule pushes
 }
 
-TEST_CASE("replay: local steps and averaging (Local SGD); the consensus is the mean of the workers") {
+TEST_CASE("replay: local steps and averaging (Local SGD), the consensus is the mean of the workers") {
     auto s = schedule_of(2);
     const auto all = s.add_set({0, 1});
     for (std::uint32_t i = 0; i < 2; ++i) {
@@ -295,7 +295,7 @@ TEST_CASE("replay: a simulated BSP schedule replays exactly as synchronous SGD r
     for (std::uint32_t w = 0; w < kWorkers; ++w) CHECK(max_abs_diff(r.worker_params(w), x) < 1e-5);
 }
 
-TEST_CASE("replay: evaluation points at iteration 0, every eval_every iterations and at the end; early stop") {
+TEST_CASE("replay: evaluation points at iteration 0, every eval_every iterations, at the end, and early stop") {
     const auto sc = scenario::load_scenario(tiny_scenario(2, {{"kind", "bsp"}}, 25));
     const auto run = scenario::run_scenario(sc);
     const auto& sched = *run.jobs[0].schedule;
@@ -342,7 +342,7 @@ TEST_CASE("replay: evaluation points at iteration 0, every eval_every iterations
     for (std::size_t k = 0; k + 1 < res.curve.size(); ++k) CHECK(res.curve[k].accuracy < o.target_accuracy);
 }
 
-TEST_CASE("replay: the same scenario and seed give the same curve; another seed another") {
+TEST_CASE("replay: the same scenario and seed give the same curve, another seed another") {
     const auto j = tiny_scenario(4, {{"kind", "asp"}}, 20);
     auto jps = j;
     jps["architecture"] = {{"kind", "ps"}, {"servers", 1}};
