@@ -112,6 +112,14 @@ std::unique_ptr<sim::Round> Comm::start_round(const topo::Collective& c, sim::En
     return std::make_unique<TimedRound>(engine_, c.endpoints(), it->second, std::move(on_done));
 }
 
+TrainerBase::TrainerBase(const TrainerEnv& env, bool model_sync)
+    : env_(env),
+      job_(env.job),
+      engine_(env.engine),
+      comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
+      plan_(env.job, env.fabric, model_sync),
+      clocks_(env.job.workers) {}
+
 void set_staleness(JobResult& r, const std::vector<std::uint64_t>& histogram) {
     r.has_staleness = true;
     r.staleness_histogram = histogram;

@@ -47,17 +47,12 @@ void record(const std::shared_ptr<Schedule>& s, OpKind k, std::uint32_t w, std::
 
 // ---------------------------------------------------------------------------------------
 // SSP / ASP on a parameter server with k servers (endpoints n..n+k-1), shards of S/k.
-class AsyncPsTrainer final : public JobTrainer {
+class AsyncPsTrainer final : public TrainerBase {
 public:
     explicit AsyncPsTrainer(const TrainerEnv& env)
-        : env_(env),
-          job_(env.job),
-          engine_(env.engine),
-          comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
-          plan_(env.job, env.fabric, false),
+        : TrainerBase(env, false),
           n_(env.job.workers),
           k_(static_cast<std::uint32_t>(env.job.architecture.servers)),
-          clocks_(n_),
           ws_(n_),
           server_free_(k_) {
         push_ = plan_.messages().empty() ? 0.0 : plan_.messages().front().payload_bytes;
@@ -192,13 +187,7 @@ private:
         (void)c;
     }
 
-    TrainerEnv env_;
-    const TrainingJob& job_;
-    sim::Engine& engine_;
-    Comm comm_;
-    CommPlan plan_;
     std::uint32_t n_, k_;
-    std::vector<WorkerClock> clocks_;
     std::vector<W> ws_;
     std::vector<sim::Time> server_free_;
     double push_ = 0.0, pull_ = 0.0;
@@ -210,19 +199,10 @@ private:
 
 // ---------------------------------------------------------------------------------------
 // AD-PSGD: after each step a worker averages with one neighbour (models both ways).
-class AsyncGossipTrainer final : public JobTrainer {
+class AsyncGossipTrainer final : public TrainerBase {
 public:
     explicit AsyncGossipTrainer(const TrainerEnv& env)
-        : env_(env),
-          job_(env.job),
-          engine_(env.engine),
-          comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
-          plan_(env.job, env.fabric, true),
-          n_(env.job.workers),
-          clocks_(n_),
-          passive_(n_, 0),
-          passive_at_start_(n_, 0),
-          iter_(n_, 0) {
+        : TrainerBase(env, true), n_(env.job.workers), passive_(n_, 0), passive_at_start_(n_, 0), iter_(n_, 0) {
         bytes_ = plan_.messages().empty() ? 0.0 : plan_.messages().front().payload_bytes;
         if (job_.architecture.graph != topo::GossipGraph::random_matching)
             neighbours_ = topo::gossip_neighbours(job_.architecture.graph, n_, job_.seed, 0);
@@ -307,13 +287,7 @@ private:
         });
     }
 
-    TrainerEnv env_;
-    const TrainingJob& job_;
-    sim::Engine& engine_;
-    Comm comm_;
-    CommPlan plan_;
     std::uint32_t n_;
-    std::vector<WorkerClock> clocks_;
     std::vector<std::uint64_t> passive_, passive_at_start_;
     std::vector<std::uint32_t> iter_;
     std::vector<std::vector<std::uint32_t>> neighbours_;
@@ -326,17 +300,12 @@ private:
 
 // ---------------------------------------------------------------------------------------
 // FedAvg: rounds of sampled clients, local steps, upload, server averaging.
-class FedAvgTrainer final : public JobTrainer {
+class FedAvgTrainer final : public TrainerBase {
 public:
     explicit FedAvgTrainer(const TrainerEnv& env)
-        : env_(env),
-          job_(env.job),
-          engine_(env.engine),
-          comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
-          plan_(env.job, env.fabric, true),
+        : TrainerBase(env, true),
           n_(env.job.workers),
           k_(static_cast<std::uint32_t>(env.job.architecture.servers)),
-          clocks_(n_),
           steps_(n_, 0) {
         upload_ = plan_.messages().empty() ? 0.0 : plan_.messages().front().payload_bytes;
         download_ = job_.gradient_bytes().value();
@@ -463,13 +432,7 @@ private:
         });
     }
 
-    TrainerEnv env_;
-    const TrainingJob& job_;
-    sim::Engine& engine_;
-    Comm comm_;
-    CommPlan plan_;
     std::uint32_t n_, k_;
-    std::vector<WorkerClock> clocks_;
     std::vector<std::uint64_t> steps_;
     std::vector<std::uint32_t> clients_;
     std::vector<std::uint32_t> server_arrivals_;

@@ -101,6 +101,20 @@ struct WorkerClock {
     }
 };
 
+/// What every trainer holds: its job, the network access, the communication plan (`model_sync`:
+/// the payload is the model, one message) and a clock per worker.
+class TrainerBase : public JobTrainer {
+protected:
+    TrainerBase(const TrainerEnv& env, bool model_sync);
+
+    TrainerEnv env_;
+    const TrainingJob& job_;
+    sim::Engine& engine_;
+    Comm comm_;
+    CommPlan plan_;
+    std::vector<WorkerClock> clocks_;
+};
+
 /// Fills makespan, iteration time, throughput, efficiency, per-worker stats and the
 /// communication figures from the clocks; `samples_per_iteration` is the cluster's.
 void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, std::uint32_t iterations,

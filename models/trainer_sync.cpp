@@ -14,16 +14,11 @@
 namespace ddlsim::models::detail {
 namespace {
 
-class SyncTrainer final : public JobTrainer {
+class SyncTrainer final : public TrainerBase {
 public:
     explicit SyncTrainer(const TrainerEnv& env)
-        : env_(env),
-          job_(env.job),
-          engine_(env.engine),
-          comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
-          plan_(env.job, env.fabric,
-                env.job.sync.kind == SyncKind::local_sgd || env.job.architecture.kind == topo::ArchKind::gossip),
-          clocks_(env.job.workers),
+        : TrainerBase(env,
+                      env.job.sync.kind == SyncKind::local_sgd || env.job.architecture.kind == topo::ArchKind::gossip),
           ws_(env.job.workers) {
         const auto& msgs = plan_.messages();
         priority_ = job_.overlap.priority && !msgs.empty();
@@ -151,7 +146,8 @@ private:
         std::vector<sim::Time> done(layers());
         const bool sync = sync_iteration(i);
         const auto& msgs = plan_.messages();
-        const bool gradients = sync && job_.sync.kind == SyncKind::bsp && job_.architecture.kind != topo::ArchKind::gossip;
+        const bool gradients =
+            sync && job_.sync.kind == SyncKind::bsp && job_.architecture.kind != topo::ArchKind::gossip;
         // With overlap, a message's encode kernels run on the device right after the backward layer
         // that completes it, delaying the layers after it (codecs share the GPU with backward).
         const bool encode_inline = gradients && job_.overlap.any();
@@ -401,12 +397,6 @@ private:
         clocks_[w].finished = t;
     }
 
-    TrainerEnv env_;
-    const TrainingJob& job_;
-    sim::Engine& engine_;
-    Comm comm_;
-    CommPlan plan_;
-    std::vector<WorkerClock> clocks_;
     std::vector<W> ws_;
     std::vector<std::vector<std::uint32_t>> msg_layers_;
     std::vector<std::vector<std::uint32_t>> by_front_;  ///< per layer: messages it completes
