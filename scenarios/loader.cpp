@@ -62,6 +62,24 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
     return 0.0;
 }
 
+// Collective rounds per iteration (an upper estimate): overlap cuts the gradient into messages,
+// Local SGD synchronises every `period` iterations, PowerSGD runs two collectives.
+double rounds_per_iteration(const JobSpec& s) {
+    const auto& o = s.overlap;
+    const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param;
+    double messages = 1.0;
+    if (o.priority)
+        messages = static_cast<double>(s.workload.tensor_count()) + std::ceil(bytes / o.partition_size.value());
+    else if (o.fusion == models::Fusion::buffer)
+        messages =
+            std::min(static_cast<double>(s.workload.tensor_count()), std::ceil(bytes / o.bucket_size.value()) + 1);
+    else if (o.any())
+        messages = static_cast<double>(s.workload.layers.size());
+    if (s.compression.kind == models::CompressionKind::powersgd) messages *= 3.0;
+    if (s.sync.kind == models::SyncKind::local_sgd) messages /= s.sync.period;
+    return std::max(messages, 1.0);
+}
+
 // Refuses runs too large to finish or to fit, before anything large is built.
 void check_limits(const Scenario& s, const std::string& jobs_path) {
     double events = 0.0;
@@ -74,7 +92,7 @@ void check_limits(const Scenario& s, const std::string& jobs_path) {
                                 fmt::format("one synchronisation round would hold {:.3g} transfers (limit {:.0e}); "
                                             "use fewer workers or servers",
                                             steps, kMaxPlanSteps));
-        events += s.iterations * (4.0 * steps + 4.0 * s.jobs[i].workers);
+        events += s.iterations * rounds_per_iteration(s.jobs[i]) * (4.0 * steps + 4.0 * s.jobs[i].workers);
     }
     if (s.network_model == NetworkModel::flow && events > kMaxEvents)
         throw ScenarioError("$.iterations",
