@@ -16,6 +16,13 @@ sim::Time scaled(sim::Time t, double f) {
     return sim::Time::ps(std::llround(ps));
 }
 
+sim::PathCost endpoint_path_cost(const TrainingJob& job, const topo::Fabric& fabric, std::uint32_t a, std::uint32_t b) {
+    const topo::Vertex ha = job.endpoint_hosts[a];
+    const topo::Vertex hb = job.endpoint_hosts[b];
+    if (ha == hb) return sim::PathCost{sim::Time::zero(), sim::Bandwidth{}, true};
+    return sim::PathCost{fabric.path_latency(ha, hb), fabric.path_bandwidth(ha, hb), false};
+}
+
 namespace {
 
 enum PhaseKind : int { summable = 0, allgather = 1, gtopk = 2, lowrank_p = 3, lowrank_q = 4 };
@@ -152,12 +159,7 @@ std::vector<std::vector<Piece>> CommPlan::group(const std::vector<Piece>& pieces
     c1.tensor_bytes = {s1};
     c2.bytes = sim::Bytes{s2};
     c2.tensor_bytes = {s2};
-    auto cost = [this](std::uint32_t a, std::uint32_t b) {
-        const topo::Vertex ha = job_.endpoint_hosts[a];
-        const topo::Vertex hb = job_.endpoint_hosts[b];
-        if (ha == hb) return sim::PathCost{sim::Time::zero(), sim::Bandwidth{}, true};
-        return sim::PathCost{fabric_.path_latency(ha, hb), fabric_.path_bandwidth(ha, hb), false};
-    };
+    auto cost = [this](std::uint32_t a, std::uint32_t b) { return endpoint_path_cost(job_, fabric_, a, b); };
     const double t1 = topo::make_collective(job_.architecture, c1)->alpha_beta(cost).seconds();
     const double t2 = topo::make_collective(job_.architecture, c2)->alpha_beta(cost).seconds();
     const double b = std::max(0.0, (t2 - t1) / (s2 - s1));
@@ -310,12 +312,8 @@ sim::Time CommPlan::codec_time(std::uint32_t w) const {
 }
 
 sim::Time CommPlan::alpha_beta(const Phase& p) const {
-    return p.collective->alpha_beta([this](std::uint32_t a, std::uint32_t b) {
-        const topo::Vertex ha = job_.endpoint_hosts[a];
-        const topo::Vertex hb = job_.endpoint_hosts[b];
-        if (ha == hb) return sim::PathCost{sim::Time::zero(), sim::Bandwidth{}, true};
-        return sim::PathCost{fabric_.path_latency(ha, hb), fabric_.path_bandwidth(ha, hb), false};
-    });
+    return p.collective->alpha_beta(
+        [this](std::uint32_t a, std::uint32_t b) { return endpoint_path_cost(job_, fabric_, a, b); });
 }
 
 sim::Time CommPlan::alpha_beta(const Message& m) const {

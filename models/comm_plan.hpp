@@ -70,6 +70,12 @@ public:
     [[nodiscard]] const std::vector<Message>& messages() const { return messages_; }
     /// Wire bytes of one iteration's messages (transfers between hosts, counted once).
     [[nodiscard]] double wire_bytes() const { return wire_bytes_; }
+    /// One worker's compressed payload of all messages (the whole gradient or model).
+    [[nodiscard]] double payload_bytes() const {
+        double p = 0.0;
+        for (const Message& m : messages_) p += m.payload_bytes;
+        return p;
+    }
     /// Collective rounds per iteration (every phase of every message).
     [[nodiscard]] double collectives() const {
         double c = 0.0;
@@ -100,6 +106,10 @@ private:
     std::map<std::pair<int, std::uint64_t>, std::unique_ptr<topo::Collective>> cache_;
     double wire_bytes_ = 0.0;
 };
+
+/// Latency and bottleneck bandwidth between the hosts of two endpoints of `job` (local on one host).
+[[nodiscard]] sim::PathCost endpoint_path_cost(const TrainingJob& job, const topo::Fabric& fabric, std::uint32_t a,
+                                               std::uint32_t b);
 
 /// t scaled by f (rounded to the picosecond).
 [[nodiscard]] sim::Time scaled(sim::Time t, double f);

@@ -66,10 +66,7 @@ const sim::Route& Comm::route(std::uint32_t a, std::uint32_t b) const {
 }
 
 sim::PathCost Comm::path_cost(std::uint32_t a, std::uint32_t b) const {
-    const topo::Vertex ha = job_.endpoint_hosts[a];
-    const topo::Vertex hb = job_.endpoint_hosts[b];
-    if (ha == hb) return sim::PathCost{sim::Time::zero(), sim::Bandwidth{}, true};
-    return sim::PathCost{fabric_.path_latency(ha, hb), fabric_.path_bandwidth(ha, hb), false};
+    return endpoint_path_cost(job_, fabric_, a, b);
 }
 
 void Comm::send(std::uint32_t a, std::uint32_t b, double bytes, std::function<void()> done) {
@@ -118,7 +115,20 @@ TrainerBase::TrainerBase(const TrainerEnv& env, bool model_sync)
       engine_(env.engine),
       comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
       plan_(env.job, env.fabric, model_sync),
-      clocks_(env.job.workers) {}
+      clocks_(env.job.workers) {
+    if (!env.job.record_schedule) return;
+    schedule_ = std::make_shared<Schedule>();
+    schedule_->workers = env.job.workers;
+}
+
+void TrainerBase::record(OpKind k, std::uint32_t w, std::uint32_t i, sim::Time t) {
+    if (schedule_) schedule_->add(k, w, 0, i, t.seconds());
+}
+
+void count_staleness(std::vector<std::uint64_t>& histogram, std::uint64_t s) {
+    if (histogram.size() <= s) histogram.resize(s + 1, 0);
+    ++histogram[s];
+}
 
 void set_staleness(JobResult& r, const std::vector<std::uint64_t>& histogram) {
     r.has_staleness = true;

@@ -33,18 +33,6 @@ sim::Time compute_step(const TrainerEnv& env, WorkerClock& clock, std::uint32_t 
     return t;
 }
 
-// The schedule of a job, when it is recorded (else null).
-std::shared_ptr<Schedule> new_schedule(const TrainingJob& job) {
-    if (!job.record_schedule) return nullptr;
-    auto s = std::make_shared<Schedule>();
-    s->workers = job.workers;
-    return s;
-}
-
-void record(const std::shared_ptr<Schedule>& s, OpKind k, std::uint32_t w, std::uint32_t i, sim::Time t) {
-    if (s) s->add(k, w, 0, i, t.seconds());
-}
-
 // ---------------------------------------------------------------------------------------
 // SSP / ASP on a parameter server with k servers (endpoints n..n+k-1), shards of S/k.
 class AsyncPsTrainer final : public TrainerBase {
@@ -55,7 +43,7 @@ public:
           k_(static_cast<std::uint32_t>(env.job.architecture.servers)),
           ws_(n_),
           server_free_(k_) {
-        push_ = plan_.messages().empty() ? 0.0 : plan_.messages().front().payload_bytes;
+        push_ = plan_.payload_bytes();
         pull_ = job_.gradient_bytes().value();
     }
 
@@ -111,7 +99,7 @@ private:
             return;
         }
         max_lead_ = std::max(max_lead_, s.iter - slowest);
-        record(schedule_, OpKind::grad, w, s.iter, engine_.now());
+        record(OpKind::grad, w, s.iter, engine_.now());
         const sim::Time t = compute_step(env_, clocks_[w], w, s.iter, engine_.now(), false);
         engine_.at(t, [this, w] { push(w); });
     }
@@ -143,12 +131,11 @@ private:
     void applied(std::uint32_t w) {
         W& s = ws_[w];
         const std::uint64_t staleness = version_ - s.read_version;
-        if (histogram_.size() <= staleness) histogram_.resize(staleness + 1, 0);
-        ++histogram_[staleness];
+        count_staleness(histogram_, staleness);
         ++version_;
         s.pull_version = version_;  // the model the pull sends out
-        record(schedule_, OpKind::push, w, s.iter, engine_.now());
-        record(schedule_, OpKind::pull, w, s.iter, engine_.now());
+        record(OpKind::push, w, s.iter, engine_.now());
+        record(OpKind::pull, w, s.iter, engine_.now());
         s.shards = 0;
         for (std::uint32_t j = 0; j < k_; ++j)
             comm_.send(n_ + j, w, pull_ / k_, [this, w] {
@@ -194,7 +181,6 @@ private:
     std::uint64_t version_ = 0;
     std::uint32_t max_lead_ = 0;
     std::vector<std::uint64_t> histogram_;
-    std::shared_ptr<Schedule> schedule_ = new_schedule(job_);
 };
 
 // ---------------------------------------------------------------------------------------
@@ -203,7 +189,7 @@ class AsyncGossipTrainer final : public TrainerBase {
 public:
     explicit AsyncGossipTrainer(const TrainerEnv& env)
         : TrainerBase(env, true), n_(env.job.workers), passive_(n_, 0), passive_at_start_(n_, 0), iter_(n_, 0) {
-        bytes_ = plan_.messages().empty() ? 0.0 : plan_.messages().front().payload_bytes;
+        bytes_ = plan_.payload_bytes();
         if (job_.architecture.graph != topo::GossipGraph::random_matching)
             neighbours_ = topo::gossip_neighbours(job_.architecture.graph, n_, job_.seed, 0);
     }
@@ -238,7 +224,7 @@ private:
             return;
         }
         passive_at_start_[w] = passive_[w];
-        record(schedule_, OpKind::grad, w, iter_[w], engine_.now());
+        record(OpKind::grad, w, iter_[w], engine_.now());
         const sim::Time t = compute_step(env_, clocks_[w], w, iter_[w], engine_.now(), false);
         engine_.at(t, [this, w] { exchange(w); });
     }
@@ -246,8 +232,7 @@ private:
     void exchange(std::uint32_t w) {
         const std::uint32_t j = partner(w, iter_[w]);
         const std::uint64_t s = passive_[w] - passive_at_start_[w];
-        if (histogram_.size() <= s) histogram_.resize(s + 1, 0);
-        ++histogram_[s];
+        count_staleness(histogram_, s);
         if (j == w) {
             update(w);
             return;
@@ -274,7 +259,7 @@ private:
     }
 
     void update(std::uint32_t w) {
-        record(schedule_, OpKind::local, w, iter_[w], engine_.now());
+        record(OpKind::local, w, iter_[w], engine_.now());
         const sim::Time u =
             scaled(job_.compute_of(w).update, straggler(job_.stragglers, job_.seed, w, iter_[w]).factor);
         env_.timeline.span(Timeline::compute(w), "update", "update", engine_.now(), engine_.now() + u);
@@ -295,7 +280,6 @@ private:
     double wire_ = 0.0;
     std::uint64_t averagings_ = 0;
     std::vector<std::uint64_t> histogram_;
-    std::shared_ptr<Schedule> schedule_ = new_schedule(job_);
 };
 
 // ---------------------------------------------------------------------------------------
@@ -307,7 +291,7 @@ public:
           n_(env.job.workers),
           k_(static_cast<std::uint32_t>(env.job.architecture.servers)),
           steps_(n_, 0) {
-        upload_ = plan_.messages().empty() ? 0.0 : plan_.messages().front().payload_bytes;
+        upload_ = plan_.payload_bytes();
         download_ = job_.gradient_bytes().value();
     }
 
@@ -364,7 +348,7 @@ private:
         uploads_left_ = static_cast<std::uint32_t>(clients_.size()) * k_;
         server_arrivals_.assign(k_, 0);
         for (std::uint32_t w : clients_) {
-            record(schedule_, OpKind::pull, w, round_, engine_.now());
+            record(OpKind::pull, w, round_, engine_.now());
             clocks_[w].comm_begin(engine_.now());
             const sim::Time start = engine_.now();
             auto left = std::make_shared<std::uint32_t>(k_);
@@ -386,9 +370,9 @@ private:
     void local_training(std::uint32_t w) {
         sim::Time t = engine_.now();
         for (std::uint32_t e = 0; e < job_.sync.local_steps; ++e) {
-            record(schedule_, OpKind::grad, w, round_, t);
+            record(OpKind::grad, w, round_, t);
             t = compute_step(env_, clocks_[w], w, steps_[w]++, t, true);
-            record(schedule_, OpKind::local, w, round_, t);
+            record(OpKind::local, w, round_, t);
         }
         clocks_[w].iterations += job_.sync.local_steps;
         clocks_[w].updates += job_.sync.local_steps;
@@ -442,7 +426,6 @@ private:
     std::uint64_t participations_ = 0;
     double upload_ = 0.0, download_ = 0.0, wire_ = 0.0;
     sim::Time comm_total_;
-    std::shared_ptr<Schedule> schedule_ = new_schedule(job_);
 };
 
 }  // namespace

@@ -80,6 +80,8 @@ struct TrainerEnv {
 [[nodiscard]] std::unique_ptr<JobTrainer> make_async_gossip_trainer(const TrainerEnv& env);  // asp (gossip)
 [[nodiscard]] std::unique_ptr<JobTrainer> make_fedavg_trainer(const TrainerEnv& env);        // fedavg
 
+/// Adds one update of staleness `s` to a histogram.
+void count_staleness(std::vector<std::uint64_t>& histogram, std::uint64_t s);
 /// Staleness statistics from a histogram.
 void set_staleness(JobResult& r, const std::vector<std::uint64_t>& histogram);
 
@@ -106,6 +108,8 @@ struct WorkerClock {
 class TrainerBase : public JobTrainer {
 protected:
     TrainerBase(const TrainerEnv& env, bool model_sync);
+    /// Appends a worker op to the schedule, when one is recorded.
+    void record(OpKind k, std::uint32_t w, std::uint32_t i, sim::Time t);
 
     TrainerEnv env_;
     const TrainingJob& job_;
@@ -113,6 +117,7 @@ protected:
     Comm comm_;
     CommPlan plan_;
     std::vector<WorkerClock> clocks_;
+    std::shared_ptr<Schedule> schedule_;  ///< with TrainingJob::record_schedule, else null
 };
 
 /// Fills makespan, iteration time, throughput, efficiency, per-worker stats and the

@@ -31,9 +31,7 @@ public:
             w.param_ready.assign(layers, sim::Time::zero());
             w.msg_start.assign(msgs.size(), sim::Time::zero());
         }
-        if (job_.record_schedule) {
-            schedule_ = std::make_shared<Schedule>();
-            schedule_->workers = job_.workers;
+        if (schedule_) {
             std::vector<std::uint32_t> everyone(job_.workers);
             for (std::uint32_t w = 0; w < job_.workers; ++w) everyone[w] = w;
             all_ = schedule_->add_set(std::move(everyone));
@@ -61,7 +59,7 @@ public:
         r.codec_time_s = plan_.codec_time(0).seconds() * syncs;
         r.rounds = sync_count();
         r.collectives_per_iteration = plan_.collectives() * syncs;
-        if (job_.record_schedule) r.schedule = schedule_;
+        r.schedule = schedule_;
         r.model_versions = job_.sync.kind == SyncKind::local_sgd ? sync_count() : job_.iterations;
         return r;
     }
@@ -377,10 +375,6 @@ private:
         engine_.at(start + u, [this, w] { next_iteration(w); });
     }
 
-    void record(OpKind k, std::uint32_t w, std::uint32_t i, sim::Time t) {
-        if (schedule_) schedule_->add(k, w, 0, i, t.seconds());
-    }
-
     // The first worker to finish iteration i's synchronisation records it for all.
     void record_round(std::uint32_t i) {
         if (!schedule_ || recorded_rounds_ > i) return;
@@ -408,7 +402,6 @@ private:
                         std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>>, std::greater<>>
         heap_;
     std::uint32_t in_flight_ = 0;
-    std::shared_ptr<Schedule> schedule_;
     std::uint32_t all_ = 0;
     std::uint32_t recorded_rounds_ = 0;
 };

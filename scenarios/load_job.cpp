@@ -342,7 +342,8 @@ models::OverlapSpec read_overlap(const json& j, const std::string& path, const J
     if (r.has("bucket_size")) o.bucket_size = read_bytes(r.at("bucket_size"), r.path("bucket_size"));
     if (r.has("cycle_time")) o.cycle_time = read_time(r.at("cycle_time"), r.path("cycle_time"));
     if (r.has("partition_size")) o.partition_size = read_bytes(r.at("partition_size"), r.path("partition_size"));
-    if (r.has("credit")) o.credit = static_cast<std::uint32_t>(read_uint(r.at("credit"), r.path("credit"), 1, 1'000'000));
+    if (r.has("credit"))
+        o.credit = static_cast<std::uint32_t>(read_uint(r.at("credit"), r.path("credit"), 1, 1'000'000));
     if (o.priority && !(o.partition_size.value() >= 1.0))
         throw ScenarioError(r.path("partition_size"), "expected at least 1 byte");
     if (o.fusion == models::Fusion::buffer && !(o.bucket_size.value() >= 1.0))

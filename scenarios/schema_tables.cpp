@@ -274,29 +274,30 @@ Tables build() {
               {"exclusiveMinimum", 0},
               {"description", "multiplies the encode/decode work (calibration; default 1)"}}},
         }};
-    t.overlap = {"overlap",
-                 "compute/communication overlap",
-                 {
-                     {"wfbp",
-                      {{"type", "boolean"},
-                       {"description",
-                        "wait-free backprop: a layer's gradient leaves as soon as "
-                        "backward produced it (default false)"}}},
-                     {"fusion", enum_schema(c.fusions,
-                                            "none (default), buffer (DDP buckets / Horovod fusion buffer) or mgwfbp "
-                                            "(MG-WFBP merging; implies wfbp)")},
-                     {"bucket_size", bytes_schema("buffer: bucket / fusion threshold (default 25MB)")},
-                     {"cycle_time", time_schema("buffer: Horovod cycle time; tensors ready within one cycle are fused "
-                                                "(default 0: static DDP buckets)")},
-                     {"priority",
-                      {{"type", "boolean"},
-                       {"description",
-                        "P3 / ByteScheduler: partitions sent front layers "
-                        "first, next forward starts per layer (implies wfbp; "
-                        "default false)"}}},
-                     {"partition_size", bytes_schema("priority: partition size (default 4MB)")},
+    t.overlap = {
+        "overlap",
+        "compute/communication overlap",
+        {
+            {"wfbp",
+             {{"type", "boolean"},
+              {"description",
+               "wait-free backprop: a layer's gradient leaves as soon as "
+               "backward produced it (default false)"}}},
+            {"fusion", enum_schema(c.fusions,
+                                   "none (default), buffer (DDP buckets / Horovod fusion buffer) or mgwfbp "
+                                   "(MG-WFBP merging; implies wfbp)")},
+            {"bucket_size", bytes_schema("buffer: bucket / fusion threshold (default 25MB)")},
+            {"cycle_time", time_schema("buffer: Horovod cycle time; tensors ready within one cycle are fused "
+                                       "(default 0: static DDP buckets)")},
+            {"priority",
+             {{"type", "boolean"},
+              {"description",
+               "P3 / ByteScheduler: partitions sent front layers "
+               "first, next forward starts per layer (implies wfbp; "
+               "default false)"}}},
+            {"partition_size", bytes_schema("priority: partition size (default 4MB)")},
             {"credit", integer("priority: partitions in flight at once, ByteScheduler's credit (default 4)", 1)},
-                 }};
+        }};
     t.convergence = {
         "convergence",
         "time to accuracy: the simulated update schedule replayed on a real proxy model (SPEC §6)",

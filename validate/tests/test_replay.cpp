@@ -159,7 +159,7 @@ TEST_CASE("replay: push applies lr times a (stale) gradient to X, pull copies X"
     Hand h(2);
     const Vec g0 = h.grad(0, h.p0), g1 = h.grad(1, h.p0);
     const Vec x1 = h.step(h.p0, g1, kLr);     // X after push 1; pulled by worker 1
-    const Vec g1b = h.grad(1, x1);                // worker 1's second gradient, at x1
+    const Vec g1b = h.grad(1, x1);            // worker 1's second gradient, at x1
     const Vec x_final = h.step(x1, g0, kLr);  // push 0 (computed at p0)
     CHECK(max_abs_diff(r.worker_gradient(1), g1b) == 0.0);
     CHECK(max_abs_diff(r.worker_params(1), x1) < 1e-6);
