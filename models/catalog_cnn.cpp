@@ -6,6 +6,11 @@
 //   Inception-v3  Szegedy et al. 2015, arXiv:1512.00567; models/inception.py, with the auxiliary classifier
 // Tensor and layer names are torchvision's parameter and module names. A layer's FLOPs are 2 x the
 // multiply-accumulates of its convolution or matmul for one image; BatchNorm, activations and pooling are not counted.
+// Besides the FLOPs each layer lists its kernels as parts (models/workload.hpp) with the activation elements they
+// read and write per image, for the roofline in models/compute.cpp: a convolution reads its input and writes its
+// output; training-mode BatchNorm reads its input twice (statistics, then normalisation) and writes once (3
+// passes); ReLU reads and writes (2); a residual add reads two and writes one (3); pooling reads its input and
+// writes its output. Inception-v3's in-block poolings and the classifiers' dropout are not counted (small).
 #include <cassert>
 #include <initializer_list>
 
@@ -74,16 +79,28 @@ FeatureMap add_conv(Layer& layer, const std::string& prefix, FeatureMap in, cons
     const std::int64_t fan_in = in.channels * conv.kernel_h * conv.kernel_w;
     const std::int64_t weight = conv.out_channels * fan_in;
     add_matrix(layer, prefix + ".weight", conv.out_channels, fan_in);  // viewed as out x (in x kh x kw)
-    layer.fwd_flops += 2.0 * static_cast<double>(weight * out.height * out.width);
+    const double flops = 2.0 * static_cast<double>(weight * out.height * out.width);
+    layer.fwd_flops += flops;
+    // As an implicit GEMM: (batch x out pixels) x out_channels outputs.
+    layer.parts.push_back(LayerPart{.kind = PartKind::conv,
+                                    .flops = flops,
+                                    .activations = static_cast<double>(in.size() + out.size()),
+                                    .weights = static_cast<double>(weight),
+                                    .rows_per_sample = static_cast<double>(out.height * out.width),
+                                    .cols = static_cast<double>(conv.out_channels)});
     return out;
 }
 
-/// A bias-free convolution and the BatchNorm after it, as one layer (ResNet, Inception).
+/// A bias-free convolution and the BatchNorm after it, as one layer (ResNet, Inception), with the ReLU that follows
+/// unless `relu` is false (a projection shortcut).
 FeatureMap conv_bn(Workload& workload, std::string layer_name, const std::string& conv_prefix,
-                   const std::string& bn_prefix, FeatureMap in, const Conv& conv) {
+                   const std::string& bn_prefix, FeatureMap in, const Conv& conv, bool relu = true) {
     Layer layer = named_layer(std::move(layer_name));
     const FeatureMap out = add_conv(layer, conv_prefix, in, conv);
     add_norm(layer, bn_prefix, conv.out_channels);
+    const auto elements = static_cast<double>(out.size());
+    add_memory(layer, PartKind::norm, 3.0, elements);
+    if (relu) add_memory(layer, PartKind::elementwise, 2.0, elements);
     workload.layers.push_back(std::move(layer));
     return out;
 }
@@ -107,14 +124,17 @@ public:
         Layer layer = named_layer(name);
         const FeatureMap out = add_conv(layer, name, in, conv);
         add_vector(layer, name + ".bias", conv.out_channels);
+        add_memory(layer, PartKind::elementwise, 2.0, static_cast<double>(out.size()));  // ReLU
         workload_.layers.push_back(std::move(layer));
         skip(1);
         return out;
     }
-    /// MaxPool2d.
+    /// MaxPool2d (its traffic is charged to the layer before it).
     FeatureMap max_pool(FeatureMap in, std::int64_t kernel, std::int64_t stride) {
         skip(1);
-        return pool(in, kernel, stride);
+        const FeatureMap out = pool(in, kernel, stride);
+        add_memory(workload_.layers.back(), PartKind::pooling, 1.0, static_cast<double>(in.size() + out.size()));
+        return out;
     }
     /// Linear (with bias).
     void linear(std::int64_t in, std::int64_t out) { linear_layer(workload_, next(), in, out); }
@@ -141,10 +161,11 @@ FeatureMap bottleneck(Workload& workload, const std::string& prefix, FeatureMap 
     };
     FeatureMap out = conv(1, in, square(planes, 1));
     out = conv(2, out, square(planes, 3, stride, 1));
-    out = conv(3, out, square(planes * expansion, 1));
+    out = conv(3, out, square(planes * expansion, 1));  // its ReLU comes after the residual add
+    add_memory(workload.layers.back(), PartKind::elementwise, 3.0, static_cast<double>(out.size()));  // + identity
     if (stride != 1 || in.channels != planes * expansion) {
         conv_bn(workload, prefix + ".downsample", prefix + ".downsample.0", prefix + ".downsample.1", in,
-                square(planes * expansion, 1, stride));
+                square(planes * expansion, 1, stride), false);
     }
     return out;
 }
@@ -228,6 +249,7 @@ void inception_aux(Workload& w, const std::string& p, FeatureMap in) {
 
 Workload alexnet() {
     Workload workload;
+    workload.family = ModelFamily::cnn;
     workload.input = "224x224 RGB image";
     FeatureMap x{3, 224, 224};
     Sequential features(workload, "features");
@@ -256,6 +278,7 @@ Workload vgg16() {
                                            256, 256,         256,         pool_marker, 512, 512,
                                            512, pool_marker, 512,         512,         512, pool_marker};
     Workload workload;
+    workload.family = ModelFamily::cnn;
     workload.input = "224x224 RGB image";
     FeatureMap x{3, 224, 224};
     Sequential features(workload, "features");
@@ -274,9 +297,12 @@ Workload vgg16() {
 
 Workload resnet(const std::array<int, 4>& blocks_per_stage) {
     Workload workload;
+    workload.family = ModelFamily::cnn;
     workload.input = "224x224 RGB image";
     FeatureMap x = conv_bn(workload, "conv1", "conv1", "bn1", FeatureMap{3, 224, 224}, square(64, 7, 2, 3));
+    const FeatureMap stem = x;
     x = pool(x, 3, 2, 1);  // maxpool
+    add_memory(workload.layers.back(), PartKind::pooling, 1.0, static_cast<double>(stem.size() + x.size()));
     for (std::size_t stage = 0; stage < blocks_per_stage.size(); ++stage) {
         const std::int64_t planes = std::int64_t{64} << stage;
         const std::string stage_name = "layer" + std::to_string(stage + 1);
@@ -286,11 +312,13 @@ Workload resnet(const std::array<int, 4>& blocks_per_stage) {
         }
     }
     linear_layer(workload, "fc", x.channels, k_imagenet_classes);  // after global average pooling
+    add_memory(workload.layers.back(), PartKind::pooling, 1.0, static_cast<double>(x.size() + x.channels));
     return workload;
 }
 
 Workload inception_v3() {
     Workload w;
+    w.family = ModelFamily::cnn;
     w.input = "299x299 RGB image";
     FeatureMap x{3, 299, 299};
     x = basic_conv(w, "Conv2d_1a_3x3", x, square(32, 3, 2));

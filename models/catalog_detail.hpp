@@ -40,7 +40,20 @@ inline void add_linear(Layer& layer, const std::string& prefix, std::int64_t in,
         add_matrix(layer, prefix + ".weight", in, out);
     }
     add_vector(layer, prefix + ".bias", out);
-    layer.fwd_flops += 2.0 * static_cast<double>(rows * in * out);
+    const double flops = 2.0 * static_cast<double>(rows * in * out);
+    layer.fwd_flops += flops;
+    layer.parts.push_back(LayerPart{.kind = PartKind::matmul,
+                                    .flops = flops,
+                                    .activations = static_cast<double>(rows * (in + out)),
+                                    .weights = static_cast<double>(in * out + out),
+                                    .rows_per_sample = static_cast<double>(rows),
+                                    .cols = static_cast<double>(out)});
+}
+
+/// Appends a memory-bound part to `layer`: `passes` reads or writes of `elements` activation elements per sample
+/// (an element-wise kernel y = f(x) is 2 passes, x + y -> z is 3, dropout 3 counting its mask).
+inline void add_memory(Layer& layer, PartKind kind, double passes, double elements, bool fp32_under_amp = false) {
+    layer.parts.push_back(LayerPart{.kind = kind, .activations = passes * elements, .fp32_under_amp = fp32_under_amp});
 }
 
 /// Appends the learned scale and shift of normalisation `prefix` (LayerNorm or BatchNorm) over `features`.

@@ -7,6 +7,13 @@
 // its matmuls for one sequence, including the attention scores Q K^T and the weighted sum of the values (computed in
 // full by both models; GPT-2 masks the upper triangle afterwards). LayerNorm, softmax, GELU and bias adds are not
 // counted, and embedding lookups cost nothing.
+// Besides the FLOPs each layer lists its kernels as parts (models/workload.hpp) with the activation elements they
+// read and write per sequence, following the eager HuggingFace code: a dense layer reads its input and writes its
+// output; LayerNorm reads and writes once (2 passes) and softmax likewise, both in FP32 under autocast (PyTorch
+// docs, "Automatic Mixed Precision package", CUDA ops that autocast to float32: layer_norm, softmax,
+// log_softmax); dropout reads, writes and stores a mask (3); a residual add reads two and writes one (3); an
+// element-wise op is 2. Attention's two batched matmuls are "attention" parts (one GEMM per head and sequence)
+// with the score matrix read or written in full.
 #include "models/catalog_detail.hpp"
 
 namespace ddlsim::models::catalog_detail {
@@ -20,6 +27,40 @@ constexpr std::int64_t k_ffn_expansion = 4;  // feed-forward width / hidden, in 
     return 2.0 * 2.0 * static_cast<double>(seq * seq * hidden);
 }
 
+constexpr std::int64_t k_head_dim = 64;  // hidden / heads in every BERT and GPT-2 size
+
+/// Attention between the projections: scores = Q K^T, `score_passes` element-wise passes over the scores
+/// (scaling, masking, dropout), softmax, then scores x V and the merge of the heads (one copy). FLOPs as
+/// attention_matmul_flops.
+void add_attention_core(Layer& layer, std::int64_t seq, std::int64_t d, double score_passes) {
+    const double heads = static_cast<double>(d / k_head_dim);
+    const double scores = heads * static_cast<double>(seq * seq);
+    const double tokens = static_cast<double>(seq * d);
+    const double half = attention_matmul_flops(seq, d) / 2.0;
+    layer.fwd_flops += 2.0 * half;
+    layer.parts.push_back(LayerPart{.kind = PartKind::attention,
+                                    .flops = half,
+                                    .activations = 2.0 * tokens + scores,  // read Q, K; write the scores
+                                    .rows_per_sample = static_cast<double>(seq),
+                                    .cols = static_cast<double>(seq),
+                                    .gemms_per_sample = heads});
+    add_memory(layer, PartKind::elementwise, score_passes, scores);
+    add_memory(layer, PartKind::norm, 2.0, scores, true);  // softmax
+    layer.parts.push_back(LayerPart{.kind = PartKind::attention,
+                                    .flops = half,
+                                    .activations = scores + 2.0 * tokens,  // read P, V; write the context
+                                    .rows_per_sample = static_cast<double>(seq),
+                                    .cols = static_cast<double>(k_head_dim),
+                                    .gemms_per_sample = heads});
+    add_memory(layer, PartKind::elementwise, 2.0, tokens);  // merge heads: permute + contiguous
+}
+
+/// Dropout and the residual add after a projection back to the hidden size, over `tokens` elements.
+void add_dropout_residual(Layer& layer, double tokens) {
+    add_memory(layer, PartKind::elementwise, 3.0, tokens);  // dropout
+    add_memory(layer, PartKind::elementwise, 3.0, tokens);  // residual add
+}
+
 }  // namespace
 
 Workload bert(const BertConfig& config) {
@@ -30,13 +71,21 @@ Workload bert(const BertConfig& config) {
     const std::int64_t d = config.hidden;
 
     Workload workload;
+    workload.family = ModelFamily::transformer;
     workload.input = "sequence of " + std::to_string(seq) + " tokens";
+    const double tokens = static_cast<double>(seq * d);
 
     Layer embeddings = named_layer("embeddings");
     add_matrix(embeddings, "embeddings.word_embeddings.weight", vocab, d);
     add_matrix(embeddings, "embeddings.position_embeddings.weight", max_positions, d);
     add_matrix(embeddings, "embeddings.token_type_embeddings.weight", token_types, d);
     add_norm(embeddings, "embeddings.LayerNorm", d);
+    // Three lookups (read and write each), two adds, LayerNorm, dropout. The word-embedding gradient is dense:
+    // its vocab x d elements are counted as the part's weights.
+    embeddings.parts.push_back(LayerPart{
+        .kind = PartKind::embedding, .activations = 12.0 * tokens, .weights = static_cast<double>(vocab * d)});
+    add_memory(embeddings, PartKind::norm, 2.0, tokens, true);
+    add_memory(embeddings, PartKind::elementwise, 3.0, tokens);
     workload.layers.push_back(std::move(embeddings));
 
     for (int i = 0; i < config.layers; ++i) {
@@ -46,21 +95,27 @@ Workload bert(const BertConfig& config) {
         for (const char* projection : {".query", ".key", ".value"}) {
             add_linear(self_attention, p + ".attention.self" + projection, d, d, seq);
         }
-        self_attention.fwd_flops += attention_matmul_flops(seq, d);
+        // BertSelfAttention: scores / sqrt(d_head), + attention mask, dropout of the probabilities (2 + 2 + 3).
+        add_attention_core(self_attention, seq, d, 7.0);
         workload.layers.push_back(std::move(self_attention));
 
         Layer attention_output = named_layer(p + ".attention.output");
         add_linear(attention_output, p + ".attention.output.dense", d, d, seq);
         add_norm(attention_output, p + ".attention.output.LayerNorm", d);
+        add_dropout_residual(attention_output, tokens);
+        add_memory(attention_output, PartKind::norm, 2.0, tokens, true);
         workload.layers.push_back(std::move(attention_output));
 
         Layer intermediate = named_layer(p + ".intermediate");
         add_linear(intermediate, p + ".intermediate.dense", d, k_ffn_expansion * d, seq);
+        add_memory(intermediate, PartKind::elementwise, 2.0, static_cast<double>(k_ffn_expansion) * tokens);  // GELU
         workload.layers.push_back(std::move(intermediate));
 
         Layer output = named_layer(p + ".output");
         add_linear(output, p + ".output.dense", k_ffn_expansion * d, d, seq);
         add_norm(output, p + ".output.LayerNorm", d);
+        add_dropout_residual(output, tokens);
+        add_memory(output, PartKind::norm, 2.0, tokens, true);
         workload.layers.push_back(std::move(output));
     }
 
@@ -77,14 +132,23 @@ Workload gpt2(const Gpt2Config& config) {
     const std::int64_t d = config.hidden;
 
     Workload workload;
+    workload.family = ModelFamily::transformer;
     workload.input = "sequence of " + std::to_string(seq) + " tokens";
+    const double tokens = static_cast<double>(seq * d);
+    const double ffn = static_cast<double>(k_ffn_expansion) * tokens;
 
     Layer token_embedding = named_layer("transformer.wte");
     add_matrix(token_embedding, "transformer.wte.weight", vocab, d);
+    // The lookup (read, write); the dense vocab x d gradient counted as the part's weights.
+    token_embedding.parts.push_back(
+        LayerPart{.kind = PartKind::embedding, .activations = 2.0 * tokens, .weights = static_cast<double>(vocab * d)});
     workload.layers.push_back(std::move(token_embedding));
 
     Layer position_embedding = named_layer("transformer.wpe");
     add_matrix(position_embedding, "transformer.wpe.weight", context, d);
+    add_memory(position_embedding, PartKind::embedding, 2.0, tokens);
+    add_memory(position_embedding, PartKind::elementwise, 3.0, tokens);  // wte + wpe
+    add_memory(position_embedding, PartKind::elementwise, 3.0, tokens);  // embedding dropout
     workload.layers.push_back(std::move(position_embedding));
 
     // Pre-norm blocks: ln_1 feeds attn, ln_2 feeds mlp. c_attn, c_proj and c_fc are Conv1D modules: dense layers
@@ -94,15 +158,23 @@ Workload gpt2(const Gpt2Config& config) {
 
         Layer attention = named_layer(p + ".attn");
         add_norm(attention, p + ".ln_1", d);
+        add_memory(attention, PartKind::norm, 2.0, tokens, true);
         add_linear(attention, p + ".attn.c_attn", d, 3 * d, seq, WeightLayout::in_by_out);
-        attention.fwd_flops += attention_matmul_flops(seq, d);
+        // GPT2Attention._attn: scores / sqrt(d_head), causal torch.where, dropout of the probabilities (2 + 3 + 3).
+        add_attention_core(attention, seq, d, 8.0);
         add_linear(attention, p + ".attn.c_proj", d, d, seq, WeightLayout::in_by_out);
+        add_dropout_residual(attention, tokens);
         workload.layers.push_back(std::move(attention));
 
         Layer mlp = named_layer(p + ".mlp");
         add_norm(mlp, p + ".ln_2", d);
+        add_memory(mlp, PartKind::norm, 2.0, tokens, true);
         add_linear(mlp, p + ".mlp.c_fc", d, k_ffn_expansion * d, seq, WeightLayout::in_by_out);
+        // gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), runs eagerly as 8 element-wise kernels
+        // (pow, mul, add, mul, tanh, add, mul, mul: 6 of 2 passes, 2 of 3) = 18 passes.
+        add_memory(mlp, PartKind::elementwise, 18.0, ffn);
         add_linear(mlp, p + ".mlp.c_proj", k_ffn_expansion * d, d, seq, WeightLayout::in_by_out);
+        add_dropout_residual(mlp, tokens);
         workload.layers.push_back(std::move(mlp));
     }
 
@@ -110,7 +182,18 @@ Workload gpt2(const Gpt2Config& config) {
     // adds no tensor here, only its matmul.
     Layer head = named_layer("transformer.ln_f+lm_head");
     add_norm(head, "transformer.ln_f", d);
+    add_memory(head, PartKind::norm, 2.0, tokens, true);
+    const double logits = static_cast<double>(seq * vocab);
     head.fwd_flops += 2.0 * static_cast<double>(seq * d * vocab);
+    head.parts.push_back(LayerPart{.kind = PartKind::matmul,
+                                   .flops = 2.0 * static_cast<double>(seq * d * vocab),
+                                   .activations = tokens + logits,
+                                   .weights = static_cast<double>(vocab * d),
+                                   .rows_per_sample = static_cast<double>(seq),
+                                   .cols = static_cast<double>(vocab)});
+    // The language-modelling loss over the logits (GPT2LMHeadModel with labels): the shifted copy (2), the cast
+    // to FP32 and log_softmax (2 + 2, FP32 under autocast), nll_loss (1).
+    add_memory(head, PartKind::norm, 7.0, logits, true);
     workload.layers.push_back(std::move(head));
     return workload;
 }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
+#include "topologies/parameter_server.hpp"
 #include "topologies/sparse_collectives.hpp"
 
 namespace ddlsim::models {
@@ -12,7 +14,7 @@ namespace ddlsim::models {
 sim::Time scaled(sim::Time t, double f) {
     if (f == 1.0) return t;
     const double ps = static_cast<double>(t.ps()) * f;
-    if (!(ps < 9.0e18)) throw std::overflow_error("time overflow");
+    if (!(ps < 9.0e18)) throw sim::TimeOverflow();
     return sim::Time::ps(std::llround(ps));
 }
 
@@ -68,6 +70,21 @@ CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool mode
             if (layers[l].tensors[t].params > 0)
                 pieces.push_back({static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(t),
                                   static_cast<double>(layers[l].tensors[t].params)});
+    // PS key-to-server assignment over the whole model, so that messages holding a few tensors each
+    // continue the round-robin (or the balancing) instead of restarting it at server 0.
+    const auto& arch = job.architecture;
+    if (arch.kind == topo::ArchKind::ps && arch.style == topo::PsStyle::standard &&
+        arch.sharding != topo::PsSharding::bytes && !pieces.empty()) {
+        std::vector<double> tensor_bytes;
+        for (const Piece& p : pieces) tensor_bytes.push_back(p.elements * job.bytes_per_param);
+        const double split =
+            arch.split_size.value() > 0.0 ? arch.split_size.value() : std::numeric_limits<double>::infinity();
+        const auto owners =
+            topo::tensor_owners(arch.sharding, tensor_bytes, static_cast<std::uint32_t>(arch.servers), split);
+        owner_.resize(layers.size());
+        for (std::size_t l = 0; l < layers.size(); ++l) owner_[l].assign(layers[l].tensors.size(), topo::kCutOverAll);
+        for (std::size_t i = 0; i < pieces.size(); ++i) owner_[pieces[i].layer][pieces[i].tensor] = owners[i];
+    }
     std::vector<std::vector<Piece>> groups;
     if (model_sync || !job.overlap.any()) {
         if (!pieces.empty()) groups.push_back(pieces);
@@ -86,7 +103,10 @@ CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool mode
             m.dense_bytes += p.elements * job.bytes_per_param;
         }
         build_phases(m);
-        for (const Phase& ph : m.phases) wire_bytes_ += ph.wire_bytes;
+        for (const Phase& ph : m.phases) {
+            wire_bytes_ += ph.wire_bytes;
+            machine_bytes_ += ph.machine_bytes;
+        }
         messages_.push_back(std::move(m));
     }
     // Per layer: the messages holding a piece of it (priority scheduling waits for all of them).
@@ -163,7 +183,8 @@ std::vector<std::vector<Piece>> CommPlan::group(const std::vector<Piece>& pieces
     const double t1 = topo::make_collective(job_.architecture, c1)->alpha_beta(cost).seconds();
     const double t2 = topo::make_collective(job_.architecture, c2)->alpha_beta(cost).seconds();
     const double b = std::max(0.0, (t2 - t1) / (s2 - s1));
-    const double a = std::max(0.0, t1 - b * s1);
+    // Each group also pays the collective's launch: a merge saves it too.
+    const double a = std::max(0.0, t1 - b * s1) + job_.collective_overhead.seconds();
     // Per layer (backward order): ready time and bytes.
     struct Item {
         double ready, bytes;
@@ -201,8 +222,11 @@ std::vector<std::vector<Piece>> CommPlan::group(const std::vector<Piece>& pieces
     return groups;
 }
 
-const topo::Collective* CommPlan::collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes) {
-    const auto key = std::make_pair(kind, hash_doubles(bytes, tensor_bytes));
+const topo::Collective* CommPlan::collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes,
+                                                 const std::vector<std::uint32_t>& tensor_server) {
+    std::vector<double> keyed = tensor_bytes;
+    for (std::uint32_t o : tensor_server) keyed.push_back(-1.0 - o);
+    const auto key = std::make_pair(kind, hash_doubles(bytes, keyed));
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second.get();
     const std::uint32_t n = job_.workers;
@@ -212,6 +236,7 @@ const topo::Collective* CommPlan::collective_for(int kind, double bytes, const s
         topo::CollectiveContext ctx = ctx_;
         ctx.bytes = sim::Bytes{bytes};
         ctx.tensor_bytes = tensor_bytes;
+        ctx.tensor_server = tensor_server;
         c = topo::make_collective(arch, ctx);
     } else if (arch.kind == topo::ArchKind::ps) {
         if (kind == gtopk) throw std::invalid_argument("gtopk needs architecture \"allreduce\"");
@@ -235,6 +260,8 @@ void CommPlan::build_phases(Message& m) {
     const auto& layers = job_.workload.layers;
     double sum = 0.0, gather = 0.0, gtop = 0.0, p = 0.0, q = 0.0;
     std::vector<double> sum_tensors, p_tensors, q_tensors;
+    std::vector<std::uint32_t> sum_owners;  // ps round_robin/balanced: the server of each summable tensor
+    bool owners_complete = !owner_.empty();
     CodecWork between, decode_once, decode_each;
     for (const Piece& pc : m.pieces) {
         const Tensor& t = layers[pc.layer].tensors[pc.tensor];
@@ -251,6 +278,7 @@ void CommPlan::build_phases(Message& m) {
             case Aggregation::summable:
                 sum += ct.payload_bytes;
                 sum_tensors.push_back(ct.payload_bytes);
+                if (owners_complete) sum_owners.push_back(owner_[pc.layer][pc.tensor]);
                 decode_once += ct.decode_per_payload;
                 break;
             case Aggregation::allgather:
@@ -269,6 +297,7 @@ void CommPlan::build_phases(Message& m) {
                 if (ct.dense_bytes > 0.0) {
                     sum += ct.dense_bytes;
                     sum_tensors.push_back(ct.dense_bytes);
+                    if (owners_complete) sum_owners.push_back(owner_[pc.layer][pc.tensor]);
                 }
                 decode_once += ct.decode_per_payload;
                 break;
@@ -282,17 +311,22 @@ void CommPlan::build_phases(Message& m) {
     m.decode.memory_bytes += decode_each.memory_bytes * gathered;
     m.decode.flops += decode_each.flops * gathered;
     auto remote = [this](std::uint32_t a, std::uint32_t b) { return job_.endpoint_hosts[a] != job_.endpoint_hosts[b]; };
-    auto add = [&](int kind, double bytes, const std::vector<double>& tensors, CodecWork before) {
+    auto add = [&](int kind, double bytes, const std::vector<double>& tensors, CodecWork before,
+                   const std::vector<std::uint32_t>& owners = {}) {
         if (bytes <= 0.0) return;
         Phase ph;
-        ph.collective = collective_for(kind, bytes, tensors.empty() ? std::vector<double>{bytes} : tensors);
+        ph.collective = collective_for(kind, bytes, tensors.empty() ? std::vector<double>{bytes} : tensors,
+                                       owners.size() == tensors.size() ? owners : std::vector<std::uint32_t>{});
         ph.work_before = before;
         ph.wire_bytes = ph.collective->wire_bytes(remote);
+        ph.machine_bytes = ph.collective->wire_bytes([this](std::uint32_t a, std::uint32_t b) {
+            return fabric_.node_of(job_.endpoint_hosts[a]) != fabric_.node_of(job_.endpoint_hosts[b]);
+        });
         m.phases.push_back(ph);
     };
     add(lowrank_p, p, p_tensors, {});
     add(lowrank_q, q, q_tensors, between);
-    add(summable, sum, sum_tensors, {});
+    add(summable, sum, sum_tensors, {}, sum_owners);
     add(allgather, gather, {}, {});
     add(gtopk, gtop, {}, {});
 }
@@ -318,6 +352,7 @@ sim::Time CommPlan::alpha_beta(const Phase& p) const {
 
 sim::Time CommPlan::alpha_beta(const Message& m) const {
     sim::Time t = work_time(m.encode, 0) + work_time(m.decode, 0);
+    if (!m.phases.empty()) t += job_.collective_overhead;  // launched once per message
     for (const Phase& ph : m.phases) t += work_time(ph.work_before, 0) + alpha_beta(ph);
     return t;
 }

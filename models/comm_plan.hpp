@@ -48,6 +48,7 @@ struct Phase {
     const topo::Collective* collective = nullptr;
     CodecWork work_before;  ///< local work before this phase starts (lowrank: between P and Q)
     double wire_bytes = 0.0;
+    double machine_bytes = 0.0;  ///< of wire_bytes, those between different machines (through NICs)
 };
 
 struct Message {
@@ -70,6 +71,8 @@ public:
     [[nodiscard]] const std::vector<Message>& messages() const { return messages_; }
     /// Wire bytes of one iteration's messages (transfers between hosts, counted once).
     [[nodiscard]] double wire_bytes() const { return wire_bytes_; }
+    /// Of those, the bytes between hosts of different machines (nodes): what crosses NICs.
+    [[nodiscard]] double machine_bytes() const { return machine_bytes_; }
     /// One worker's compressed payload of all messages (the whole gradient or model).
     [[nodiscard]] double payload_bytes() const {
         double p = 0.0;
@@ -93,7 +96,8 @@ public:
     [[nodiscard]] const topo::CollectiveContext& context() const { return ctx_; }
 
 private:
-    const topo::Collective* collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes);
+    const topo::Collective* collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes,
+                                           const std::vector<std::uint32_t>& tensor_server = {});
     void build_phases(Message& m);
     std::vector<std::vector<Piece>> group(const std::vector<Piece>& backward_pieces) const;
 
@@ -103,8 +107,10 @@ private:
     std::unique_ptr<Compressor> compressor_;
     std::vector<Message> messages_;
     std::vector<std::uint32_t> per_layer_;
+    std::vector<std::vector<std::uint32_t>> owner_;  ///< ps round_robin/balanced: [layer][tensor] -> server
     std::map<std::pair<int, std::uint64_t>, std::unique_ptr<topo::Collective>> cache_;
     double wire_bytes_ = 0.0;
+    double machine_bytes_ = 0.0;
 };
 
 /// Latency and bottleneck bandwidth between the hosts of two endpoints of `job` (local on one host).

@@ -1,31 +1,167 @@
+// The compute model: a roofline per kernel-sized part of each layer, at the device's precision.
+//
+// Per layer and per iteration (a local batch of b samples), each part p of the layer (models/workload.hpp)
+// costs, forward,
+//   GEMM parts (conv, matmul, attention):
+//       t = max( F_p b / (peak[precision] x e x q),  B_p / (memory bandwidth x e_memory) )
+//       (e = e_conv for convolutions, e_matmul for matmul and attention)
+//   memory-bound parts (norm, elementwise, embedding, pooling):
+//       t = B_p / (memory bandwidth x e_memory)
+// with F_p the part's forward FLOPs per sample, B_p = activations_p x b x s + weights_p x s_w the bytes it moves
+// (s = 4 bytes per element in fp32/tf32, 2 under AMP and fp8, 4 for parts autocast keeps in FP32; s_w the same
+// for the weights), e_conv, e_matmul and e_memory the measured sustained fractions of the device's generation and
+// precision (models/device.cpp, each cited), and q the wave-quantization factor below.
+// Backward costs twice the forward for every part: a GEMM's backward is two GEMMs of the forward's size (the
+// input gradient dX = dY W^T and the weight gradient dW = X^T dY: 2x the FLOPs, and each reads two operands of
+// the forward's sizes and writes one, 2x the bytes); an element-wise backward reads the output gradient and the
+// saved input and writes the input gradient (3 passes for the forward's 2), and training BatchNorm's backward
+// makes a reduction pass and an element-wise pass over (dy, x) (5 for 3): about 1.5-1.7x, rounded up to 2x for
+// the separate kernels autograd launches (e.g. ReLU's threshold_backward, dropout's mask multiply).
+// A layer's time is the sum of its parts' times (kernels run one after another on one stream).
+//
+// Wave quantization (NVIDIA, "Matrix Multiplication Background User's Guide", sections "Tile quantization" and
+// "Wave quantization"): a GEMM's output is split into tiles, one per thread block; the tiles run in waves of one
+// per SM, and a partial last wave leaves SMs idle. With 128 x 128 output tiles (a common cuBLAS/cuDNN tile size in
+// that guide) and T tiles on S SMs, q = T / (S ceil(T / S)). For a matmul T = ceil(rows x b / 128) ceil(cols /
+// 128); attention runs one GEMM per head and sequence, T = heads x b x ceil(rows / 128) ceil(cols / 128). Small
+// batches fill fewer tiles and so sustain less; the backward pass uses the forward's q.
+//
+// `device.efficiency`, when given, replaces e_matmul (and q is not applied); a custom device (no built-in profile)
+// uses its `efficiency` (default 0.5) with e_memory = 1. Layers without parts (custom models) are one part of
+// fwd_flops and fwd_bytes per sample, of their `kind` (default matmul); layers that give fwd_time/bwd_time/
+// update_time keep them exactly.
+//
+// Update: parameters x bytes per parameter of the optimizer (optimizer_bytes_per_param) / (memory bandwidth x
+// e_memory), per layer.
+//
+// With device.samples_per_s the derived times are scaled by one factor so that a single worker with no
+// communication runs b / samples_per_s seconds per iteration.
 #include "models/compute.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace ddlsim::models {
+namespace {
 
-ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint32_t batch, double bytes_per_param) {
+constexpr double kTile = 128.0;  // output tile edge (Matrix Multiplication Background User's Guide)
+
+bool is_gemm(PartKind k) {
+    return k == PartKind::matmul || k == PartKind::conv || k == PartKind::attention;
+}
+
+/// Fraction of the last wave's SMs that have work: 1 when the tiles fill whole waves.
+double wave_quantization(const LayerPart& p, const DeviceSpec& d, std::uint32_t batch) {
+    if (!d.uses_measured() || d.sms <= 0 || p.rows_per_sample <= 0.0 || p.cols <= 0.0) return 1.0;
+    const double b = batch;
+    const double tiles = p.gemms_per_sample > 0.0
+                             ? p.gemms_per_sample * b * std::ceil(p.rows_per_sample / kTile) * std::ceil(p.cols / kTile)
+                             : std::ceil(p.rows_per_sample * b / kTile) * std::ceil(p.cols / kTile);
+    const double waves = std::ceil(tiles / d.sms);
+    return tiles / (waves * d.sms);
+}
+
+}  // namespace
+
+std::string_view optimizer_name(Optimizer o) {
+    return optimizer_names()[static_cast<std::size_t>(o)];
+}
+
+const std::vector<std::string>& optimizer_names() {
+    static const std::vector<std::string> names{"sgd", "momentum", "adam", "adamw", "lamb"};
+    return names;
+}
+
+// CNNs: SGD with momentum 0.9 (He et al. 2015, arXiv:1512.03385 §3.4; torchvision's
+// references/classification/train.py defaults to --opt sgd --momentum 0.9). Transformers: Adam with decoupled
+// weight decay (BERT: Devlin et al. 2018, arXiv:1810.04805 §A.2, Adam with L2 weight decay 0.01; GPT-2 and the
+// HuggingFace Trainer: AdamW, TrainingArguments.optim default "adamw_torch"). Custom models: SGD with momentum.
+Optimizer default_optimizer(ModelFamily family) {
+    return family == ModelFamily::transformer ? Optimizer::adamw : Optimizer::momentum;
+}
+
+// Per parameter, with FP32 weights and optimizer state (4 bytes each) and g-byte gradients, following the update
+// rules in the PyTorch torch.optim documentation:
+//   sgd       read w, g; write w                                        8 + g
+//   momentum  + read and write the momentum buffer                      16 + g
+//   adam(w)   read w, g, m, v; write w, m, v                            24 + g
+//   lamb      Adam's moments (read g, m, v; write m, v), write the update u, the norms ||w|| and ||u|| (read w, u),
+//             then apply (read w, u; write w) (You et al. 2019, arXiv:1904.00962, Algorithm 2)   40 + g
+// AMP (fp16, bf16, fp8) adds the half-precision weight copy autocast makes each step (read 4, write 2); fp16
+// adds GradScaler's unscale and inf check (read and write g).
+double optimizer_bytes_per_param(Optimizer o, Precision p, double g) {
+    double bytes = 0.0;
+    switch (o) {
+        case Optimizer::sgd: bytes = 8.0 + g; break;
+        case Optimizer::momentum: bytes = 16.0 + g; break;
+        case Optimizer::adam:
+        case Optimizer::adamw: bytes = 24.0 + g; break;
+        case Optimizer::lamb: bytes = 40.0 + g; break;
+    }
+    if (p == Precision::fp16 || p == Precision::bf16 || p == Precision::fp8) bytes += 6.0;
+    if (p == Precision::fp16) bytes += 2.0 * g;
+    return bytes;
+}
+
+double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t batch, bool backward) {
+    const double mult = backward ? 2.0 : 1.0;
+    const bool fp32_math = d.tf32_convolutions_only && part.kind != PartKind::conv;
+    const double element = part.fp32_under_amp ? 4.0 : activation_bytes(d.precision);
+    const double bytes = mult * ((part.activations * element + part.bytes) * batch + part.weights * element);
+    const double bandwidth = d.memory_bandwidth.bytes_per_s() * d.memory_efficiency();
+    const double memory_s = bytes > 0.0 ? bytes / bandwidth : 0.0;
+    if (!is_gemm(part.kind)) return memory_s;
+    double rate = 0.0;
+    if (fp32_math && d.uses_measured()) {
+        rate = d.vector_peak.per_s() * d.fp32_measured.value_or(Efficiency{}).matmul;
+    } else {
+        rate = d.peak.per_s() * (part.kind == PartKind::conv ? d.conv_efficiency() : d.matmul_efficiency());
+    }
+    rate *= wave_quantization(part, d, batch);
+    const double flop_s = mult * part.flops * batch / rate;
+    return std::max(flop_s, memory_s);
+}
+
+ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint32_t batch, double bytes_per_param,
+                               Optimizer optimizer) {
     struct Seconds {
         double fwd, bwd, update;
         bool fwd_fixed, bwd_fixed, update_fixed;
     };
-    const double rate = d.sustained().per_s();
+    ComputeProfile p;
+    const double update_bytes = optimizer_bytes_per_param(optimizer, d.precision, bytes_per_param);
+    const double bandwidth = d.memory_bandwidth.bytes_per_s() * d.memory_efficiency();
     std::vector<Seconds> raw;
     raw.reserve(w.layers.size());
     double fixed = 0.0;
     double derived = 0.0;
     for (const Layer& l : w.layers) {
+        double fwd = 0.0, bwd = 0.0;
+        const auto account = [&](const LayerPart& part) {
+            const double f = part_seconds(part, d, batch, false);
+            const double b = part_seconds(part, d, batch, true);
+            fwd += f;
+            bwd += b;
+            KindTotals& k = p.kinds[static_cast<std::size_t>(part.kind)];
+            k.flops += 3.0 * part.flops * batch;
+            k.seconds += f + b;
+        };
+        if (l.parts.empty()) {
+            account(LayerPart{.kind = PartKind::matmul, .flops = l.fwd_flops});
+        } else {
+            for (const LayerPart& part : l.parts) account(part);
+        }
         Seconds s{};
         s.fwd_fixed = l.fwd_time.has_value();
-        s.fwd = s.fwd_fixed ? l.fwd_time->seconds() : l.fwd_flops * batch / rate;
+        s.fwd = s.fwd_fixed ? l.fwd_time->seconds() : fwd;
         s.bwd_fixed = l.bwd_time.has_value();
-        s.bwd = s.bwd_fixed ? l.bwd_time->seconds() : 2.0 * s.fwd;
+        s.bwd = s.bwd_fixed ? l.bwd_time->seconds() : (s.fwd_fixed ? 2.0 * s.fwd : bwd);
         s.update_fixed = l.update_time.has_value();
-        s.update = s.update_fixed
-                       ? l.update_time->seconds()
-                       : static_cast<double>(l.params()) * bytes_per_param / d.memory_bandwidth.bytes_per_s();
+        s.update =
+            s.update_fixed ? l.update_time->seconds() : static_cast<double>(l.params()) * update_bytes / bandwidth;
         for (auto [t, f] : {std::pair{s.fwd, s.fwd_fixed}, {s.bwd, s.bwd_fixed}, {s.update, s.update_fixed}})
             (f ? fixed : derived) += t;
         raw.push_back(s);
@@ -50,7 +186,7 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
             fmt::format("one iteration would compute for {:.3g} s; expected under 1e6 s "
                         "(check batch_size, efficiency and peak_flops)",
                         fixed + derived * scale));
-    ComputeProfile p;
+    p.scale = scale;
     for (const Seconds& s : raw) {
         const LayerTimes lt{sim::Time::seconds(s.fwd_fixed ? s.fwd : s.fwd * scale),
                             sim::Time::seconds(s.bwd_fixed ? s.bwd : s.bwd * scale),

@@ -1,12 +1,10 @@
-// The compute model. Per layer and per iteration (a local batch of b samples):
-//   forward  = fwd_flops * b / (peak * efficiency)
-//   backward = 2 * forward                      (weight and input gradients)
-//   update   = parameter bytes / memory bandwidth
-// Times a layer gives explicitly are used exactly. With device.samples_per_s the
-// derived times are scaled by one factor so that a single worker with no
-// communication runs b / samples_per_s seconds per iteration.
+// The compute model: per-layer roofline at the device's precision, and the optimizer's memory traffic.
+// The formulas and the sources of every constant are at the top of models/compute.cpp.
 #pragma once
 
+#include <array>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/device.hpp"
@@ -15,10 +13,27 @@
 
 namespace ddlsim::models {
 
+/// The optimizer's update, which streams its state through memory once per step.
+enum class Optimizer { sgd, momentum, adam, adamw, lamb };
+
+/// "sgd", "momentum", ... (the scenario spelling), and all of them in enum order.
+[[nodiscard]] std::string_view optimizer_name(Optimizer o);
+[[nodiscard]] const std::vector<std::string>& optimizer_names();
+/// What the family usually trains with: SGD with momentum for CNNs, AdamW for transformers (compute.cpp).
+[[nodiscard]] Optimizer default_optimizer(ModelFamily family);
+/// Bytes read + written per parameter by one update, with `gradient_bytes` per gradient element.
+[[nodiscard]] double optimizer_bytes_per_param(Optimizer o, Precision p, double gradient_bytes);
+
 struct LayerTimes {
     sim::Time fwd;
     sim::Time bwd;
     sim::Time update;
+};
+
+/// What one kind of part costs per iteration (before samples_per_s scaling): for the visible assumptions.
+struct KindTotals {
+    double flops = 0.0;    ///< forward + backward FLOPs per iteration
+    double seconds = 0.0;  ///< forward + backward seconds per iteration
 };
 
 /// Per-layer compute times of one iteration of one worker.
@@ -27,6 +42,8 @@ struct ComputeProfile {
     sim::Time fwd;                   ///< totals over layers
     sim::Time bwd;
     sim::Time update;
+    std::array<KindTotals, 7> kinds{};  ///< by PartKind, derived parts only, unscaled
+    double scale = 1.0;                 ///< the samples_per_s factor applied to derived times (1 without it)
 
     [[nodiscard]] sim::Time iteration() const { return fwd + bwd + update; }
 };
@@ -34,6 +51,9 @@ struct ComputeProfile {
 /// Derives the compute profile; throws std::invalid_argument when samples_per_s
 /// cannot be met (all times explicit, explicit times already too long, or no work).
 [[nodiscard]] ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint32_t batch,
-                                             double bytes_per_param);
+                                             double bytes_per_param, Optimizer optimizer = Optimizer::sgd);
+
+/// Seconds of one part for a local batch of `batch` samples, forward (backward = false) or backward.
+[[nodiscard]] double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t batch, bool backward);
 
 }  // namespace ddlsim::models

@@ -1,42 +1,134 @@
-// Datasheet figures (dense tensor throughput, no structured sparsity):
-//  P100 SXM2  — NVIDIA Tesla P100 datasheet (2016): 10.6 TFLOPS FP32, 21.2 FP16, 732 GB/s HBM2.
-//  V100 SXM2  — NVIDIA Tesla V100 datasheet (2017): 15.7 TFLOPS FP32, 125 tensor FP16, 900 GB/s.
-//  A100 SXM4 80GB — NVIDIA A100 datasheet (2021): 19.5 FP32, 156 TF32, 312 FP16, 2,039 GB/s.
-//  H100 SXM5  — NVIDIA H100 datasheet (2023): 67 FP32, 494.5 TF32, 989.5 FP16 (dense), 3.35 TB/s.
+// Device profiles: datasheet peaks (dense tensor throughput, no structured sparsity), SM counts, and the
+// sustained fractions of peak measured by others, per (generation, precision).
+//
+// Datasheets:
+//  P100 SXM2  — NVIDIA Tesla P100 datasheet (2016): 10.6 TFLOPS FP32, 21.2 FP16, 732 GB/s HBM2, 56 SMs.
+//               No tensor cores, no BF16.
+//  V100 SXM2  — NVIDIA Tesla V100 datasheet (2017): 15.7 TFLOPS FP32, 125 tensor FP16, 900 GB/s, 80 SMs.
+//               No BF16 math (BF16 arrives with Ampere: NVIDIA A100 Tensor Core GPU Architecture whitepaper).
+//  A100 SXM4 80GB — NVIDIA A100 datasheet (2021): 19.5 FP32, 156 TF32, 312 FP16, 312 BF16, 2,039 GB/s, 108 SMs.
+//  H100 SXM5  — NVIDIA H100 datasheet (2023): 67 FP32, 494.5 TF32, 989.5 FP16, 989.5 BF16, 1,979 FP8 (all
+//               dense), 3.35 TB/s, 132 SMs.
 //  H200 SXM   — NVIDIA H200 datasheet (2024): compute as H100 SXM, 4.8 TB/s HBM3e.
+//
+// Default precision: what a user gets from PyTorch without asking. FP32 on P100/V100. On Ampere and later
+// PyTorch runs cuDNN convolutions in TF32 (torch.backends.cudnn.allow_tf32 defaults to True) but matmuls in
+// FP32 (torch.backends.cuda.matmul.allow_tf32 defaults to False since PyTorch 1.12) — PyTorch docs,
+// notes/cuda.rst, "TensorFloat-32 (TF32) on Ampere (and later) devices", and the PyTorch 1.12 release notes
+// (which changed the matmul default). So "tf32" is the default there, applied to convolutions only.
+//
+// Sustained fractions (achieved / datasheet), each from a published measurement:
+//  matmul, CUDA-core FP32: 0.866 — baidu-research/DeepBench results/train/DeepBench_NV_V100.xlsx (commit
+//        da81ba7820739e2e506dc27f382d15be5479f98f), sheet "Results FP32": median of the 62 training GEMMs with
+//        M·N·K ≥ 1.5e10 is 13.6 TFLOPS of 15.7. Used for every generation's FP32 CUDA-core path (same FMA
+//        datapath per SM; no newer measurement found).
+//  matmul, P100 FP32/FP16: 0.84 — DeepBench results/train/DeepBench_NV_P100.xlsx, same selection: median
+//        8.92 TFLOPS of 10.6 (the FP16 sheet runs FP32 multiplies; its FP16 rate is assumed to be the same
+//        fraction of the 21.2 TFLOPS peak).
+//  matmul, V100 FP16 tensor cores: 0.725 — DeepBench_NV_V100.xlsx sheet "Results - FP16 ip, Mixed math":
+//        median 90.7 TFLOPS of 125 over the same GEMMs.
+//  matmul, A100 TF32: 0.86 — PyTorch docs notes/cuda.rst TF32 example: a 10240³ matmul takes 0.016 s in TF32
+//        on GA100, 2·10240³ / 0.016 s = 134 TFLOPS of 156.
+//  matmul, A100 FP16/BF16: 0.859 — stas00/ml-engineering compute/accelerator/README.md, "Maximum Achievable
+//        Matmul FLOPS comparison table": A100 SXM 267.9 of 312 TFLOPS (BF16, CUDA 12.1).
+//  matmul, H100 FP16/BF16: 0.801 — same table: H100 SXM 792.1 of 989 TFLOPS. TF32 and FP8 on H100/H200 are
+//        assumed to reach the same fraction of their own peaks (no measurement found; Luo et al. 2024,
+//        arXiv:2402.13499, report FP8 GEMMs at nearly twice FP16's rate, consistent with equal fractions).
+//  matmul, H200 FP16/BF16: 0.830 — same table: GH200 SXM 821.0 of 989 TFLOPS (the H200-class part).
+//  conv: e_matmul x 0.66 on tensor cores, x 0.92 on CUDA cores — DeepBench's ResNet convolution layers at
+//        batch 16 (same files, rows "Resnet", N = 16, forward + both backward passes) sustain 36.1 TFLOPS in FP16
+//        and 8.32 in FP32 on V100, while this model with e_matmul alone gives ResNet-50's convolutions at batch 16
+//        55 and 9.0 TFLOPS (wave quantization included): cuDNN convolutions reach 0.66 (tensor cores) and 0.92
+//        (CUDA cores) of what a GEMM of the same size does. Applied to every generation (no newer layer benchmark
+//        found).
+//  memory: streaming "scale" kernel (read one array, write another) at full occupancy in te42kyfo/gpu-benches
+//        gpu-stream: V100 802 of 900 GB/s = 0.89 (v100.txt, commit a7dc559cc5a1d09e62b6b0fbb99ee165039acba4);
+//        A100-40GB 1381 of 1555 GB/s = 0.89 (a100_40.txt, same commit; used for the 80 GB part); H200 3165 of
+//        4800 GB/s = 0.66 (h200.txt, commit fd7091fbb51772fb4401f4a14c80008424fd4ac4). P100 and H100 have no
+//        measurement there: assumed 0.89 as their HBM2/HBM3 siblings.
 #include "models/device.hpp"
 
 namespace ddlsim::models {
 namespace {
 
-DeviceProfile make(std::string name, std::string description, double fp32_tf, double tf32_tf, double fp16_tf,
-                   double mem_gbps) {
-    return DeviceProfile{std::move(name),
-                         std::move(description),
-                         sim::FlopRate::per_s(fp32_tf * 1e12),
-                         sim::FlopRate::per_s(tf32_tf * 1e12),
-                         sim::FlopRate::per_s(fp16_tf * 1e12),
-                         sim::Bandwidth::bytes_per_s(mem_gbps * 1e9)};
+constexpr double kCudaCoreFp32 = 0.866;      // DeepBench V100 SGEMM (above)
+constexpr double kConvOnTensorCores = 0.66;  // DeepBench V100 ResNet convolutions vs GEMMs (above)
+constexpr double kConvOnCudaCores = 0.92;
+
+struct Row {
+    const char* name;
+    const char* description;
+    double fp32, tf32, fp16, bf16, fp8;  // TFLOPS
+    double mem_gbps;
+    int sms;
+    Precision default_precision;
+};
+
+DeviceProfile make(const Row& r) {
+    const auto tf = [](double t) { return sim::FlopRate::per_s(t * 1e12); };
+    return DeviceProfile{r.name,     r.description,      tf(r.fp32), tf(r.tf32),
+                         tf(r.fp16), tf(r.bf16),         tf(r.fp8),  sim::Bandwidth::bytes_per_s(r.mem_gbps * 1e9),
+                         r.sms,      r.default_precision};
 }
 
 }  // namespace
+
+std::string_view precision_name(Precision p) {
+    switch (p) {
+        case Precision::fp32: return "fp32";
+        case Precision::tf32: return "tf32";
+        case Precision::fp16: return "fp16";
+        case Precision::bf16: return "bf16";
+        case Precision::fp8: return "fp8";
+    }
+    return "fp32";
+}
+
+double activation_bytes(Precision p) {
+    return p == Precision::fp32 || p == Precision::tf32 ? 4.0 : 2.0;
+}
+
+std::string_view source_name(Source s) {
+    switch (s) {
+        case Source::builtin_default: return "default";
+        case Source::scenario: return "scenario";
+        case Source::calibration_profile: return "calibration profile";
+    }
+    return "default";
+}
 
 sim::FlopRate DeviceProfile::peak(Precision p) const {
     switch (p) {
         case Precision::fp32: return fp32;
         case Precision::tf32: return tf32;
         case Precision::fp16: return fp16;
+        case Precision::bf16: return bf16;
+        case Precision::fp8: return fp8;
     }
     return fp32;
 }
 
+Efficiency DeviceProfile::efficiency(Precision p) const {
+    // Sources for every number: the comment at the top of this file.
+    const bool tensor =
+        name != "P100" && p != Precision::fp32 && !(p == Precision::tf32 && tf32.per_s() == fp32.per_s());
+    double matmul = kCudaCoreFp32, memory = 0.89;
+    if (name == "P100") matmul = 0.84;
+    if (name == "V100" && tensor) matmul = 0.725;
+    if (name == "A100" && tensor) matmul = p == Precision::tf32 ? 0.86 : 0.859;
+    if (name == "H100" && tensor) matmul = 0.801;
+    if (name == "H200" && tensor) matmul = 0.830;
+    if (name == "H200") memory = 0.66;
+    return {matmul, memory, matmul * (tensor ? kConvOnTensorCores : kConvOnCudaCores)};
+}
+
 const std::vector<DeviceProfile>& builtin_devices() {
     static const std::vector<DeviceProfile> devices{
-        make("P100", "NVIDIA Tesla P100 SXM2 16 GB", 10.6, 10.6, 21.2, 732),
-        make("V100", "NVIDIA Tesla V100 SXM2", 15.7, 15.7, 125.0, 900),
-        make("A100", "NVIDIA A100 SXM4 80 GB", 19.5, 156.0, 312.0, 2039),
-        make("H100", "NVIDIA H100 SXM5 80 GB", 67.0, 494.5, 989.5, 3350),
-        make("H200", "NVIDIA H200 SXM 141 GB", 67.0, 494.5, 989.5, 4800),
+        make({"P100", "NVIDIA Tesla P100 SXM2 16 GB", 10.6, 10.6, 21.2, 0, 0, 732, 56, Precision::fp32}),
+        make({"V100", "NVIDIA Tesla V100 SXM2", 15.7, 15.7, 125.0, 0, 0, 900, 80, Precision::fp32}),
+        make({"A100", "NVIDIA A100 SXM4 80 GB", 19.5, 156.0, 312.0, 312.0, 0, 2039, 108, Precision::tf32}),
+        make({"H100", "NVIDIA H100 SXM5 80 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 3350, 132, Precision::tf32}),
+        make({"H200", "NVIDIA H200 SXM 141 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 4800, 132, Precision::tf32}),
     };
     return devices;
 }

@@ -1,4 +1,5 @@
-// Accelerator profiles (vendor datasheet peaks) and the device block of a scenario.
+// Accelerator profiles (vendor datasheet peaks, SM counts, measured sustained fractions) and the device block
+// of a scenario. The sustained fractions and their sources are in models/device.cpp.
 #pragma once
 
 #include <optional>
@@ -10,38 +11,91 @@
 
 namespace ddlsim::models {
 
-enum class Precision { fp32, tf32, fp16 };
+/// The arithmetic a training step runs in. fp16 and bf16 are automatic mixed precision (half-precision math,
+/// fp32 master weights); fp8 is Transformer-Engine FP8 GEMMs with bf16 elsewhere (Hopper only).
+enum class Precision { fp32, tf32, fp16, bf16, fp8 };
 
-/// Datasheet peaks of one accelerator (dense, no sparsity).
+/// "fp32", "tf32", ... (the scenario spelling).
+[[nodiscard]] std::string_view precision_name(Precision p);
+
+/// Bytes of one activation element moved by memory-bound kernels at this precision (fp32/tf32: 4; AMP: 2;
+/// fp8: 2, since Transformer Engine keeps activations between GEMMs in bf16).
+[[nodiscard]] double activation_bytes(Precision p);
+
+/// Sustained fractions of one device generation at one precision, from published measurements (device.cpp).
+struct Efficiency {
+    double matmul = 0.0;  ///< large GEMMs: achieved / datasheet peak
+    double memory = 0.0;  ///< streaming read+write kernels: achieved / datasheet bandwidth
+    double conv = 0.0;    ///< cuDNN convolutions: achieved / datasheet peak
+};
+
+/// Datasheet peaks of one accelerator (dense, no sparsity). A peak of 0 means the part has no such math.
 struct DeviceProfile {
     std::string name;
     std::string description;
     sim::FlopRate fp32;
     sim::FlopRate tf32;  ///< equals fp32 on parts without TF32 tensor cores
     sim::FlopRate fp16;  ///< tensor-core FP16 where present
+    sim::FlopRate bf16;  ///< 0 where the part has no BF16 math (P100, V100)
+    sim::FlopRate fp8;   ///< 0 before Hopper
     sim::Bandwidth memory_bandwidth;
+    int sms = 0;                                    ///< streaming multiprocessors (wave quantization)
+    Precision default_precision = Precision::fp32;  ///< what PyTorch gives by default (device.cpp)
 
+    /// The datasheet peak at `p`; 0 when the part has none.
     [[nodiscard]] sim::FlopRate peak(Precision p) const;
+    /// The sustained fractions at `p` (device.cpp cites each).
+    [[nodiscard]] Efficiency efficiency(Precision p) const;
 };
 
 /// Built-in profiles in catalog order.
 [[nodiscard]] const std::vector<DeviceProfile>& builtin_devices();
 [[nodiscard]] std::optional<DeviceProfile> builtin_device(std::string_view name);
 
-/// Default fraction of peak a training step sustains (ResNet-50 FP32 on V100 at
-/// batch 112 reaches 367 img/s x 24.5 GFLOP = 9.0 TFLOPS = 0.57 of 15.7 TFLOPS).
+/// The fraction of peak used for FLOP work when a device has no built-in profile (a custom device, a
+/// calibration profile without "efficiency") and for codec work (ResNet-50 FP32 on V100 at batch 112 reaches
+/// 367 img/s x 24.5 GFLOP = 9.0 TFLOPS = 0.57 of 15.7 TFLOPS).
 inline constexpr double kDefaultEfficiency = 0.5;
 
-/// The resolved `device` block: a compute rate, a memory bandwidth and, optionally,
-/// a measured single-device throughput that fixes the compute scale.
+/// Where a resolved setting came from, for the summary and the result echo.
+enum class Source { builtin_default, scenario, calibration_profile };
+[[nodiscard]] std::string_view source_name(Source s);  ///< "default", "scenario", "calibration profile"
+
+/// The resolved `device` block: a compute rate, a memory bandwidth and, optionally, a measured single-device
+/// throughput that fixes the compute scale.
 struct DeviceSpec {
-    std::string name;    ///< profile name, or "custom"
-    sim::FlopRate peak;  ///< at the chosen precision
-    double efficiency = kDefaultEfficiency;
+    std::string name;                        ///< profile name, or "custom" / "calibrated"
+    sim::FlopRate peak;                      ///< matmul/conv peak at the chosen precision (peak_flops overrides)
+    double efficiency = kDefaultEfficiency;  ///< the scalar fraction (explicit, or the default for custom devices)
     sim::Bandwidth memory_bandwidth;
     std::optional<double> samples_per_s;  ///< measured samples/s of this model at this batch size
 
-    [[nodiscard]] sim::FlopRate sustained() const { return peak * efficiency; }
+    Precision precision = Precision::fp32;
+    Source precision_source = Source::builtin_default;
+    /// PyTorch's default on Ampere and later: TF32 in cuDNN convolutions, FP32 in matmuls (device.cpp). Then
+    /// matmul and attention parts run at `vector_peak` x `fp32_measured.matmul`.
+    bool tf32_convolutions_only = false;
+    /// The profile's sustained fractions at `precision` (device.cpp cites each); empty for custom devices.
+    std::optional<Efficiency> measured;
+    std::optional<Efficiency> fp32_measured;             ///< the profile's FP32 fractions (tf32_convolutions_only)
+    Source efficiency_source = Source::builtin_default;  ///< scenario / calibration profile: `efficiency` rules
+    int sms = 0;                                         ///< streaming multiprocessors; 0: no wave quantization
+    sim::FlopRate vector_peak;  ///< CUDA-core FP32 peak (codec kernels, FP32 matmuls); 0: use `peak`
+
+    /// Whether the per-(generation, precision) fractions apply (a built-in profile and no explicit efficiency).
+    [[nodiscard]] bool uses_measured() const {
+        return measured.has_value() && efficiency_source == Source::builtin_default;
+    }
+    /// Rate of generic FLOP work (codec kernels): the CUDA-core peak x efficiency.
+    [[nodiscard]] sim::FlopRate sustained() const {
+        return (vector_peak.per_s() > 0.0 ? vector_peak : peak) * efficiency;
+    }
+    /// The fraction of peak large GEMMs and convolutions sustain: measured, or `efficiency`.
+    [[nodiscard]] double matmul_efficiency() const { return uses_measured() ? measured->matmul : efficiency; }
+    /// The fraction convolutions sustain: measured, or `efficiency`.
+    [[nodiscard]] double conv_efficiency() const { return uses_measured() ? measured->conv : efficiency; }
+    /// The achievable fraction of memory bandwidth (1 for custom devices: their bandwidth is taken as given).
+    [[nodiscard]] double memory_efficiency() const { return measured ? measured->memory : 1.0; }
 };
 
 }  // namespace ddlsim::models

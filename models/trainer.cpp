@@ -193,6 +193,7 @@ JobResult simulate_closed_form(const topo::Fabric& fabric, const TrainingJob& jo
     r.scaling_efficiency = r.iteration_time_s > 0.0 ? r.compute_time_s / r.iteration_time_s : 1.0;
     r.workers.assign(job.workers, r.workers.front());
     r.bytes_on_wire_per_iteration = plan.wire_bytes();
+    r.machine_bytes_per_iteration = plan.machine_bytes();
     r.codec_time_s = plan.codec_time(0).seconds();
     r.model_versions = job.iterations;
     r.rounds = job.iterations;

@@ -301,7 +301,9 @@ public:
         JobResult r;
         std::vector<WorkerClock> clocks = clocks_;
         for (WorkerClock& c : clocks) c.finished = engine_.now();
-        const double c = std::min(job_.sync.clients_per_round, n_);
+        // Throughput counts the samples actually processed: with availability < 1 a round may have fewer
+        // clients than clients_per_round (participations_ counts them all).
+        const double c = static_cast<double>(participations_) / std::max<std::uint32_t>(1, job_.iterations);
         fill_result(job_, clocks, job_.iterations, c * job_.sync.local_steps * job_.batch_size, r);
         // Efficiency: the share of a round that a participating client spends computing.
         const double local = job_.sync.local_steps * job_.compute.iteration().seconds();

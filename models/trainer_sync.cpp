@@ -56,6 +56,7 @@ public:
         fill_result(job_, clocks_, job_.iterations, static_cast<double>(job_.workers) * job_.batch_size, r);
         const double syncs = static_cast<double>(sync_count()) / job_.iterations;
         r.bytes_on_wire_per_iteration = plan_.wire_bytes() * syncs;
+        r.machine_bytes_per_iteration = plan_.machine_bytes() * syncs;
         r.codec_time_s = plan_.codec_time(0).seconds() * syncs;
         r.rounds = sync_count();
         r.collectives_per_iteration = plan_.collectives() * syncs;
@@ -125,15 +126,80 @@ private:
                 return;
             }
             const sim::Time start = std::max({s.fwd_clock, s.param_ready[l], engine_.now()});
-            const sim::Time d = scaled(cp.layers[l].fwd, s.slow.factor);
-            env_.timeline.span(Timeline::compute(w), "fwd " + job_.workload.layers[l].name, "forward", start,
-                               start + d);
+            // Under priority scheduling the previous iteration's partitions still travel during forward.
+            const bool slowed = priority_ && s.outstanding > 0 && job_.overlap_slowdown > 0.0;
+            sim::Time d = scaled(cp.layers[l].fwd, s.slow.factor);
+            if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
+            env_.timeline.span(Timeline::compute(w),
+                               "fwd " + job_.workload.layers[l].name + (slowed ? " (slowed by communication)" : ""),
+                               "forward", start, start + d);
             clocks_[w].busy += d;
             s.fwd_clock = start + d;
             ++s.fwd_layer;
         }
         s.fwd_waiting = false;
         backward(w, s.fwd_clock);
+    }
+
+    // Gradient messages of iteration i: counts set before any of them is ready.
+    void expect_messages(std::uint32_t w) {
+        W& s = ws_[w];
+        const auto count = static_cast<std::uint32_t>(plan_.messages().size());
+        s.msgs_left = count;
+        s.outstanding += count;
+        if (priority_)
+            for (const auto& ls : msg_layers_)
+                for (std::uint32_t l : ls) ++s.pending[l];
+    }
+
+    // Whether worker w has communication in flight (or queued) now: its compute then runs slower.
+    [[nodiscard]] bool comm_active(std::uint32_t w) const { return clocks_[w].in_flight > 0 || !ws_[w].queue.empty(); }
+
+    // Overlapped backward with a compute slowdown, layer by layer on the event clock: a layer that
+    // starts while this worker's communication is in flight runs (1 + slowdown) times longer.
+    void backward_step(std::uint32_t w, std::uint32_t l) {
+        W& s = ws_[w];
+        const std::uint32_t i = s.iter;
+        const auto& msgs = plan_.messages();
+        sim::Time t = engine_.now();
+        const bool slowed = comm_active(w);
+        sim::Time d = scaled(job_.compute_of(w).layers[l].bwd, s.slow.factor);
+        if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
+        env_.timeline.span(Timeline::compute(w),
+                           "bwd " + job_.workload.layers[l].name + (slowed ? " (slowed by communication)" : ""),
+                           "backward", t, t + d);
+        clocks_[w].busy += d;
+        t += d;
+        for (std::uint32_t m : by_front_[l]) {
+            const sim::Time enc = plan_.work_time(msgs[m].encode, w);
+            env_.timeline.span(Timeline::compute(w), fmt::format("encode msg{}", m), "codec", t, t + enc);
+            clocks_[w].busy += enc;
+            t += enc;
+        }
+        engine_.at(t, [this, w, i, l] {
+            for (std::uint32_t m : by_front_[l]) message_ready(w, i, m);
+            if (l > 0) {
+                backward_step(w, l - 1);
+            } else {
+                backward_end(w, engine_.now());
+            }
+        });
+    }
+
+    // Backward (and its inline encodes) ended at t with gradient messages on their way.
+    void backward_end(std::uint32_t w, sim::Time t) {
+        W& s = ws_[w];
+        s.bwd_end = t;
+        s.fwd_clock = t;  // the compute stream is busy until backward (and inline encodes) end
+        if (priority_) {
+            // The compute stream moves on to the next iteration's forward when backward ends.
+            engine_.at(t, [this, w] {
+                ws_[w].update_factor = ws_[w].slow.factor;
+                ++ws_[w].iter;
+                ++clocks_[w].iterations;
+                begin(w);
+            });
+        }
     }
 
     void backward(std::uint32_t w, sim::Time t) {
@@ -148,7 +214,12 @@ private:
             sync && job_.sync.kind == SyncKind::bsp && job_.architecture.kind != topo::ArchKind::gossip;
         // With overlap, a message's encode kernels run on the device right after the backward layer
         // that completes it, delaying the layers after it (codecs share the GPU with backward).
-        const bool encode_inline = gradients && job_.overlap.any();
+        const bool encode_inline = gradients && job_.overlap.overlapped();
+        if (encode_inline && job_.overlap_slowdown > 0.0 && layers() > 0) {
+            expect_messages(w);
+            engine_.at(t, [this, w] { backward_step(w, layers() - 1); });
+            return;
+        }
         std::vector<sim::Time> ready(encode_inline ? msgs.size() : 0);
         for (std::uint32_t l = layers(); l-- > 0;) {
             const sim::Time d = scaled(cp.layers[l].bwd, s.slow.factor);
@@ -167,13 +238,9 @@ private:
         }
         if (gradients) {
             // Gradient messages leave as backward produces them (equal ready times: one event).
-            s.msgs_left = static_cast<std::uint32_t>(msgs.size());
-            s.outstanding += static_cast<std::uint32_t>(msgs.size());
-            if (priority_)
-                for (const auto& ls : msg_layers_)
-                    for (std::uint32_t l : ls) ++s.pending[l];
+            expect_messages(w);
             // Without overlap everything leaves when backward ends (layers without parameters too).
-            const bool overlap = job_.overlap.any();
+            const bool overlap = job_.overlap.overlapped();
             auto ready_at = [&](std::uint32_t k) { return overlap ? ready[k] : t; };
             s.bwd_end = t;
             for (std::uint32_t m = 0; m < msgs.size();) {
@@ -185,16 +252,7 @@ private:
                 });
                 m = e;
             }
-            s.fwd_clock = t;  // the compute stream is busy until backward (and inline encodes) end
-            if (priority_) {
-                // The compute stream moves on to the next iteration's forward when backward ends.
-                engine_.at(t, [this, w] {
-                    ws_[w].update_factor = ws_[w].slow.factor;
-                    ++ws_[w].iter;
-                    ++clocks_[w].iterations;
-                    begin(w);
-                });
-            }
+            backward_end(w, t);
             return;
         }
         // Local step (Local SGD off-period), Local SGD averaging (after the local update) or
@@ -269,10 +327,14 @@ private:
     void start_message(std::uint32_t w, std::uint32_t i, std::uint32_t m) {
         clocks_[w].comm_begin(engine_.now());
         ws_[w].msg_start[m] = engine_.now();
-        const bool encoded = job_.overlap.any();  // encoded on the device after its backward layer
+        const bool encoded = job_.overlap.overlapped();  // encoded on the device after its backward layer
         const sim::Time enc = encoded ? sim::Time::zero() : plan_.work_time(plan_.messages()[m].encode, w);
         env_.timeline.span(Timeline::comm(w), "encode", "codec", engine_.now(), engine_.now() + enc);
-        engine_.after(enc, [this, w, i, m] { open_phase(w, i, m, 0); });
+        // Launching the collective (kernel launch, negotiation) costs the transport's overhead.
+        const sim::Time launch = job_.collective_overhead;
+        env_.timeline.span(Timeline::comm(w), "launch", "communication", engine_.now() + enc,
+                           engine_.now() + enc + launch);
+        engine_.after(enc + launch, [this, w, i, m] { open_phase(w, i, m, 0); });
     }
 
     void open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t m, std::uint32_t p) {

@@ -28,3 +28,17 @@ double Workload::fwd_flops() const {
 }
 
 }  // namespace ddlsim::models
+
+namespace ddlsim::models {
+
+const std::vector<std::string>& part_kind_names() {
+    static const std::vector<std::string> names{"matmul",      "conv",      "attention", "norm",
+                                                "elementwise", "embedding", "pooling"};
+    return names;
+}
+
+std::string_view part_kind_name(PartKind k) {
+    return part_kind_names()[static_cast<std::size_t>(k)];
+}
+
+}  // namespace ddlsim::models

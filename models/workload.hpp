@@ -24,6 +24,29 @@ struct Tensor {
     std::int64_t cols = 0;
 };
 
+/// What a piece of a layer computes; decides whether it runs at a tensor-core rate or at memory bandwidth.
+enum class PartKind { matmul, conv, attention, norm, elementwise, embedding, pooling };
+
+/// The scenario spelling of `k` ("matmul", "conv", ...), and all of them in enum order.
+[[nodiscard]] std::string_view part_kind_name(PartKind k);
+[[nodiscard]] const std::vector<std::string>& part_kind_names();
+
+/// One kernel-sized piece of a layer, per sample, forward pass. matmul/conv/attention parts are GEMMs (FLOPs at
+/// the tensor rate, bounded below by their own memory traffic); the others only move memory.
+struct LayerPart {
+    PartKind kind = PartKind::matmul;
+    double flops = 0.0;           ///< forward FLOPs per sample (2 x MACs)
+    double activations = 0.0;     ///< activation elements read + written per sample
+    double weights = 0.0;         ///< weight elements read once per pass (not per sample)
+    double bytes = 0.0;           ///< bytes per sample given as such (custom layers' fwd_bytes), any precision
+    bool fp32_under_amp = false;  ///< autocast runs it in FP32 (layer_norm, softmax: 4-byte elements)
+    // The GEMM's output shape for wave quantization: (rows_per_sample x batch) x cols, `gemms_per_sample` of them
+    // (attention heads); 0 when unknown.
+    double rows_per_sample = 0.0;
+    double cols = 0.0;
+    double gemms_per_sample = 0.0;
+};
+
 /// One layer: its tensors, its forward FLOPs per sample, and optional exact times.
 struct Layer {
     std::string name;
@@ -32,15 +55,22 @@ struct Layer {
     std::optional<sim::Time> fwd_time;  ///< per iteration (whole local batch), used exactly when set
     std::optional<sim::Time> bwd_time;
     std::optional<sim::Time> update_time;
+    /// The kernels it runs (built-in models); empty means one matmul part of fwd_flops (custom layers), or
+    /// one part of `kind` when a custom layer names it. Part FLOPs sum to fwd_flops.
+    std::vector<LayerPart> parts;
 
     [[nodiscard]] std::int64_t params() const;
 };
+
+/// The optimizer family a model usually trains with, which sets the default optimizer (models/compute.hpp).
+enum class ModelFamily { cnn, transformer, custom };
 
 /// A model: its layers in forward order.
 struct Workload {
     std::string name;
     std::string input;  ///< what one sample is, e.g. "224x224 RGB image"
     std::vector<Layer> layers;
+    ModelFamily family = ModelFamily::custom;
 
     [[nodiscard]] std::int64_t params() const;
     [[nodiscard]] std::size_t tensor_count() const;

@@ -181,13 +181,12 @@ std::string read_choice(const json& j, const std::string& path, std::span<const 
 
 sim::Bandwidth read_bandwidth(const json& j, const std::string& path) {
     constexpr std::string_view what = R"(a bandwidth such as "10Gbps" or "1.25GBps")";
-    if (j.is_number()) {
-        const double v = j.get<double>();
-        if (!std::isfinite(v) || v <= 0.0 || v > 1e18)
-            throw ScenarioError(path,
-                                fmt::format("expected {} or a positive number of bytes/s, got {}", what, describe(j)));
-        return sim::Bandwidth::bytes_per_s(v);
-    }
+    // A bare number is refused: bits or bytes per second is the classic confusion (10e9 read as bytes/s
+    // would be 80 Gbit/s).
+    if (j.is_number())
+        throw ScenarioError(path, fmt::format("expected {} with its unit, got {} (a bare number is ambiguous: "
+                                              "\"Gbps\" is bits per second, \"GBps\" bytes per second)",
+                                              what, describe(j)));
     return read_unit(j, path, sim::parse_bandwidth, what);
 }
 
@@ -222,9 +221,9 @@ const json& read_array(const json& j, const std::string& path, std::size_t min_s
 
 json bandwidth_schema(std::string description) {
     return {{"description",
-             std::move(description) + R"( — "10Gbps" (bits/s), "1.25GBps" (bytes/s) or a number of bytes/s)"},
-            {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+-]+\s*[kMGT]?[bB]ps\s*$)"}},
-                                   {{"type", "number"}, {"exclusiveMinimum", 0}}})},
+             std::move(description) + R"( — "10Gbps" (bits/s) or "1.25GBps" (bytes/s); the unit is required)"},
+            {"type", "string"},
+            {"pattern", R"(^\s*[0-9.eE+-]+\s*[kMGT]?[bB]ps\s*$)"},
             {"examples", json::array({"10Gbps", "100Gbps", "12.5GBps"})}};
 }
 

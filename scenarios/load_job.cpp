@@ -13,6 +13,8 @@
 namespace ddlsim::scenario::detail {
 namespace {
 
+std::size_t index_in(const std::vector<std::string>& v, const std::string& x);
+
 models::Layer read_layer(const json& j, const std::string& path) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.layer);
@@ -24,6 +26,15 @@ models::Layer read_layer(const json& j, const std::string& path) {
     if (r.has("fwd_time")) l.fwd_time = read_time(r.at("fwd_time"), r.path("fwd_time"));
     if (r.has("bwd_time")) l.bwd_time = read_time(r.at("bwd_time"), r.path("bwd_time"));
     if (r.has("update_time")) l.update_time = read_time(r.at("update_time"), r.path("update_time"));
+    if (r.has("kind") || r.has("fwd_bytes")) {
+        models::LayerPart part;
+        if (r.has("kind"))
+            part.kind = static_cast<models::PartKind>(index_in(
+                models::part_kind_names(), read_choice(r.at("kind"), r.path("kind"), models::part_kind_names())));
+        part.flops = l.fwd_flops;
+        if (r.has("fwd_bytes")) part.bytes = read_number(r.at("fwd_bytes"), r.path("fwd_bytes"), 0.0, 1e18);
+        l.parts.push_back(part);
+    }
     r.finish();
     return l;
 }
@@ -53,6 +64,7 @@ void read_model(const json& j, const std::string& path, JobSpec& s) {
     } else {
         const json& layers = read_array(r.at("layers"), r.path("layers"), 1);
         s.workload.name = "custom";
+        s.workload.family = models::ModelFamily::custom;
         s.workload.input = "sample";
         for (std::size_t i = 0; i < layers.size(); ++i)
             s.workload.layers.push_back(read_layer(layers[i], fmt::format("{}[{}]", r.path("layers"), i)));
@@ -98,26 +110,58 @@ json merge_profile(const json& j, const std::string& path, const std::string& ba
     return merged;
 }
 
+// The device's precision and the fractions that go with it (models/device.hpp). A built-in profile brings its
+// measured fractions; a custom device (no "name") keeps the V100 peaks and memory but, as before, the scalar
+// efficiency and its bandwidth as given.
+void set_precision(models::DeviceSpec& d, const models::DeviceProfile& p, bool builtin,
+                   std::optional<models::Precision> given, const std::string& ppath) {
+    const models::Precision precision = given.value_or(builtin ? p.default_precision : models::Precision::fp32);
+    if (p.peak(precision).per_s() <= 0.0)
+        throw ScenarioError(ppath, fmt::format("{} has no {} math (bf16 needs an A100, H100 or H200; fp8 an H100 or "
+                                               "H200); expected one of fp32, tf32, fp16",
+                                               p.name, models::precision_name(precision)));
+    d.precision = precision;
+    d.precision_source = given ? models::Source::scenario : models::Source::builtin_default;
+    d.peak = p.peak(precision);
+    d.vector_peak = p.fp32;
+    d.memory_bandwidth = p.memory_bandwidth;
+    if (builtin) {
+        d.measured = p.efficiency(precision);
+        d.fp32_measured = p.efficiency(models::Precision::fp32);
+        d.sms = p.sms;
+        // PyTorch's default on Ampere and later: TF32 convolutions, FP32 matmuls (models/device.cpp).
+        d.tf32_convolutions_only = !given && precision == models::Precision::tf32;
+    }
+}
+
 models::DeviceSpec read_device(const json& j_in, const std::string& path, const std::string& base_dir) {
     const Tables& t = tables();
     models::DeviceSpec d;
     if (j_in.is_string()) {
         const auto p = profile_or_throw(j_in, path);
-        return {p.name, p.fp32, models::kDefaultEfficiency, p.memory_bandwidth, std::nullopt};
+        d.name = p.name;
+        set_precision(d, p, true, std::nullopt, path + ".precision");
+        return d;
     }
     reject_planned_keys(j_in, path, "device");
     const json j = merge_profile(j_in, path, base_dir);
     ObjectReader r(j, path, t.device);
     const auto p = r.has("name") ? profile_or_throw(r.at("name"), r.path("name")) : *models::builtin_device("V100");
-    const auto precision =
-        r.has("precision") ? read_choice(r.at("precision"), r.path("precision"), t.choices.precisions) : "fp32";
+    std::optional<models::Precision> precision;
+    if (r.has("precision"))
+        precision = static_cast<models::Precision>(
+            index_in(t.choices.precisions, read_choice(r.at("precision"), r.path("precision"), t.choices.precisions)));
     d.name = r.has("name") ? p.name : j_in.contains("profile") ? "calibrated" : "custom";
-    d.peak = p.peak(precision == "fp16"   ? models::Precision::fp16
-                    : precision == "tf32" ? models::Precision::tf32
-                                          : models::Precision::fp32);
-    d.memory_bandwidth = p.memory_bandwidth;
-    if (r.has("peak_flops")) d.peak = read_flop_rate(r.at("peak_flops"), r.path("peak_flops"));
-    if (r.has("efficiency")) d.efficiency = read_positive(r.at("efficiency"), r.path("efficiency"), 1.0);
+    set_precision(d, p, r.has("name"), precision, r.path("precision"));
+    if (r.has("peak_flops")) {
+        d.peak = read_flop_rate(r.at("peak_flops"), r.path("peak_flops"));
+        if (!r.has("name")) d.vector_peak = d.peak;
+    }
+    if (r.has("efficiency")) {
+        d.efficiency = read_positive(r.at("efficiency"), r.path("efficiency"), 1.0);
+        d.efficiency_source =
+            j_in.contains("efficiency") ? models::Source::scenario : models::Source::calibration_profile;
+    }
     if (r.has("memory_bandwidth"))
         d.memory_bandwidth = read_bandwidth(r.at("memory_bandwidth"), r.path("memory_bandwidth"));
     if (r.has("samples_per_s")) d.samples_per_s = read_positive(r.at("samples_per_s"), r.path("samples_per_s"), 1e12);
@@ -135,7 +179,7 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     const std::vector<std::pair<std::string, std::vector<std::string>>> kind_keys{
         {"ps",
          {"servers", "placement", "aggregation_rate", "server_placement", "sharding", "split_size", "per_tensor",
-          "style"}},
+          "style", "local_aggregation", "partition_size"}},
         {"allreduce", {"algorithm", "segment_size"}},
         {"gossip", {"graph"}},
     };
@@ -167,11 +211,16 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
                 read_choice(r.at("placement"), r.path("placement"), t.choices.server_placements) == "colocated"
                     ? topo::ServerPlacement::colocated
                     : topo::ServerPlacement::dedicated;
-        if (a.style == topo::PsStyle::byteps && a.placement == topo::ServerPlacement::colocated)
-            throw ScenarioError(r.path("placement"),
-                                "style \"byteps\" uses dedicated CPU summation servers (every "
-                                "worker host also serves); expected \"dedicated\"");
-        a.servers = a.placement == topo::ServerPlacement::colocated ? workers : 1;
+        // Colocated BytePS (its usual deployment without spare CPU machines): a server process on every
+        // worker machine and no CPU summation server, i.e. the worker-host shares alone (k = 0).
+        const bool byteps_colocated =
+            a.style == topo::PsStyle::byteps && a.placement == topo::ServerPlacement::colocated;
+        if (byteps_colocated)
+            r.forbid("servers",
+                     "colocated BytePS runs one server on every worker machine; expected no \"servers\" "
+                     "(or placement \"dedicated\" with CPU servers)");
+        a.servers = a.placement == topo::ServerPlacement::colocated && !byteps_colocated ? workers : 1;
+        if (byteps_colocated) a.servers = 0;
         // BytePS may run with no CPU server at all (worker hosts only).
         if (r.has("servers"))
             a.servers =
@@ -193,7 +242,19 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
                                     "(\"bytes\" already cuts every tensor over all servers)");
             a.split_size = read_bytes(r.at("split_size"), r.path("split_size"));
         }
+        // BytePS pipelines push and pull per partition unless told otherwise.
+        a.per_tensor = a.style == topo::PsStyle::byteps;
         if (r.has("per_tensor")) a.per_tensor = read_bool(r.at("per_tensor"), r.path("per_tensor"));
+        if (r.has("local_aggregation"))
+            a.local_aggregation = read_bool(r.at("local_aggregation"), r.path("local_aggregation"));
+        if (r.has("partition_size")) {
+            if (a.style != topo::PsStyle::byteps || !a.per_tensor)
+                throw ScenarioError(r.path("partition_size"),
+                                    "applies to style \"byteps\" with per-partition push/pull (per_tensor true)");
+            a.partition_size = read_bytes(r.at("partition_size"), r.path("partition_size"));
+            if (!(a.partition_size.value() >= 1024.0))
+                throw ScenarioError(r.path("partition_size"), "expected at least 1KB");
+        }
         if (r.has("server_placement")) {
             const json& sp = read_array(r.at("server_placement"), r.path("server_placement"), 0);
             if (sp.size() != a.servers)
@@ -348,7 +409,19 @@ models::OverlapSpec read_overlap(const json& j, const std::string& path, const J
         throw ScenarioError(r.path("partition_size"), "expected at least 1 byte");
     if (o.fusion == models::Fusion::buffer && !(o.bucket_size.value() >= 1.0))
         throw ScenarioError(r.path("bucket_size"), "expected at least 1 byte");
-    if (o.fusion == models::Fusion::mgwfbp || o.priority) o.wfbp = true;  // both are WFBP schedules
+    // MG-WFBP and priority scheduling are WFBP schedules; fusion buffers overlap unless "wfbp": false
+    // says otherwise (then they are sent when backward ends: Horovod's and the survey's no-overlap
+    // baseline). A key that is set is never overridden.
+    if (o.fusion == models::Fusion::mgwfbp || o.priority) {
+        if (r.has("wfbp") && !o.wfbp)
+            throw ScenarioError(r.path("wfbp"), fmt::format("{} is a wait-free backprop schedule; expected true "
+                                                            "(or no \"wfbp\") with it",
+                                                            o.priority ? "priority scheduling" : "MG-WFBP"));
+        o.wfbp = true;
+    }
+    if (o.fusion == models::Fusion::buffer && !r.has("wfbp")) o.wfbp = true;
+    if (r.has("compute_slowdown"))
+        o.compute_slowdown = read_number(r.at("compute_slowdown"), r.path("compute_slowdown"), 0.0, 10.0);
     if (o.any() && job.sync.kind != models::SyncKind::bsp)
         throw ScenarioError(path,
                             "overlap applies to sync \"bsp\" (gradients of one iteration); expected no overlap "
@@ -448,6 +521,12 @@ JobSpec read_job(ObjectReader& r, const std::string& base_dir) {
     s.workers = static_cast<std::uint32_t>(read_uint(need("workers"), r.path("workers"), 1, kMaxWorkers));
     read_model(need("model"), r.path("model"), s);
     s.batch_size = static_cast<std::uint32_t>(read_uint(need("batch_size"), r.path("batch_size"), 1, 100'000'000));
+    s.optimizer = models::default_optimizer(s.workload.family);
+    if (r.has("optimizer")) {
+        s.optimizer = static_cast<models::Optimizer>(index_in(
+            models::optimizer_names(), read_choice(r.at("optimizer"), r.path("optimizer"), models::optimizer_names())));
+        s.optimizer_source = models::Source::scenario;
+    }
     s.device = read_device(need("device"), r.path("device"), base_dir);
     if (s.device.samples_per_s && s.workload.fwd_flops() <= 0.0 && s.workload.params() == 0)
         throw ScenarioError(r.path("device") + ".samples_per_s",

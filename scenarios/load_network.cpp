@@ -17,7 +17,7 @@ const std::map<std::string, std::vector<std::string>>& topology_keys() {
         {"star", {"bandwidth*", "latency*", "hosts"}},
         {"two_tier",
          {"bandwidth*", "latency*", "gpus_per_node*", "intra_bandwidth*", "intra_latency*", "num_nodes",
-          "nics_per_node"}},
+          "nics_per_node", "intra_transport"}},
         {"fat_tree", {"bandwidth*", "latency*", "k*"}},
         {"leaf_spine", {"bandwidth*", "latency*", "hosts_per_leaf*", "spines*", "leaves", "oversubscription"}},
         {"ring", {"bandwidth*", "latency*", "hosts"}},
@@ -64,6 +64,27 @@ topo::CustomSpec read_custom(const json& nodes, const json& links, const std::st
     return c;
 }
 
+// A transport: a preset name, or {"kind": preset, ...overrides} (topologies/transport.hpp).
+topo::TransportSpec read_transport(const json& j, const std::string& path) {
+    const Tables& t = tables();
+    auto preset = [&](const json& name, const std::string& p) {
+        return topo::transport_preset(*topo::transport_kind(read_choice(name, p, t.choices.transports)));
+    };
+    if (j.is_string()) return preset(j, path);
+    ObjectReader r(j, path, t.transport);
+    topo::TransportSpec tr = preset(r.at("kind"), r.path("kind"));
+    if (r.has("efficiency")) tr.efficiency = read_positive(r.at("efficiency"), r.path("efficiency"), 1.0);
+    if (r.has("message_overhead"))
+        tr.message_overhead = read_time(r.at("message_overhead"), r.path("message_overhead"));
+    if (r.has("collective_overhead"))
+        tr.collective_overhead = read_time(r.at("collective_overhead"), r.path("collective_overhead"));
+    if (r.has("stream_rate")) tr.stream_rate = read_bandwidth(r.at("stream_rate"), r.path("stream_rate"));
+    if (r.has("streams"))
+        tr.streams = static_cast<std::uint32_t>(read_uint(r.at("streams"), r.path("streams"), 1, 1024));
+    r.finish();
+    return tr;
+}
+
 // A custom topology kept in its own file: {"nodes": [...], "links": [...]}.
 topo::CustomSpec read_topology_file(const std::string& file, const std::string& base_dir, const std::string& path) {
     const std::filesystem::path p = std::filesystem::path(file).is_absolute() ? std::filesystem::path(file)
@@ -94,7 +115,7 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
     for (const auto& k : keys) names.push_back(k.back() == '*' ? k.substr(0, k.size() - 1) : k);
     for (const auto& field : t.network.fields) {
         if (field.name == "topology" || field.name == "model" || field.name == "routing" ||
-            field.name == "host_bandwidth")
+            field.name == "host_bandwidth" || field.name == "transport")
             continue;
         if (std::find(names.begin(), names.end(), field.name) == names.end())
             r.forbid(field.name, fmt::format("not used by topology \"{}\" (it takes: {})", topology, list(names)));
@@ -119,6 +140,12 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
             throw ScenarioError(r.path("host_bandwidth"), "expected an object mapping host names to bandwidths");
         for (const auto& [host, bw] : hb.items())
             out.host_bandwidth.emplace_back(host, read_bandwidth(bw, r.path("host_bandwidth") + "." + host));
+    }
+    if (r.has("transport")) out.transports.inter = read_transport(r.at("transport"), r.path("transport"));
+    if (r.has("intra_transport")) {
+        out.transports.intra = read_transport(r.at("intra_transport"), r.path("intra_transport"));
+    } else if (out.transports.inter && out.transports.inter->kind == topo::TransportKind::ideal) {
+        out.transports.intra = out.transports.inter;  // "ideal" asks for the nominal model everywhere
     }
     auto bandwidth = [&] { return read_bandwidth(r.at("bandwidth"), r.path("bandwidth")); };
     auto latency = [&] { return read_time(r.at("latency"), r.path("latency")); };
@@ -161,6 +188,14 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
         if (r.has("leaves")) s.leaves = count("leaves", 1, kMaxWorkers);
         if (r.has("oversubscription"))
             s.oversubscription = read_positive(r.at("oversubscription"), r.path("oversubscription"), 1e6);
+        // The leaf uplinks get hosts_per_leaf x bandwidth / (spines x oversubscription): keep that finite.
+        const double min_over =
+            s.bandwidth.bytes_per_s() * static_cast<double>(s.hosts_per_leaf) / (static_cast<double>(s.spines) * 1e18);
+        if (s.oversubscription < min_over)
+            throw ScenarioError(r.path("oversubscription"),
+                                fmt::format("expected at least {:.3g} (smaller values make the leaf uplinks faster "
+                                            "than 8 Ebit/s), got {:g}",
+                                            min_over, s.oversubscription));
         out.topology = s;
     } else if (topology == "torus2d") {
         const json& dims = read_array(r.at("dims"), r.path("dims"), 2);

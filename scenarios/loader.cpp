@@ -22,23 +22,41 @@ namespace {
 
 using detail::list;
 
-constexpr double kMaxEvents = 1e10;    // flow-mode refusal bound (about half an hour of simulation)
-constexpr double kMaxPlanSteps = 5e7;  // transfers in one explicit-DAG round, bounds memory
+constexpr double kMaxEvents = 1e10;     // flow-mode refusal bound (about half an hour of simulation)
+constexpr double kMaxPlanSteps = 5e7;   // transfers in one explicit-DAG round, bounds memory
+constexpr double kMaxPlanMemory = 4e9;  // bytes of communication plans (plan_memory_bytes), the stated limit
 
-// Transfers in one round of a job (an upper estimate); whether the round is held as an explicit DAG.
+// Messages the gradient is cut into per iteration: overlap's layers, buckets or partitions.
+double messages_per_iteration(const JobSpec& s) {
+    const auto& o = s.overlap;
+    const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param;
+    double messages = 1.0;
+    if (o.priority)
+        messages = static_cast<double>(s.workload.tensor_count()) + std::ceil(bytes / o.partition_size.value());
+    else if (o.fusion == models::Fusion::buffer)
+        messages =
+            std::min(static_cast<double>(s.workload.tensor_count()), std::ceil(bytes / o.bucket_size.value()) + 1);
+    else if (o.any())
+        messages = static_cast<double>(s.workload.layers.size());
+    return std::max(messages, 1.0);
+}
+
+// Transfers in one round of a job (one message's collective; an upper estimate); whether the round is
+// held as an explicit DAG. A round holds 1/messages of the gradient and of its tensors.
 double round_transfers(const JobSpec& s, bool& explicit_dag) {
     const auto& a = s.architecture;
     const double n = s.workers;
     const double k = static_cast<double>(a.servers);
     const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
-    const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param;
-    // Trees pipeline 8 segments when no segment size is given (topologies/allreduce_algorithms.cpp).
+    const double messages = messages_per_iteration(s);
+    const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param / messages;
+    // Trees pipeline 16 segments when no segment size is given (topologies/allreduce_algorithms.cpp).
     const bool tree =
         a.algorithm == topo::AllreduceAlgorithm::tree || a.algorithm == topo::AllreduceAlgorithm::double_tree;
     const double segments = a.segment_size.value() > 0.0 ? std::max(1.0, std::ceil(bytes / a.segment_size.value()))
                             : tree                       ? 16.0
                                                          : 1.0;
-    const double tensors = a.per_tensor ? static_cast<double>(s.workload.tensor_count()) : 1.0;
+    const double tensors = std::max(1.0, std::ceil(static_cast<double>(s.workload.tensor_count()) / messages));
     explicit_dag = !(a.kind == topo::ArchKind::allreduce && a.algorithm == topo::AllreduceAlgorithm::ring &&
                      a.segment_size.value() <= 0.0);
     switch (a.kind) {
@@ -52,11 +70,18 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
                 case topo::AllreduceAlgorithm::halving_doubling: return 4.0 * n * log_n * segments;
             }
             return 2.0 * n * n * segments;
-        case topo::ArchKind::ps:
-            // Colocated and BytePS servers talk to every worker; dedicated ones to theirs.
-            if (a.placement == topo::ServerPlacement::colocated || a.style == topo::PsStyle::byteps)
-                return (2.0 * n * (n + k) + n + k) * tensors;
-            return (2.0 * n + 1.0) * std::max(k, 1.0) * tensors;
+        case topo::ArchKind::ps: {
+            // Per server a piece costs n pushes, one summation and n pulls. BytePS cuts every tensor over
+            // the n worker hosts and k CPU servers; byte sharding cuts it over all k servers; round-robin
+            // and balanced sharding keep whole tensors on one server each. per_tensor: one piece per tensor.
+            const double pieces = a.per_tensor ? tensors : 1.0;
+            const bool whole = a.style == topo::PsStyle::standard && a.sharding != topo::PsSharding::bytes &&
+                               a.split_size.value() <= 0.0;
+            const double servers = a.style == topo::PsStyle::byteps ? n + k
+                                   : whole                          ? (a.per_tensor ? 1.0 : std::min(k, tensors))
+                                                                    : std::max(k, 1.0);
+            return (2.0 * n + 1.0) * servers * pieces;
+        }
         case topo::ArchKind::gossip: return 2.0 * n * log_n;
     }
     return 0.0;
@@ -65,41 +90,128 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
 // Collective rounds per iteration (an upper estimate): overlap cuts the gradient into messages,
 // Local SGD synchronises every `period` iterations, PowerSGD runs two collectives.
 double rounds_per_iteration(const JobSpec& s) {
-    const auto& o = s.overlap;
-    const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param;
-    double messages = 1.0;
-    if (o.priority)
-        messages = static_cast<double>(s.workload.tensor_count()) + std::ceil(bytes / o.partition_size.value());
-    else if (o.fusion == models::Fusion::buffer)
-        messages =
-            std::min(static_cast<double>(s.workload.tensor_count()), std::ceil(bytes / o.bucket_size.value()) + 1);
-    else if (o.any())
-        messages = static_cast<double>(s.workload.layers.size());
+    double messages = messages_per_iteration(s);
     if (s.compression.kind == models::CompressionKind::powersgd) messages *= 3.0;
     if (s.sync.kind == models::SyncKind::local_sgd) messages /= s.sync.period;
     return std::max(messages, 1.0);
 }
 
+// Events the flow model processes for one job (an estimate: about four per transfer, four per worker and round).
+double job_events(const Scenario& s, const JobSpec& j) {
+    bool explicit_dag = false;
+    return s.iterations * rounds_per_iteration(j) * (4.0 * round_transfers(j, explicit_dag) + 4.0 * j.workers);
+}
+
+// The key that makes a round large: a segment size that cuts the gradient into many pieces, per-tensor
+// push/pull, or else the number of workers (servers).
+std::string round_culprit(const JobSpec& j, const std::string& prefix, double limit) {
+    JobSpec plain = j;
+    plain.architecture.segment_size = sim::Bytes{0.0};
+    bool dag = false;
+    if (j.architecture.segment_size.value() > 0.0 && round_transfers(plain, dag) <= limit)
+        return prefix + "architecture.segment_size";
+    plain.architecture.per_tensor = false;
+    if (j.architecture.per_tensor && round_transfers(plain, dag) <= limit) return prefix + "architecture.per_tensor";
+    return prefix + "workers";
+}
+
+// The key that makes the event count large: small overlap messages (bucket or partition size), else the
+// round's size, else the iterations.
+std::string events_culprit(const Scenario& s, const std::string& jobs_path, double limit) {
+    Scenario plain = s;
+    for (auto& j : plain.jobs) j.overlap = models::OverlapSpec{};
+    auto events = [](const Scenario& sc) {
+        double e = 0.0;
+        for (const auto& j : sc.jobs) e += job_events(sc, j);
+        return e;
+    };
+    const auto prefix = [&](std::size_t i) {
+        return s.has_jobs_list ? fmt::format("{}[{}].", jobs_path, i) : std::string("$.");
+    };
+    if (events(plain) <= limit)
+        for (std::size_t i = 0; i < s.jobs.size(); ++i)
+            if (s.jobs[i].overlap.any())
+                return prefix(i) + (s.jobs[i].overlap.priority                           ? "overlap.partition_size"
+                                    : s.jobs[i].overlap.fusion == models::Fusion::buffer ? "overlap.bucket_size"
+                                                                                         : "overlap");
+    for (std::size_t i = 0; i < s.jobs.size(); ++i) {
+        plain = s;
+        plain.jobs[i].architecture.segment_size = sim::Bytes{0.0};
+        if (s.jobs[i].architecture.segment_size.value() > 0.0 && events(plain) <= limit)
+            return prefix(i) + "architecture.segment_size";
+    }
+    return "$.iterations";
+}
+
+// Peak memory a job's communication plans need (an upper estimate, bytes): the explicit transfer DAGs of one
+// round — the architecture's own, or the all-gather of sparse payloads (Top-k, DGC: n(n-1) transfers on a
+// ring, n log n otherwise; gTop-k n log n) — times the distinct message sizes overlap creates (each keeps its
+// plan). Per step: about 40 B measured for an all-reduce DAG, 235 B for a parameter server's (its transfers
+// also hold flows and routes), rounded up to 64 and 256.
+double plan_memory_bytes(const JobSpec& j) {
+    constexpr double kDagStep = 64.0, kPsStep = 256.0;
+    const double n = j.workers;
+    const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
+    bool explicit_dag = false;
+    const double steps = round_transfers(j, explicit_dag);
+    const auto& a = j.architecture;
+    double bytes = explicit_dag ? steps * (a.kind == topo::ArchKind::ps ? kPsStep : kDagStep) : 0.0;
+    const auto kind = j.compression.kind;
+    if (a.kind == topo::ArchKind::allreduce) {
+        if (kind == models::CompressionKind::topk || kind == models::CompressionKind::dgc)
+            bytes += kDagStep * (a.algorithm == topo::AllreduceAlgorithm::ring ? n * (n - 1.0) : n * log_n);
+        else if (kind == models::CompressionKind::gtopk)
+            bytes += kDagStep * 2.0 * n * log_n;
+    }
+    const double messages =
+        j.overlap.any()
+            ? std::min(rounds_per_iteration(j) * (j.sync.kind == models::SyncKind::local_sgd ? j.sync.period : 1.0),
+                       static_cast<double>(std::max<std::size_t>(1, j.workload.tensor_count())))
+            : 1.0;
+    return bytes * std::max(1.0, messages);
+}
+
 // Refuses runs too large to finish or to fit, before anything large is built.
 void check_limits(const Scenario& s, const std::string& jobs_path) {
     double events = 0.0;
+    double memory = 0.0;
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
+        const std::string prefix = s.has_jobs_list ? fmt::format("{}[{}].", jobs_path, i) : "$.";
         bool explicit_dag = false;
         const double steps = round_transfers(s.jobs[i], explicit_dag);
-        const std::string path = s.has_jobs_list ? fmt::format("{}[{}].workers", jobs_path, i) : "$.workers";
-        if (explicit_dag && steps > kMaxPlanSteps)
+        if (explicit_dag && steps > kMaxPlanSteps) {
+            const std::string path = round_culprit(s.jobs[i], prefix, kMaxPlanSteps);
             throw ScenarioError(path,
                                 fmt::format("one synchronisation round would hold {:.3g} transfers (limit {:.0e}); "
-                                            "use fewer workers or servers",
-                                            steps, kMaxPlanSteps));
-        events += s.iterations * rounds_per_iteration(s.jobs[i]) * (4.0 * steps + 4.0 * s.jobs[i].workers);
+                                            "{}",
+                                            steps, kMaxPlanSteps,
+                                            path.ends_with("segment_size") ? "expected a larger segment size"
+                                            : path.ends_with("per_tensor") ? "expected per_tensor false"
+                                                                           : "use fewer workers or servers"));
+        }
+        memory += plan_memory_bytes(s.jobs[i]);
+        if (memory > kMaxPlanMemory) {
+            const std::string path = round_culprit(s.jobs[i], prefix, kMaxPlanSteps);
+            throw ScenarioError(path, fmt::format("the communication plans would need about {:.3g} GB of memory "
+                                                  "(limit {:.0f} GB); {}",
+                                                  memory / 1e9, kMaxPlanMemory / 1e9,
+                                                  path.ends_with("segment_size") ? "expected a larger segment size"
+                                                  : path.ends_with("per_tensor") ? "expected per_tensor false"
+                                                                                 : "use fewer workers or servers"));
+        }
+        events += job_events(s, s.jobs[i]);
     }
-    if (s.network_model == NetworkModel::flow && events > kMaxEvents)
-        throw ScenarioError("$.iterations",
-                            fmt::format("the flow model would process about {:.3g} events, roughly {:.0f} s of "
-                                        "simulation (limit {:.0e}); use fewer iterations or "
-                                        "\"network\": {{\"model\": \"analytic\"}}",
-                                        events, events / 5e6, kMaxEvents));
+    if (s.network_model == NetworkModel::flow && events > kMaxEvents) {
+        const std::string path = events_culprit(s, jobs_path, kMaxEvents);
+        const std::string key = path.substr(path.rfind('.') + 1);
+        throw ScenarioError(path, fmt::format("the flow model would process about {:.3g} events, roughly {:.0f} s of "
+                                              "simulation (limit {:.0e}); {} or \"network\": {{\"model\": "
+                                              "\"analytic\"}}",
+                                              events, events / 5e6, kMaxEvents,
+                                              key == "iterations" ? "use fewer iterations"
+                                              : key == "overlap"  ? "use fewer, larger messages (fusion)"
+                                                                  : fmt::format("expected a larger {}", key)));
+    }
 }
 
 bool default_dedicated(const JobSpec& j) {
@@ -180,6 +292,12 @@ void resolve_placement(Scenario& s, const std::vector<const json*>& placements, 
 
 }  // namespace
 
+double estimated_events(const Scenario& s) {
+    double events = 0.0;
+    for (const JobSpec& j : s.jobs) events += job_events(s, j);
+    return events;
+}
+
 Scenario load_scenario(const json& j, const std::string& base_dir) {
     const Tables& t = tables();
     detail::reject_planned_keys(j, "$", "scenario");
@@ -239,6 +357,11 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
                 throw ScenarioError("$.workers", fmt::format("convergence replay keeps one real model per worker; "
                                                              "expected at most 64 workers, got {}",
                                                              job.workers));
+            if (convergence->train_samples > 0 && convergence->train_samples < job.workers)
+                throw ScenarioError("$.convergence.train_samples",
+                                    fmt::format("every worker trains on its own shard; expected at least {} samples "
+                                                "(one per worker) or 0 (all), got {}",
+                                                job.workers, convergence->train_samples));
         }
         placements.push_back(root.has("placement") ? &root.at("placement") : nullptr);
         paths.push_back("$.");
@@ -256,6 +379,7 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     s.network_model = net.model;
     s.routing = net.routing;
     s.host_bandwidth = std::move(net.host_bandwidth);
+    s.transports = net.transports;
     check_limits(s, "$.jobs");
     resolve_placement(s, placements, paths);
     root.finish();

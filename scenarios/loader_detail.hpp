@@ -41,6 +41,7 @@ struct NetworkSpec {
     std::vector<std::pair<std::string, sim::Bandwidth>> host_bandwidth;
     NetworkModel model = NetworkModel::flow;
     topo::Routing routing = topo::Routing::ecmp;
+    topo::FabricTransports transports;
 };
 [[nodiscard]] NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t hosts_needed,
                                        std::size_t gpus_hint);

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 #include "models/trainer.hpp"
 #include "scenarios/json_reader.hpp"
+#include "scenarios/resolved.hpp"
 #include "scenarios/schema_tables.hpp"
 
 namespace ddlsim::scenario {
@@ -16,10 +19,42 @@ namespace {
 constexpr const char* kTooLong =
     "the simulated time exceeds what picosecond time can hold (about 106 days); "
     "simulate fewer iterations, a smaller batch or a faster device";
+constexpr double kLongLatencyS = 86'400.0;  // a link latency above a day is what overflowed, not the iterations
+
+// The scenario's largest link latency and its JSON path.
+std::pair<double, std::string> largest_latency(const Scenario& s) {
+    std::pair<double, std::string> out{0.0, "$.network.latency"};
+    std::visit(
+        [&](const auto& t) {
+            using T = std::decay_t<decltype(t)>;
+            if constexpr (std::is_same_v<T, topo::CustomSpec>) {
+                for (std::size_t i = 0; i < t.links.size(); ++i)
+                    if (t.links[i].latency.seconds() > out.first)
+                        out = {t.links[i].latency.seconds(), fmt::format("$.network.links[{}].latency", i)};
+            } else {
+                out.first = t.latency.seconds();
+                if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
+                    if (t.intra_latency > t.latency) out = {t.intra_latency.seconds(), "$.network.intra_latency"};
+            }
+        },
+        s.topology);
+    return out;
+}
+
+// The bad-input error for a run whose simulated time overflowed the event clock.
+ScenarioError time_overflow_error(const Scenario& s) {
+    const auto [latency, path] = largest_latency(s);
+    if (latency > kLongLatencyS)
+        return ScenarioError(path, fmt::format("a latency of {:g} s makes the simulated time exceed what picosecond "
+                                               "time can hold (about 106 days); expected a latency below {:g} s",
+                                               latency, kLongLatencyS));
+    return ScenarioError("$.iterations", kTooLong);
+}
 constexpr std::size_t kBusiestLinks = 5;
 constexpr std::size_t kPerWorkerList = 256;
 
-models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric) {
+models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric,
+                             sim::Time collective_overhead) {
     const JobSpec& j = s.jobs[index];
     const std::string path = s.has_jobs_list ? fmt::format("$.jobs[{}].device", index) : "$.device";
     models::TrainingJob job;
@@ -36,9 +71,13 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     job.compression = j.compression;
     job.stragglers = j.stragglers;
     job.device = j.device;
+    job.collective_overhead = j.workers > 1 ? collective_overhead : sim::Time::zero();  // one worker: no collective
+    // Overlap is not free (models/job.hpp), unless the user asked for the ideal model.
+    const bool ideal = s.transports.inter && s.transports.inter->kind == topo::TransportKind::ideal;
+    job.overlap_slowdown = j.overlap.compute_slowdown.value_or(ideal ? 0.0 : models::kDefaultOverlapSlowdown);
     job.record_schedule = j.convergence.has_value();
     try {
-        job.compute = models::compute_profile(j.workload, j.device, j.batch_size, j.bytes_per_param);
+        job.compute = models::compute_profile(j.workload, j.device, j.batch_size, j.bytes_per_param, j.optimizer);
     } catch (const std::invalid_argument& e) {
         throw ScenarioError(path, e.what());
     }
@@ -46,7 +85,7 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     for (std::size_t w = 0; w < j.worker_devices.size(); ++w) {
         try {
             job.worker_compute.push_back(
-                models::compute_profile(j.workload, j.worker_devices[w], j.batch_size, j.bytes_per_param));
+                models::compute_profile(j.workload, j.worker_devices[w], j.batch_size, j.bytes_per_param, j.optimizer));
         } catch (const std::invalid_argument& e) {
             throw ScenarioError(fmt::format("{}[{}]", wpath, w), e.what());
         }
@@ -138,13 +177,56 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
           {"compression", describe_compression(spec)},
           {"overlap", describe_overlap(spec)},
           {"network_model", s.network_model == NetworkModel::flow ? "flow" : "analytic"},
-          {"seed", s.seed}}},
+          {"transport", describe_transports(s, false)},
+          {"transport_source", s.transports.inter ? "scenario" : "auto"},
+          {"seed", s.seed},
+          {"compute_model", compute_assumptions(spec)}}},
     };
+    if (j.machine_bytes_per_iteration >= 0.0)
+        out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
     add_schedule_keys(j, out);
     return out;
 }
 
 }  // namespace
+
+nlohmann::json compute_assumptions(const JobSpec& j) {
+    const models::DeviceSpec& d = j.device;
+    nlohmann::json out = {
+        {"precision", models::precision_name(d.precision)},
+        {"precision_source", models::source_name(d.precision_source)},
+        {"optimizer", models::optimizer_name(j.optimizer)},
+        {"optimizer_source", models::source_name(j.optimizer_source)},
+        {"peak_tflops", d.peak.per_s() / 1e12},
+        {"memory_bandwidth_gbps", d.memory_bandwidth.bytes_per_s() / 1e9},
+        {"matmul_efficiency", d.matmul_efficiency()},
+        {"memory_efficiency", d.memory_efficiency()},
+        {"efficiency_source", d.samples_per_s     ? std::string("samples_per_s")
+                              : d.uses_measured() ? std::string("default")
+                                                  : std::string(models::source_name(d.efficiency_source))},
+    };
+    if (d.tf32_convolutions_only) out["matmul_precision"] = "fp32";
+    models::ComputeProfile p;
+    try {
+        p = models::compute_profile(j.workload, d, j.batch_size, j.bytes_per_param, j.optimizer);
+    } catch (const std::invalid_argument&) {
+        return out;  // run_scenario reports it
+    }
+    nlohmann::json kinds = nlohmann::json::object();
+    double flops = 0.0, seconds = 0.0;
+    for (std::size_t k = 0; k < p.kinds.size(); ++k) {
+        const models::KindTotals& t = p.kinds[k];
+        if (t.seconds <= 0.0) continue;
+        const double s = t.seconds * p.scale;
+        kinds[std::string(models::part_kind_name(static_cast<models::PartKind>(k)))] = {
+            {"seconds", s}, {"effective_tflops", t.flops / s / 1e12}};
+        flops += t.flops;
+        seconds += s;
+    }
+    out["kinds"] = kinds;
+    out["effective_tflops"] = seconds > 0.0 ? flops / seconds / 1e12 : 0.0;
+    return out;
+}
 
 RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -156,8 +238,9 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
     } catch (const std::invalid_argument& e) {
         throw ScenarioError("$.network", e.what());
     }
+    const sim::Time collective_overhead = topo::apply_transports(fabric, s.transports);
     std::vector<models::TrainingJob> jobs;
-    for (std::size_t i = 0; i < s.jobs.size(); ++i) jobs.push_back(make_job(s, i, fabric));
+    for (std::size_t i = 0; i < s.jobs.size(); ++i) jobs.push_back(make_job(s, i, fabric, collective_overhead));
 
     RunResult r;
     try {
@@ -182,13 +265,44 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
             r.simulated_time_s = run.makespan_s;
             link_loads(fabric, run, r);
         }
-    } catch (const std::overflow_error&) {
-        throw ScenarioError("$.iterations", kTooLong);
-    } catch (const std::out_of_range&) {
-        throw ScenarioError("$.iterations", kTooLong);
+    } catch (const sim::TimeOverflow&) {
+        // Only the event clock's own overflow is bad input; any other range error is a bug (exit 1).
+        throw time_overflow_error(s);
     }
     r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
+}
+
+std::string describe_transports(const Scenario& s, bool with_source) {
+    auto one = [with_source](const topo::TransportSpec& t, bool given) {
+        std::string out = topo::transport_names()[static_cast<std::size_t>(t.kind)];
+        if (with_source) out += given ? " (scenario)" : " (auto)";
+        if (t.kind == topo::TransportKind::ideal) return out + ": nominal link speed, no overheads";
+        out += fmt::format(": {:.1f} % goodput, {:.3g} us per message, {:.3g} us per collective", 100.0 * t.efficiency,
+                           t.message_overhead.seconds() * 1e6, t.collective_overhead.seconds() * 1e6);
+        if (t.stream_rate)
+            out += fmt::format(", transfers capped at {} x {:.3g} Gbit/s streams", t.streams,
+                               t.stream_rate->bits_per_s() / 1e9);
+        return out;
+    };
+    std::string out;
+    std::visit(
+        [&](const auto& t) {
+            using T = std::decay_t<decltype(t)>;
+            if constexpr (std::is_same_v<T, topo::CustomSpec>) {
+                out = s.transports.inter ? one(*s.transports.inter, true)
+                                         : "auto per link (rdma >= 100 Gbit/s, tcp below)";
+            } else {
+                out = one(topo::transport_for(s.transports, topo::LinkClass::inter, t.bandwidth),
+                          s.transports.inter.has_value());
+                if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
+                    out += "; intra-node " +
+                           one(topo::transport_for(s.transports, topo::LinkClass::intra, t.intra_bandwidth),
+                               s.transports.intra.has_value());
+            }
+        },
+        s.topology);
+    return out;
 }
 
 std::string describe_sync(const JobSpec& j) {
@@ -221,6 +335,8 @@ std::string describe_overlap(const JobSpec& j) {
         out += o.cycle_time > sim::Time::zero() ? fmt::format(" + fusion buffer ({:.4g} MB, {:.4g} ms cycle)",
                                                               o.bucket_size.value() / 1e6, o.cycle_time.seconds() * 1e3)
                                                 : fmt::format(" + buckets ({:.4g} MB)", o.bucket_size.value() / 1e6);
+    if (!o.wfbp) out += ", sent after backward";
+    if (o.compute_slowdown) out += fmt::format(", compute slowdown {:.3g} beside communication", *o.compute_slowdown);
     return out;
 }
 
@@ -236,16 +352,21 @@ std::string describe_architecture(const JobSpec& j) {
         case topo::ArchKind::gossip:
             return fmt::format("gossip (D-PSGD, {} graph)", c.gossip_graphs[static_cast<std::size_t>(a.graph)]);
         case topo::ArchKind::ps: {
+            const std::string local = a.local_aggregation ? ", local aggregation on multi-GPU machines" : "";
             if (a.style == topo::PsStyle::byteps)
-                return fmt::format("BytePS ({} CPU summation server{} + every worker host)", a.servers,
-                                   a.servers == 1 ? "" : "s");
+                return fmt::format("BytePS ({} CPU summation server{} + every worker machine{}{})", a.servers,
+                                   a.servers == 1 ? "" : "s",
+                                   a.per_tensor
+                                       ? fmt::format(", {:.4g} MB partitions pipelined", a.partition_size.value() / 1e6)
+                                       : ", whole shares",
+                                   local);
             std::string out = fmt::format("parameter server ({} {} server{}", a.servers,
                                           a.placement == topo::ServerPlacement::dedicated ? "dedicated" : "colocated",
                                           a.servers == 1 ? "" : "s");
             if (a.sharding != topo::PsSharding::bytes)
                 out += ", " + c.ps_shardings[static_cast<std::size_t>(a.sharding)] + " sharding";
             if (a.per_tensor) out += ", per-tensor push/pull";
-            return out + ")";
+            return out + local + ")";
         }
     }
     return "?";
@@ -259,6 +380,7 @@ nlohmann::json result_json(const Scenario& s, const RunResult& r) {
     } else {
         out = job_json(s, s.jobs.front(), r.jobs.front());
     }
+    out["resolved_scenario"] = resolved_scenario(s);  // running it reproduces this result
     out["events"] = r.events;
     out["transfers"] = r.transfers;
     out["wall_time_s"] = r.wall_time_s;

@@ -39,11 +39,19 @@ struct RunResult {
 /// list, one such object per job under "jobs". Plus events, wall time and links.
 [[nodiscard]] nlohmann::json result_json(const Scenario& s, const RunResult& r);
 
+/// The transports in use, e.g. "tcp (auto): 94.1 % goodput, 40 us per message, 8.4 us per collective, 2 x
+/// 19 Gbit/s streams per transfer"; with two_tier also the intra-node one.
+/// `with_source`: say after each whether the scenario gave it or `auto` picked it.
+[[nodiscard]] std::string describe_transports(const Scenario& s, bool with_source = true);
+
 /// A one-line description of a job's architecture, e.g. "ps (4 dedicated servers)".
 [[nodiscard]] std::string describe_architecture(const JobSpec& j);
 /// "ssp (staleness 2)", "topk (density 0.01, error feedback)", "wfbp + buckets (25 MB)".
 [[nodiscard]] std::string describe_sync(const JobSpec& j);
 [[nodiscard]] std::string describe_compression(const JobSpec& j);
 [[nodiscard]] std::string describe_overlap(const JobSpec& j);
+/// The compute model's assumptions for a job's `device`: precision, optimizer, the fractions used and where each
+/// came from, and the effective TFLOPS per part kind (the result echo's "compute_model").
+[[nodiscard]] nlohmann::json compute_assumptions(const JobSpec& j);
 
 }  // namespace ddlsim::scenario

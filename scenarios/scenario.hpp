@@ -9,11 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/compute.hpp"
 #include "models/device.hpp"
 #include "models/job.hpp"
 #include "models/workload.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/collectives.hpp"
+#include "topologies/transport.hpp"
 
 namespace ddlsim::scenario {
 
@@ -36,8 +38,10 @@ struct JobSpec {
     std::string name;  ///< "job0", "job1", ... unless given
     std::uint32_t workers = 1;
     models::Workload workload;
-    std::string model_name;        ///< built-in name or "custom"
-    double bytes_per_param = 4.0;  ///< gradient element size (model.dtype)
+    std::string model_name;                                     ///< built-in name or "custom"
+    double bytes_per_param = 4.0;                               ///< gradient element size (model.dtype)
+    models::Optimizer optimizer = models::Optimizer::momentum;  ///< "optimizer", or the model family's default
+    models::Source optimizer_source = models::Source::builtin_default;
     std::uint32_t batch_size = 1;
     models::DeviceSpec device;
     std::vector<std::string> placement;         ///< host of each worker
@@ -60,6 +64,7 @@ struct Scenario {
     topo::Routing routing = topo::Routing::ecmp;
     std::uint64_t seed = 0;
     std::vector<std::pair<std::string, sim::Bandwidth>> host_bandwidth;  ///< network.host_bandwidth
+    topo::FabricTransports transports;  ///< network.transport / intra_transport (nullopt: auto)
 };
 
 /// Loads a scenario from parsed JSON; throws ScenarioError on any bad input.
@@ -75,6 +80,9 @@ void apply_override(nlohmann::json& j, const std::string& assignment);
 
 /// Reads a JSON file strictly (ScenarioError with path "$" when unreadable or malformed).
 [[nodiscard]] nlohmann::json read_json_file(const std::string& file);
+
+/// The up-front estimate of the events a flow-model run of `s` processes (what the loader's limit checks).
+[[nodiscard]] double estimated_events(const Scenario& s);
 
 /// The JSON Schema of scenarios, generated from the loader's own key tables.
 [[nodiscard]] nlohmann::json scenario_schema();

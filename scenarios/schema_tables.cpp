@@ -26,6 +26,7 @@ Tables build() {
     c.models = models::builtin_workload_names();
     for (const auto& d : models::builtin_devices()) c.devices.push_back(d.name);
     for (auto k : models::compression_kind_names()) c.compression_kinds.emplace_back(k);
+    c.transports = topo::transport_names();
 
     // The per-job keys: at the root for one job, inside each element of "jobs" for several.
     const std::vector<Field> job_fields{
@@ -34,6 +35,10 @@ Tables build() {
          {{"description", "a built-in workload name or a model object"},
           {"oneOf", json::array({enum_schema(c.models, "built-in workload"), ref("model", "model object")})}}},
         {"batch_size", integer("samples per worker per iteration", 1)},
+        {"optimizer",
+         enum_schema(models::optimizer_names(),
+                     "optimizer whose update streams its state through memory (default: momentum for CNNs and "
+                     "custom models, adamw for transformers)")},
         {"device",
          {{"description", "a built-in device profile name or a device object"},
           {"oneOf", json::array({enum_schema(c.devices, "built-in profile"), ref("device", "device object")})}}},
@@ -128,6 +133,31 @@ Tables build() {
             {"routing", enum_schema(c.routings,
                                     "choice among equal-cost shortest paths: ecmp (per-connection hash "
                                     "of the seed, default) or dmodk (by destination index)")},
+            {"transport",
+             {{"description",
+               "the transport between machines: a preset (ideal, rdma, tcp, nvlink, pcie) or an object; default "
+               "auto: rdma on links of 100 Gbit/s and more, tcp below"},
+              {"oneOf", json::array({enum_schema(c.transports, "preset"), ref("transport", "transport object")})}}},
+            {"intra_transport",
+             {{"description",
+               "two_tier: the transport inside a machine (GPU links to the node switch); default auto: nvlink "
+               "above 64 GB/s, pcie otherwise"},
+              {"oneOf", json::array({enum_schema(c.transports, "preset"), ref("transport", "transport object")})}}},
+        }};
+    t.transport = {
+        "transport",
+        "a transport preset with overrides (topologies/transport.cpp cites every default)",
+        {
+            {"kind", enum_schema(c.transports, "the preset the other keys override"), true},
+            {"efficiency",
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"maximum", 1},
+              {"description", "goodput as a fraction of line rate"}}},
+            {"message_overhead", time_schema("software latency each transfer (message, ring step) pays")},
+            {"collective_overhead", time_schema("cost of launching one collective (kernel launch, negotiation)")},
+            {"stream_rate", bandwidth_schema("the most one connection moves (tcp: one CPU core's worth)")},
+            {"streams", integer("connections one transfer uses (NCCL channels x sockets)", 1)},
         }};
     t.topology_file = {
         "topology_file",
@@ -171,18 +201,30 @@ Tables build() {
                    {"fwd_time", time_schema("forward time per iteration, used exactly")},
                    {"bwd_time", time_schema("backward time per iteration, used exactly (default 2 x forward)")},
                    {"update_time", time_schema("update time per iteration, used exactly")},
+                   {"kind", enum_schema(models::part_kind_names(),
+                                        "what the layer computes: conv/matmul/attention at the tensor rate, the "
+                                        "others at memory bandwidth (default matmul)")},
+                   {"fwd_bytes",
+                    {{"type", "number"},
+                     {"minimum", 0},
+                     {"description", "bytes the forward pass moves per sample (roofline memory term)"}}},
                }};
     t.device = {"device",
                 "a device: a profile with overrides, explicit peaks, or a measured throughput",
                 {
                     {"name", enum_schema(c.devices, "built-in profile the other keys override (default V100)")},
-                    {"precision", enum_schema(c.precisions, "which datasheet peak applies (default fp32)")},
+                    {"precision",
+                     enum_schema(c.precisions,
+                                 "arithmetic: fp32, tf32, fp16/bf16 (AMP), fp8 (H100/H200); default fp32 on P100/V100, "
+                                 "tf32 convolutions with fp32 matmuls on A100/H100/H200 (PyTorch's default)")},
                     {"peak_flops", flop_rate_schema("peak compute rate (overrides the profile)")},
                     {"efficiency",
                      {{"type", "number"},
                       {"exclusiveMinimum", 0},
                       {"maximum", 1},
-                      {"description", "sustained fraction of peak (default 0.5)"}}},
+                      {"description",
+                       "sustained fraction of peak for convolutions and matmuls; replaces the built-in profile's "
+                       "measured fractions (default: measured per generation and precision; 0.5 for custom devices)"}}},
                     {"memory_bandwidth", bandwidth_schema("device memory bandwidth (update time)")},
                     {"samples_per_s",
                      {{"type", "number"},
@@ -221,8 +263,16 @@ Tables build() {
             {"per_tensor",
              {{"type", "boolean"},
               {"description",
-               "ps: push and pull each tensor separately, so pulls of early tensors "
-               "overlap pushes of later ones (default false)"}}},
+               "ps: push and pull each tensor (byteps: each partition) separately, so pulls of early ones "
+               "overlap pushes of later ones (default false; true for byteps)"}}},
+            {"local_aggregation",
+             {{"type", "boolean"},
+              {"description",
+               "ps: GPUs of a machine first reduce over the machine's own fabric, each pushes and pulls a 1/g "
+               "slice through the NIC, then they all-gather (BytePS, TensorFlow's replicated PS); default true"}}},
+            {"partition_size",
+             bytes_schema("byteps: tensors are cut into partitions of at most this size, each pushed and pulled on "
+                          "its own (default 4096000 bytes, BYTEPS_PARTITION_BYTES)")},
             {"style", enum_schema(c.ps_styles,
                                   "ps: standard (default) or byteps (k CPU summation servers plus every "
                                   "worker host serving, with BytePS's optimal load split)")},
@@ -281,8 +331,9 @@ Tables build() {
             {"wfbp",
              {{"type", "boolean"},
               {"description",
-               "wait-free backprop: a layer's gradient leaves as soon as "
-               "backward produced it (default false)"}}},
+               "wait-free backprop: a layer's gradient (or a full bucket) leaves as soon as backward produced "
+               "it (default: true with fusion, mgwfbp or priority, else false; false with fusion \"buffer\" sends "
+               "the buckets when backward ends)"}}},
             {"fusion", enum_schema(c.fusions,
                                    "none (default), buffer (DDP buckets / Horovod fusion buffer) or mgwfbp "
                                    "(MG-WFBP merging; implies wfbp)")},
@@ -297,6 +348,13 @@ Tables build() {
                "default false)"}}},
             {"partition_size", bytes_schema("priority: partition size (default 4MB)")},
             {"credit", integer("priority: partitions in flight at once, ByteScheduler's credit (default 4)", 1)},
+            {"compute_slowdown",
+             {{"type", "number"},
+              {"minimum", 0},
+              {"maximum", 10},
+              {"description",
+               "fraction by which compute slows while this worker's communication runs beside it (default "
+               "0.189, Hossain et al. arXiv 2507.03114; 0 with transport \"ideal\")"}}},
         }};
     t.convergence = {
         "convergence",
@@ -354,8 +412,9 @@ json scenario_schema() {
     json out = t.root.to_json();
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema";
     out["title"] = "ddlsim scenario";
-    for (const ObjectSchema* s : {&t.job, &t.network, &t.topology_file, &t.node, &t.link, &t.model, &t.layer, &t.device,
-                                  &t.architecture, &t.sync, &t.compression, &t.overlap, &t.stragglers, &t.convergence})
+    for (const ObjectSchema* s :
+         {&t.job, &t.network, &t.transport, &t.topology_file, &t.node, &t.link, &t.model, &t.layer, &t.device,
+          &t.architecture, &t.sync, &t.compression, &t.overlap, &t.stragglers, &t.convergence})
         out["$defs"][s->id] = s->to_json();
     return out;
 }

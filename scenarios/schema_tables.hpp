@@ -14,9 +14,11 @@ struct Choices {
     std::vector<std::string> topologies{"star", "two_tier", "fat_tree", "leaf_spine", "ring", "torus2d", "custom"};
     std::vector<std::string> network_models{"flow", "analytic"};
     std::vector<std::string> routings{"ecmp", "dmodk"};
+    std::vector<std::string> transports;  ///< topo::transport_names()
     std::vector<std::string> node_kinds{"host", "switch"};
     std::vector<std::string> dtypes{"fp32", "fp16", "bf16"};
-    std::vector<std::string> precisions{"fp32", "tf32", "fp16"};
+    // Order matches models::Precision (the loader maps by position).
+    std::vector<std::string> precisions{"fp32", "tf32", "fp16", "bf16", "fp8"};
     std::vector<std::string> arch_kinds{"allreduce", "ps", "gossip"};
     // Order matches the enums in topologies/collectives.hpp (the loader maps by position).
     std::vector<std::string> algorithms{"ring", "tree", "double_tree", "halving_doubling", "hierarchical", "torus2d"};
@@ -54,8 +56,8 @@ struct Planned {
 struct Tables {
     Choices choices;
     Planned planned;
-    ObjectSchema root, job, network, topology_file, node, link, model, layer, device, architecture, sync, compression,
-        overlap, stragglers, convergence;
+    ObjectSchema root, job, network, transport, topology_file, node, link, model, layer, device, architecture, sync,
+        compression, overlap, stragglers, convergence;
 };
 
 /// The tables, built once.

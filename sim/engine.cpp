@@ -28,8 +28,7 @@ EventId Engine::at(Time t, Action action) {
 }
 
 EventId Engine::after(Time dt, Action action) {
-    if (dt > Time::max() - now_)
-        throw std::overflow_error("simulated time beyond the int64 picosecond range (106 days)");
+    if (dt > Time::max() - now_) throw TimeOverflow();
     return at(now_ + dt, std::move(action));
 }
 

@@ -25,7 +25,7 @@ public:
     [[nodiscard]] Time now() const { return now_; }
     /// Schedules `action` at absolute time `t` (>= now()); throws std::logic_error otherwise.
     EventId at(Time t, Action action);
-    /// Schedules `action` `dt` after now(); throws std::overflow_error past Time::max().
+    /// Schedules `action` `dt` after now(); throws TimeOverflow past Time::max().
     EventId after(Time dt, Action action);
     /// Cancels a pending event; returns false if it already ran or was cancelled.
     bool cancel(EventId id);

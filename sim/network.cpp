@@ -1,6 +1,8 @@
 #include "sim/network.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -10,6 +12,7 @@ namespace ddlsim::sim {
 LinkIndex Network::add_link(LinkSpec spec) {
     if (!(spec.bandwidth.bytes_per_s() > 0.0) || !std::isfinite(spec.bandwidth.bytes_per_s()))
         throw std::invalid_argument("link bandwidth must be positive and finite");
+    if (!(spec.flow_cap > 0.0)) throw std::invalid_argument("link flow cap must be positive");
     links_.push_back(Link{spec, {}, {}, 0});
     local_index_.push_back(0);
     return static_cast<LinkIndex>(links_.size() - 1);
@@ -17,8 +20,18 @@ LinkIndex Network::add_link(LinkSpec spec) {
 
 Time Network::latency(const Route& route) const {
     Time t;
-    for (LinkIndex l : route) t += links_[l].spec.latency;
-    return t;
+    Time overhead;
+    for (LinkIndex l : route) {
+        t += links_[l].spec.latency;
+        overhead = std::max(overhead, links_[l].spec.overhead);
+    }
+    return t + overhead;
+}
+
+double Network::flow_cap(const Route& route) const {
+    double cap = std::numeric_limits<double>::infinity();
+    for (LinkIndex l : route) cap = std::min(cap, links_[l].spec.flow_cap);
+    return cap;
 }
 
 void Network::start(const Route& route, Bytes bytes, Callback on_done) {
@@ -40,6 +53,7 @@ void Network::start(const Route& route, Bytes bytes, Callback on_done) {
     x.remaining = bytes.value();
     x.bytes = bytes.value();
     x.rate = 0.0;
+    x.cap = flow_cap(route);
     x.started = engine_.now();
     x.on_done = std::move(on_done);
     x.live = true;
@@ -134,7 +148,7 @@ void Network::resolve_from(const Route& seeds) {
     for (std::uint32_t f : comp_flows_) {
         local_route_.clear();
         for (LinkIndex l : transfers_[f].route) local_route_.push_back(local_index_[l]);
-        problem_.add_flow(local_route_);
+        problem_.add_flow(local_route_, transfers_[f].cap);
     }
     solver_.solve(problem_, rates_);
 #ifdef DDLSIM_INVARIANTS
@@ -161,7 +175,7 @@ void Network::reschedule(std::uint32_t t) {
     Transfer& x = transfers_[t];
     engine_.cancel(x.completion);
     const double secs = x.remaining / x.rate;
-    if (!(secs < 9.2e6)) throw std::overflow_error("a transfer would outlast the int64 picosecond range (106 days)");
+    if (!(secs < 9.2e6)) throw TimeOverflow();  // a transfer would outlast the event clock
     const Time dt = Time::ps(static_cast<std::int64_t>(std::llround(secs * 1e12)));
     x.completion = engine_.after(dt, [this, t] { finish(t); });
 }

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "sim/engine.hpp"
@@ -23,10 +24,19 @@ namespace ddlsim::sim {
 using LinkIndex = std::uint32_t;
 using Route = std::vector<LinkIndex>;
 
-/// A directed link's capacity and latency.
+/// A directed link's capacity and latency, and what its transport charges each transfer:
+/// `overhead`, a per-transfer software latency (a transfer pays the largest overhead among
+/// the links it crosses, once, on top of the propagation latencies), and `flow_cap`, the
+/// most one transfer (one stream or a fixed set of streams) can move over this link
+/// (bytes/s; infinity = only the link's capacity limits it).
 struct LinkSpec {
+    LinkSpec(Bandwidth bw, Time lat, Time per_transfer = Time::zero(),
+             double cap = std::numeric_limits<double>::infinity())
+        : bandwidth(bw), latency(lat), overhead(per_transfer), flow_cap(cap) {}
     Bandwidth bandwidth;
     Time latency;
+    Time overhead;
+    double flow_cap;
 };
 
 /// Per-link counters, for utilisation reports.
@@ -57,8 +67,10 @@ public:
     [[nodiscard]] std::uint64_t transfers_started() const { return started_; }
     /// Transfers currently sharing bandwidth.
     [[nodiscard]] std::size_t active() const { return active_count_; }
-    /// Sum of route latencies of `route`.
+    /// Sum of route latencies of `route`, plus the largest per-transfer overhead on it.
     [[nodiscard]] Time latency(const Route& route) const;
+    /// The most one transfer over `route` may move per second (the smallest flow cap on it).
+    [[nodiscard]] double flow_cap(const Route& route) const;
 
     /// Called for every finished transfer over at least one link (timelines); off by default.
     using Observer = std::function<void(const Route& route, double bytes, Time started, Time finished)>;
@@ -73,9 +85,10 @@ private:
     };
     struct Transfer {
         Route route;
-        double remaining = 0.0;  ///< bytes left as of `updated`
-        double bytes = 0.0;      ///< size at start
-        double rate = 0.0;       ///< bytes per second
+        double remaining = 0.0;                                ///< bytes left as of `updated`
+        double bytes = 0.0;                                    ///< size at start
+        double rate = 0.0;                                     ///< bytes per second
+        double cap = std::numeric_limits<double>::infinity();  ///< per-transfer rate bound
         Time updated;
         Time started;
         EventId completion;

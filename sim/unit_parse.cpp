@@ -45,11 +45,17 @@ Split split_quantity(std::string_view text, std::string_view what) {
     return {value, unit};
 }
 
+// The largest magnitudes accepted (SI base units): far beyond any real machine, small enough that sums and
+// products of them stay finite.
+constexpr double kMaxBandwidth = 1e18;  // bytes/s (8 Ebit/s)
+constexpr double kMaxBytes = 1e18;
+constexpr double kMaxFlopRate = 1e21;
+
 template <std::size_t N>
 double lookup(const std::array<Unit, N>& table, Split s, std::string_view text, std::string_view what,
               std::string_view hint) {
     for (const auto& u : table)
-        if (u.name == s.unit) return s.number * u.factor;
+        if (u.name == s.unit) return s.number * u.factor;  // may be inf: callers bound the result
     std::string msg = "expected " + std::string(what) + ", got " + quoted(text);
     if (!hint.empty()) msg += " (" + std::string(hint) + ")";
     throw std::invalid_argument(msg);
@@ -82,13 +88,57 @@ constexpr std::array<Unit, 9> kByteUnits{{{"B", 1.0},
 constexpr std::array<Unit, 5> kFlopUnits{
     {{"FLOPS", 1.0}, {"MFLOPS", 1e6}, {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15}}};
 
+// `value` written in the first unit of `units` (largest first) that parses back to exactly `value`.
+template <std::size_t N>
+std::string format_exact(double value, const std::array<Unit, N>& table, std::initializer_list<std::string_view> units,
+                         std::string_view fallback) {
+    char buf[64];
+    // First pass: a whole number of the unit; second: any number >= 1 of it.
+    for (const bool whole : {true, false})
+        for (std::string_view name : units)
+            for (const auto& u : table)
+                if (u.name == name) {
+                    const double q = value / u.factor;
+                    if (q < 1.0 || (whole && q != std::floor(q))) continue;
+                    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, q);  // shortest round-trip text
+                    double back = 0.0;
+                    std::from_chars(buf, end, back);
+                    if (ec == std::errc{} && back * u.factor == value) return std::string(buf, end) + std::string(name);
+                }
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+    (void)ec;
+    return std::string(buf, end) + std::string(fallback);
+}
+
 }  // namespace
+
+std::string format_bandwidth(Bandwidth b) {
+    return format_exact(b.bytes_per_s(), kBandwidthUnits, {"Tbps", "Gbps", "Mbps", "kbps", "GBps", "MBps"}, "Bps");
+}
+
+std::string format_time(Time t) {
+    constexpr std::array<std::pair<std::int64_t, std::string_view>, 4> units{
+        {{1'000'000'000'000, "s"}, {1'000'000'000, "ms"}, {1'000'000, "us"}, {1'000, "ns"}}};
+    for (const auto& [ps, name] : units)
+        if (t.ps() % ps == 0) return std::to_string(t.ps() / ps) + std::string(name);
+    return std::to_string(t.ps()) + "ps";
+}
+
+std::string format_bytes(Bytes b) {
+    return format_exact(b.value(), kByteUnits, {"GB", "MB", "kB", "GiB", "MiB", "KiB"}, "B");
+}
+
+std::string format_flop_rate(FlopRate r) {
+    return format_exact(r.per_s(), kFlopUnits, {"PFLOPS", "TFLOPS", "GFLOPS", "MFLOPS"}, "FLOPS");
+}
 
 Bandwidth parse_bandwidth(std::string_view text) {
     constexpr std::string_view what = R"(a bandwidth such as "10Gbps" or "1.25GBps")";
     const Split s = split_quantity(text, what);
     const double v = lookup(kBandwidthUnits, s, text, what, R"("Gbps" is bits per second, "GBps" bytes per second)");
     if (v <= 0.0) throw std::invalid_argument("expected a positive bandwidth, got " + quoted(text));
+    if (!(v <= kMaxBandwidth))
+        throw std::invalid_argument("expected a bandwidth up to 8Ebps (1e18 bytes/s), got " + quoted(text));
     return Bandwidth::bytes_per_s(v);
 }
 
@@ -106,7 +156,9 @@ Time parse_time(std::string_view text) {
 Bytes parse_bytes(std::string_view text) {
     constexpr std::string_view what = R"(a size such as "25MB" (10^6 bytes) or "25MiB" (2^20 bytes))";
     const Split s = split_quantity(text, what);
-    return Bytes{lookup(kByteUnits, s, text, what, R"("B" is bytes; "Mb" bits are not a size unit)")};
+    const double v = lookup(kByteUnits, s, text, what, R"("B" is bytes; "Mb" bits are not a size unit)");
+    if (!(v <= kMaxBytes)) throw std::invalid_argument("expected a size up to 1EB (1e18 bytes), got " + quoted(text));
+    return Bytes{v};
 }
 
 FlopRate parse_flop_rate(std::string_view text) {
@@ -114,6 +166,8 @@ FlopRate parse_flop_rate(std::string_view text) {
     const Split s = split_quantity(text, what);
     const double v = lookup(kFlopUnits, s, text, what, "units: FLOPS, MFLOPS, GFLOPS, TFLOPS, PFLOPS");
     if (v <= 0.0) throw std::invalid_argument("expected a positive compute rate, got " + quoted(text));
+    if (!(v <= kMaxFlopRate))
+        throw std::invalid_argument("expected a compute rate up to 1e21 FLOPS, got " + quoted(text));
     return FlopRate::per_s(v);
 }
 

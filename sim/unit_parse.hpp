@@ -3,6 +3,7 @@
 // Errors are std::invalid_argument whose message says what was expected.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "sim/units.hpp"
@@ -17,5 +18,12 @@ namespace ddlsim::sim {
 [[nodiscard]] Bytes parse_bytes(std::string_view text);
 /// "125TFLOPS", "19.5 TFLOPS", "900GFLOPS".
 [[nodiscard]] FlopRate parse_flop_rate(std::string_view text);
+
+/// The inverse of the parsers: a unit string that parses back to exactly the same value, in the
+/// largest unit that keeps it exact ("100Gbps", "5us", "25MB"; "12345.5Bps" when none does).
+[[nodiscard]] std::string format_bandwidth(Bandwidth b);
+[[nodiscard]] std::string format_time(Time t);
+[[nodiscard]] std::string format_bytes(Bytes b);
+[[nodiscard]] std::string format_flop_rate(FlopRate r);
 
 }  // namespace ddlsim::sim

@@ -12,14 +12,22 @@
 
 namespace ddlsim::sim {
 
+/// A time beyond the event clock's range (int64 picoseconds, about 106 days): the inputs made the simulated
+/// time too long. Derives from out_of_range for callers that treat every range error alike.
+class TimeOverflow : public std::out_of_range {
+public:
+    TimeOverflow() : std::out_of_range("simulated time beyond the int64 picosecond range (about 106 days)") {}
+};
+
 /// Simulated time as integer picoseconds: a total order with no rounding drift.
 class Time {
 public:
     constexpr Time() = default;
     [[nodiscard]] static constexpr Time ps(std::int64_t v) { return Time{v}; }
-    /// Rounds to the nearest picosecond; throws on negative, non-finite or overflowing input.
+    /// Rounds to the nearest picosecond; throws TimeOverflow above 9e6 s, out_of_range on negative or NaN input.
     [[nodiscard]] static Time seconds(double s) {
-        if (!std::isfinite(s) || s < 0.0 || s > 9.0e6) throw std::out_of_range("time out of range (0 .. 9e6 s)");
+        if (std::isnan(s) || s < 0.0) throw std::out_of_range("time out of range (0 .. 9e6 s)");
+        if (s > 9.0e6) throw TimeOverflow();
         return Time{static_cast<std::int64_t>(std::llround(s * 1e12))};
     }
     [[nodiscard]] static constexpr Time zero() { return Time{0}; }
@@ -29,12 +37,14 @@ public:
     [[nodiscard]] constexpr double seconds() const { return static_cast<double>(v_) * 1e-12; }
 
     constexpr auto operator<=>(const Time&) const = default;
-    constexpr Time operator+(Time o) const { return Time{v_ + o.v_}; }
-    constexpr Time operator-(Time o) const { return Time{v_ - o.v_}; }
-    constexpr Time& operator+=(Time o) {
-        v_ += o.v_;
-        return *this;
+    /// Throws TimeOverflow instead of wrapping around.
+    constexpr Time operator+(Time o) const {
+        std::int64_t sum = 0;
+        if (__builtin_add_overflow(v_, o.v_, &sum)) throw TimeOverflow();
+        return Time{sum};
     }
+    constexpr Time operator-(Time o) const { return Time{v_ - o.v_}; }
+    constexpr Time& operator+=(Time o) { return *this = *this + o; }
     constexpr Time& operator-=(Time o) {
         v_ -= o.v_;
         return *this;

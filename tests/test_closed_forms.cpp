@@ -17,20 +17,23 @@ constexpr double kL = 5e-6;  // per-link latency, s
 
 // A one-layer model of S bytes of fp32 gradients with no compute, on a star.
 json comm_only(int n, double S, double gbps, const json& arch, const char* model = "flow") {
-    return json{
-        {"workers", n},
-        {"model",
-         {{"layers", json::array({{{"name", "g"},
-                                   {"params", static_cast<std::int64_t>(S / 4)},
-                                   {"fwd_time", 0},
-                                   {"bwd_time", 0},
-                                   {"update_time", 0}}})}}},
-        {"batch_size", 1},
-        {"iterations", 1},
-        {"device", "V100"},
-        {"network",
-         {{"topology", "star"}, {"bandwidth", fmt::format("{}Gbps", gbps)}, {"latency", "5us"}, {"model", model}}},
-        {"architecture", arch}};
+    return json{{"workers", n},
+                {"model",
+                 {{"layers", json::array({{{"name", "g"},
+                                           {"params", static_cast<std::int64_t>(S / 4)},
+                                           {"fwd_time", 0},
+                                           {"bwd_time", 0},
+                                           {"update_time", 0}}})}}},
+                {"batch_size", 1},
+                {"iterations", 1},
+                {"device", "V100"},
+                {"network",
+                 {{"topology", "star"},
+                  {"bandwidth", fmt::format("{}Gbps", gbps)},
+                  {"latency", "5us"},
+                  {"model", model},
+                  {"transport", "ideal"}}},
+                {"architecture", arch}};
 }
 
 scenario::RunResult run(const json& j) {
@@ -149,7 +152,8 @@ TEST_CASE("two_tier: ring all-reduce is bound by the NIC that carries every chun
     const double S = 80e6, c = S / 4, B = 100e9 / 8, L = 2e-6, Li = 1e-6;
     json j = comm_only(4, S, 1, {{"kind", "allreduce"}});
     j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2},           {"bandwidth", "100Gbps"},
-                    {"latency", "2us"},       {"intra_bandwidth", "300Gbps"}, {"intra_latency", "1us"}};
+                    {"latency", "2us"},       {"intra_bandwidth", "300Gbps"}, {"intra_latency", "1us"},
+                    {"transport", "ideal"}};
     const double slow = 2 * Li + 2 * L + c / B;
     const double t = run(j).jobs.front().iteration_time_s;
     CHECK(t >= 2 * Li + 2 * L + 6 * c / B);
@@ -164,9 +168,10 @@ TEST_CASE("two_tier: parameter server on the top switch") {
     // each; a node NIC carries only 2), so a push takes Λ + 4S/B; pulls mirror it:
     // T = 2 (Li + 2L + 4S/B).
     const double S = 10e6, B = 25e9 / 8, L = 3e-6, Li = 1e-6;
-    json j = comm_only(4, S, 1, {{"kind", "ps"}, {"servers", 1}});
+    json j = comm_only(4, S, 1, {{"kind", "ps"}, {"servers", 1}, {"local_aggregation", false}});
     j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2},           {"bandwidth", "25Gbps"},
-                    {"latency", "3us"},       {"intra_bandwidth", "300Gbps"}, {"intra_latency", "1us"}};
+                    {"latency", "3us"},       {"intra_bandwidth", "300Gbps"}, {"intra_latency", "1us"},
+                    {"transport", "ideal"}};
     CHECK(run(j).jobs.front().iteration_time_s == doctest::Approx(2 * (Li + 2 * L + 4 * S / B)).epsilon(1e-9));
 }
 
@@ -174,14 +179,15 @@ TEST_CASE("contention: workers sharing a host share its NIC") {
     // PS with both workers on h0 and the server on h2: the two pushes share h0's uplink and
     // the two pulls h0's downlink (B/2 each): T = 2 (2L + 2S/B).
     const double S = 8e6, B = 1.25e9;
-    json ps = comm_only(2, S, 10, {{"kind", "ps"}, {"server_placement", {"h2"}}});
+    // Without local aggregation (the default would sum the two GPUs of h0 inside the machine first).
+    json ps = comm_only(2, S, 10, {{"kind", "ps"}, {"server_placement", {"h2"}}, {"local_aggregation", false}});
     ps["network"]["hosts"] = 3;
     ps["placement"] = {"h0", "h0"};
     CHECK(run(ps).jobs.front().iteration_time_s == doctest::Approx(2 * (2 * kL + 2 * S / B)).epsilon(1e-9));
     // 3 workers on h0 and 1 on h1, server on h2:
     // the server downlink (4 flows) and h0's uplink (3 flows) both bind; max-min gives each
     // push B/4 (the server downlink is the tighter): T = 2 (2L + 4S/B).
-    json four = comm_only(4, S, 10, {{"kind", "ps"}, {"server_placement", {"h2"}}});
+    json four = comm_only(4, S, 10, {{"kind", "ps"}, {"server_placement", {"h2"}}, {"local_aggregation", false}});
     four["network"]["hosts"] = 3;
     four["placement"] = {"h0", "h0", "h0", "h1"};
     CHECK(run(four).jobs.front().iteration_time_s == doctest::Approx(2 * (2 * kL + 4 * S / B)).epsilon(1e-9));

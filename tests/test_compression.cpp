@@ -41,7 +41,12 @@ CompressedTensor compress(CompressionKind kind, std::uint64_t n, double bytes = 
 }
 
 models::DeviceSpec device(double peak, double efficiency, double memory_bytes_per_s) {
-    return {"d", sim::FlopRate::per_s(peak), efficiency, sim::Bandwidth::bytes_per_s(memory_bytes_per_s), std::nullopt};
+    models::DeviceSpec d;
+    d.name = "d";
+    d.peak = sim::FlopRate::per_s(peak);
+    d.efficiency = efficiency;
+    d.memory_bandwidth = sim::Bandwidth::bytes_per_s(memory_bytes_per_s);
+    return d;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ json base() {
             {"model", "gpt2_xl"},
             {"batch_size", 100},
             {"device", "V100"},
-            {"network", {{"topology", "star"}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}}}};
+            {"network", {{"topology", "star"}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}, {"transport", "ideal"}}}};
 }
 std::string error_path(const json& j) {
     try {
@@ -63,7 +63,12 @@ TEST_CASE("limits: the analytic model handles 100,000 workers (ring, closed form
         {"batch_size", 1},
         {"iterations", 1},
         {"device", "V100"},
-        {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}, {"model", "analytic"}}}};
+        {"network",
+         {{"topology", "star"},
+          {"bandwidth", "10Gbps"},
+          {"latency", "5us"},
+          {"model", "analytic"},
+          {"transport", "ideal"}}}};
     const auto r = scenario::run_scenario(scenario::load_scenario(j));
     CHECK(r.jobs[0].iteration_time_s == doctest::Approx(2 * (n - 1) * (2 * L + S / (n * B))).epsilon(1e-9));
     CHECK(r.events == 0);

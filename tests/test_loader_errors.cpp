@@ -248,9 +248,13 @@ TEST_CASE("loader: malformed bandwidth and time strings carry the unit hint") {
     expect_error(bw("NaN Gbps"), "$.network.bandwidth", "Gbps", "finite", "\"NaN Gbps\"");
     expect_error(bw("1e400Gbps"), "$.network.bandwidth", "\"10Gbps\"", "\"1e400Gbps\"");
     expect_error(bw("0Gbps"), "$.network.bandwidth", "positive bandwidth", "\"0Gbps\"");
-    // A number is bytes/s and must be positive; the message still shows the unit form.
-    expect_error(bw(0), "$.network.bandwidth", "\"10Gbps\"", "\"1.25GBps\"", "positive", "got 0");
-    expect_error(bw(-1), "$.network.bandwidth", "Gbps", "positive", "got -1");
+    // A bare number is refused whatever its value (bits or bytes per second?), with the unit hint.
+    expect_error(bw(0), "$.network.bandwidth", "\"10Gbps\"", "\"1.25GBps\"", "with its unit", "got 0");
+    expect_error(bw(-1), "$.network.bandwidth", "Gbps", "with its unit", "got -1");
+    expect_error(bw(10e9), "$.network.bandwidth", "\"Gbps\" is bits per second, \"GBps\" bytes per second",
+                 "got 10000000000");
+    // Magnitudes that would overflow the arithmetic are refused with the bound.
+    expect_error(bw("1e308Gbps"), "$.network.bandwidth", "up to 8Ebps", "\"1e308Gbps\"");
     expect_error(with(base(), P("/network/latency"), "-5us"), "$.network.latency", "time", "non-negative", "\"-5us\"");
     expect_error(with(base(), P("/network/latency"), "5 sec"), "$.network.latency", "us", "ms", "\"5 sec\"");
     expect_error(with(base(), P("/device"), from_text(R"({"peak_flops": 0})")), "$.device.peak_flops", "TFLOPS",
@@ -295,9 +299,13 @@ TEST_CASE("loader: values and keys the SPEC defines but this version lacks say n
                  "$.architecture.sharding", "applies to kind \"ps\" only");
     expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "segment_size": "4MB"})")),
                  "$.architecture.segment_size", "applies to kind \"allreduce\" only");
-    expect_error(
-        with(base(), P("/architecture"), from_text(R"({"kind": "ps", "style": "byteps", "placement": "colocated"})")),
-        "$.architecture.placement", "dedicated");
+    expect_error(with(base(), P("/architecture"),
+                      from_text(R"({"kind": "ps", "style": "byteps", "placement": "colocated", "servers": 2})")),
+                 "$.architecture.servers", "one server on every worker machine");
+    expect_error(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "partition_size": "4MB"})")),
+                 "$.architecture.partition_size", "byteps");
+    expect_error(with(base(), P("/overlap"), from_text(R"({"fusion": "mgwfbp", "wfbp": false})")), "$.overlap.wfbp",
+                 "expected true");
     // Sync schemes that the architecture cannot run, and parameters of other kinds.
     expect_error(with(base(), P("/sync"), from_text(R"({"kind": "ssp", "staleness": 2})")), "$.sync.kind",
                  "does not apply to architecture \"allreduce\"", "\"local_sgd\"");
@@ -393,7 +401,7 @@ TEST_CASE("loader: custom topologies must be complete, named uniquely and connec
     expect_error(dup, "$.network.nodes[2].name", "duplicate node name", "\"h0\"");
     json no_hosts = custom_base();
     no_hosts["network"]["nodes"] = from_text(R"([{"name": "s", "kind": "switch"}, {"name": "t", "kind": "switch"}])");
-    no_hosts["network"]["links"] = from_text(R"([{"from": "s", "to": "t", "bandwidth": 1, "latency": 0}])");
+    no_hosts["network"]["links"] = from_text(R"([{"from": "s", "to": "t", "bandwidth": "8bps", "latency": 0}])");
     expect_error(no_hosts, "$.network", "no host");
 }
 

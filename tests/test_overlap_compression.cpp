@@ -37,7 +37,11 @@ json layered(int n, const std::vector<L>& layers, double gbps, const json& overl
                 {"batch_size", 1},
                 {"iterations", 5},
                 {"device", "V100"},
-                {"network", {{"topology", "star"}, {"bandwidth", fmt::format("{}Gbps", gbps)}, {"latency", "5us"}}},
+                {"network",
+                 {{"topology", "star"},
+                  {"bandwidth", fmt::format("{}Gbps", gbps)},
+                  {"latency", "5us"},
+                  {"transport", "ideal"}}},
                 {"architecture", {{"kind", "allreduce"}, {"algorithm", "ring"}}},
                 {"overlap", overlap}};
 }

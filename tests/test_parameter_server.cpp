@@ -239,11 +239,17 @@ TEST_CASE("byteps: k = 0 is the colocated all-to-all PS, T = 2(2L + (n-1)S/(nB))
             auto colo_spec = ps_spec(n, topo::PsSharding::bytes, per_tensor);
             colo_spec.placement = topo::ServerPlacement::colocated;
             const auto colo = run_colocated(*topo::make_parameter_server(colo_spec, ctx), n);
+            const double bound = 2 * (kA + (n - 1) * S / (n * kB));
             if (!per_tensor) {
-                CHECK(bps.makespan == doctest::Approx(2 * (kA + (n - 1) * S / (n * kB))).epsilon(1e-9));
+                CHECK(bps.makespan == doctest::Approx(bound).epsilon(1e-9));
                 CHECK(bps.analytic == doctest::Approx(bps.makespan).epsilon(1e-9));
+                CHECK(bps.makespan == doctest::Approx(colo.makespan).epsilon(1e-9));
+            } else {
+                // Partitions (4 MB) pushed and pulled one by one: pulls of early partitions overlap pushes
+                // of later ones, so the round approaches the one-way bound (n-1)S/(nB) from above.
+                CHECK(bps.makespan >= (n - 1) * S / (n * kB));
+                CHECK(bps.makespan <= 1.1 * bound);
             }
-            CHECK(bps.makespan == doctest::Approx(colo.makespan).epsilon(1e-9));
             CHECK(bps.wire_bytes == doctest::Approx(2.0 * (n - 1) * S));
             CHECK(colo.wire_bytes == doctest::Approx(2.0 * (n - 1) * S));
         }

@@ -146,6 +146,13 @@ TEST_CASE("schema: the loader and the schema agree on the examples and on mutati
         bad_unit["network"]["latency"] = "5 parsecs";
         CHECK_FALSE(v.valid(bad_unit));
         CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(bad_unit, kExamples), ddlsim::scenario::ScenarioError);
+        // A bandwidth without its unit (bits or bytes?): both reject.
+        if (ex["network"].contains("bandwidth")) {
+            json bare = ex;
+            bare["network"]["bandwidth"] = 1.25e9;
+            CHECK_FALSE(v.valid(bare));
+            CHECK_THROWS_AS((void)ddlsim::scenario::load_scenario(bare, kExamples), ddlsim::scenario::ScenarioError);
+        }
     }
 }
 

@@ -83,18 +83,19 @@ Table read_table(const std::string& path) {
 // One layer of S bytes with explicit compute times on an idle star (SPEC §4 ring closed form).
 constexpr double kS = 8e6, kFwd = 0.010, kBwd = 0.020, kUpd = 0.001, kL = 5e-6;
 json one_layer_ring() {
-    return json{{"workers", 4},
-                {"model",
-                 {{"layers", json::array({{{"name", "g"},
-                                           {"params", static_cast<std::int64_t>(kS / 4)},
-                                           {"fwd_time", kFwd},
-                                           {"bwd_time", kBwd},
-                                           {"update_time", kUpd}}})}}},
-                {"batch_size", 8},
-                {"iterations", 2},
-                {"device", "V100"},
-                {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}},
-                {"architecture", {{"kind", "allreduce"}, {"algorithm", "ring"}}}};
+    return json{
+        {"workers", 4},
+        {"model",
+         {{"layers", json::array({{{"name", "g"},
+                                   {"params", static_cast<std::int64_t>(kS / 4)},
+                                   {"fwd_time", kFwd},
+                                   {"bwd_time", kBwd},
+                                   {"update_time", kUpd}}})}}},
+        {"batch_size", 8},
+        {"iterations", 2},
+        {"device", "V100"},
+        {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}, {"transport", "ideal"}}},
+        {"architecture", {{"kind", "allreduce"}, {"algorithm", "ring"}}}};
 }
 
 tools::SweepOptions options(const std::string& scenario, std::vector<std::string> vary, const std::string& out) {

@@ -29,7 +29,11 @@ json one_layer(int n, double S, double f, double b, double gbps, const json& arc
                 {"batch_size", 1},
                 {"iterations", 10},
                 {"device", "V100"},
-                {"network", {{"topology", "star"}, {"bandwidth", fmt::format("{}Gbps", gbps)}, {"latency", "5us"}}},
+                {"network",
+                 {{"topology", "star"},
+                  {"bandwidth", fmt::format("{}Gbps", gbps)},
+                  {"latency", "5us"},
+                  {"transport", "ideal"}}},
                 {"architecture", arch}};
 }
 
@@ -70,11 +74,12 @@ TEST_CASE("bsp: a heterogeneous cluster runs at the pace of its slowest device")
     j["model"]["layers"][0].erase("bwd_time");
     j["model"]["layers"][0]["fwd_flops"] = 1e9;
     j["batch_size"] = 64;
-    j["worker_devices"] = {"V100", "V100", "P100", "V100"};
+    const json v100 = {{"name", "V100"}, {"efficiency", 0.5}}, p100 = {{"name", "P100"}, {"efficiency", 0.5}};
+    j["worker_devices"] = {v100, v100, p100, v100};
     const auto r = run(j);
     // P100 (SXM2) fp32 peak 10.6 TFLOPS at efficiency 0.5: 3 x 64 GFLOP / 5.3 TFLOP/s.
-    const double p100 = 3 * 64e9 / (10.6e12 * 0.5);
-    CHECK(r.iteration_time_s == doctest::Approx(p100 + ring_time(4, 8e6, 10)).epsilon(1e-6));
+    const double slowest = 3 * 64e9 / (10.6e12 * 0.5);
+    CHECK(r.iteration_time_s == doctest::Approx(slowest + ring_time(4, 8e6, 10)).epsilon(1e-6));
 }
 
 TEST_CASE("network.host_bandwidth: a slow host link bounds a ring: 2(n-1)(2L + S/(n B_slow))") {

@@ -181,7 +181,7 @@ TEST_CASE("jobs: two interleaved ring jobs share the rack uplinks fairly") {
     // Step = Λ + 4c/U with Λ = 2 L_host + 2 L_up; T = 6 (Λ + S/U). Alone, a job would see U/2:
     // T = 6 (Λ + S/(2U)).
     json custom = json::parse(R"({
-      "topology": "custom",
+      "topology": "custom", "transport": "ideal",
       "nodes": [{"name": "core", "kind": "switch"}, {"name": "tA", "kind": "switch"}, {"name": "tB", "kind": "switch"},
                 {"name": "a0", "kind": "host"}, {"name": "a1", "kind": "host"}, {"name": "a2", "kind": "host"},
                 {"name": "a3", "kind": "host"}, {"name": "b0", "kind": "host"}, {"name": "b1", "kind": "host"},
@@ -220,14 +220,15 @@ TEST_CASE("jobs: two interleaved ring jobs share the rack uplinks fairly") {
 }
 
 TEST_CASE("jobs: default placement gives each job the next unused hosts") {
-    const json j{{"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}},
-                 {"jobs",
-                  {{{"workers", 2}, {"model", "resnet50"}, {"batch_size", 8}, {"device", "V100"}},
-                   {{"workers", 3},
-                    {"model", "resnet50"},
-                    {"batch_size", 8},
-                    {"device", "V100"},
-                    {"architecture", {{"kind", "ps"}, {"servers", 1}}}}}}};
+    const json j{
+        {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}, {"transport", "ideal"}}},
+        {"jobs",
+         {{{"workers", 2}, {"model", "resnet50"}, {"batch_size", 8}, {"device", "V100"}},
+          {{"workers", 3},
+           {"model", "resnet50"},
+           {"batch_size", 8},
+           {"device", "V100"},
+           {"architecture", {{"kind", "ps"}, {"servers", 1}}}}}}};
     const auto s = scenario::load_scenario(j);
     CHECK(s.jobs[0].placement == std::vector<std::string>{"h0", "h1"});
     CHECK(s.jobs[1].placement == std::vector<std::string>{"h2", "h3", "h4"});
@@ -241,7 +242,7 @@ json star_base() {
             {"model", "resnet50"},
             {"batch_size", 8},
             {"device", "V100"},
-            {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}}};
+            {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}, {"transport", "ideal"}}}};
 }
 std::string error_of(const json& j, const std::string& base_dir = ".") {
     try {

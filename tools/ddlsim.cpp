@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +13,7 @@
 #include <memory>
 
 #include "scenarios/json_reader.hpp"
+#include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "tools/output_file.hpp"
@@ -25,12 +29,72 @@ using ddlsim::scenario::ScenarioError;
 
 using ddlsim::tools::CliError;
 
+// `run --seeds N`: mean, sample standard deviation, min and max of a key over the seeds' results.
+nlohmann::json spread(const std::vector<double>& v) {
+    double sum = 0.0, lo = v.front(), hi = v.front();
+    for (double x : v) sum += x, lo = std::min(lo, x), hi = std::max(hi, x);
+    const double mean = sum / static_cast<double>(v.size());
+    double ss = 0.0;
+    for (double x : v) ss += (x - mean) * (x - mean);
+    const double sd = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0;
+    return {{"mean", mean}, {"stddev", sd}, {"min", lo}, {"max", hi}};
+}
+
+// Runs seeds seed, seed + 1, ..., seed + n - 1 of `scenario` and adds a "seeds" block to each job's result
+// (the rest of the result is the first seed's); returns the summary lines.
+std::string run_seeds(const ddlsim::scenario::Scenario& scenario, std::uint32_t n, nlohmann::json& result) {
+    const std::size_t jobs = scenario.jobs.size();
+    std::vector<std::vector<double>> times(jobs), rates(jobs);
+    std::vector<std::uint64_t> seeds;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        auto s = scenario;
+        s.seed = scenario.seed + i;
+        seeds.push_back(s.seed);
+        const auto r = ddlsim::scenario::run_scenario(s);
+        for (std::size_t j = 0; j < jobs; ++j) {
+            times[j].push_back(r.jobs[j].iteration_time_s);
+            rates[j].push_back(r.jobs[j].throughput_samples_per_s);
+        }
+    }
+    std::string text;
+    for (std::size_t j = 0; j < jobs; ++j) {
+        const auto t = spread(times[j]), x = spread(rates[j]);
+        const double cv_t = t["mean"].get<double>() > 0 ? t["stddev"].get<double>() / t["mean"].get<double>() : 0.0;
+        const double cv_x = x["mean"].get<double>() > 0 ? x["stddev"].get<double>() / x["mean"].get<double>() : 0.0;
+        const double cv = std::max(cv_t, cv_x);
+        const nlohmann::json block{{"count", n},
+                                   {"seeds", seeds},
+                                   {"iteration_time_s", t},
+                                   {"throughput_samples_per_s", x},
+                                   {"relative_spread", cv}};
+        (scenario.has_jobs_list ? result["jobs"][j] : result)["seeds"] = block;
+        text += fmt::format(
+            "\n  over {} seeds ({}..{}){}\n"
+            "    iteration time   mean {:.3f} ms, stddev {:.3f} ms, min {:.3f} ms, max {:.3f} ms\n"
+            "    throughput       mean {:.1f}, stddev {:.1f}, min {:.1f}, max {:.1f} samples/s\n"
+            "    run-to-run spread {:.2f} % (stddev / mean){}\n",
+            n, seeds.front(), seeds.back(), scenario.has_jobs_list ? ", job " + scenario.jobs[j].name : "",
+            1e3 * t["mean"].get<double>(), 1e3 * t["stddev"].get<double>(), 1e3 * t["min"].get<double>(),
+            1e3 * t["max"].get<double>(), x["mean"].get<double>(), x["stddev"].get<double>(), x["min"].get<double>(),
+            x["max"].get<double>(), 100.0 * cv,
+            cv > 0.01 ? ": exceeds 1 %, so one seed's figures are not representative; report the mean and spread" : "");
+    }
+    return text;
+}
+
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
-                const std::string& trace, const std::string& plot) {
+                const std::string& trace, const std::string& plot, std::uint32_t seeds) {
     // Output paths are checked before simulating, so a typo costs nothing.
     if (!out.empty()) ddlsim::tools::check_output_path(out);
     if (!trace.empty()) ddlsim::tools::check_output_path(trace);
     if (!plot.empty()) ddlsim::tools::check_plot_path("--plot", plot);
+    // No output may replace the scenario or another output.
+    ddlsim::tools::check_distinct_files(out, "--out", file, "the scenario file");
+    ddlsim::tools::check_distinct_files(trace, "--trace", file, "the scenario file");
+    ddlsim::tools::check_distinct_files(plot, "--plot", file, "the scenario file");
+    ddlsim::tools::check_distinct_files(trace, "--trace", out, "the --out file");
+    ddlsim::tools::check_distinct_files(plot, "--plot", out, "the --out file");
+    ddlsim::tools::check_distinct_files(plot, "--plot", trace, "the --trace file");
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
     const bool converge = scenario.jobs.size() == 1 && scenario.jobs[0].convergence.has_value();
     ddlsim::tools::Plotter plotter;
@@ -41,8 +105,9 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
     std::unique_ptr<ddlsim::sim::Trace> timeline;
     if (!trace.empty()) timeline = std::make_unique<ddlsim::sim::Trace>();
     const auto result = ddlsim::scenario::run_scenario(scenario, timeline.get());
-    std::cout << ddlsim::tools::run_summary(file, scenario, result) << std::flush;
+    std::cout << ddlsim::tools::run_summary(file, scenario, result, sets) << std::flush;
     auto json = ddlsim::scenario::result_json(scenario, result);
+    if (seeds > 1) std::cout << run_seeds(scenario, seeds, json) << std::flush;
     if (converge) {  // time to accuracy (SPEC §6): the schedule replayed on the proxy task
         const auto keys = ddlsim::validate::convergence_result(scenario, result);
         std::cout << ddlsim::validate::convergence_summary(keys) << std::flush;
@@ -72,6 +137,8 @@ int main(int argc, char** argv) {
 
     std::string file, out, trace, plot;
     std::vector<std::string> sets;
+    std::uint32_t seeds = 1;
+    bool print_resolved = false;
     auto* run = app.add_subcommand("run", "simulate one scenario and print a summary");
     run->add_option("scenario", file, "scenario JSON file")->required();
     run->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)")->expected(1)->take_all();
@@ -82,9 +149,15 @@ int main(int argc, char** argv) {
                     "with a convergence block: draw accuracy and loss against simulated time into FILE.png or "
                     "FILE.svg (python3-matplotlib)");
 
+    run->add_option("--seeds", seeds,
+                    "run N seeds (seed, seed + 1, ...): mean, stddev, min and max of iteration time and throughput")
+        ->check(CLI::Range(1U, 10000U));
+
     auto* check = app.add_subcommand("check", "validate a scenario without running it");
     check->add_option("scenario", file, "scenario JSON file")->required();
     check->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)")->expected(1)->take_all();
+    check->add_flag("--print", print_resolved,
+                    "print the resolved scenario (every default applied; `ddlsim run` on it gives the same result)");
 
     ddlsim::tools::SweepOptions sweep_opts;
     std::string sweep_format = "csv";
@@ -127,7 +200,7 @@ int main(int argc, char** argv) {
 
     try {
         if (const auto code = ddlsim::validate::run_validate_commands(app)) return *code;
-        if (run->parsed()) return run_command(file, sets, out, trace, plot);
+        if (run->parsed()) return run_command(file, sets, out, trace, plot, seeds);
         if (sweep->parsed()) {
             sweep_opts.extra_keys = [](const ddlsim::scenario::Scenario& s, const ddlsim::scenario::RunResult& r) {
                 const bool converge = s.jobs.size() == 1 && s.jobs[0].convergence.has_value();
@@ -140,6 +213,10 @@ int main(int argc, char** argv) {
         }
         if (check->parsed()) {
             const auto s = ddlsim::scenario::load_scenario_file(file, sets);
+            if (print_resolved) {
+                std::cout << ddlsim::scenario::resolved_scenario(s).dump(2) << "\n";
+                return 0;
+            }
             std::string jobs;
             for (const auto& j : s.jobs)
                 jobs += fmt::format("{}{}: {} workers, model {}, {}", jobs.empty() ? "" : "; ", j.name, j.workers,

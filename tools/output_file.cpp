@@ -1,71 +1,184 @@
 #include "tools/output_file.hpp"
 
-#include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <string_view>
+#include <thread>
 
 namespace ddlsim::tools {
 namespace {
 
 namespace fs = std::filesystem;
 
+constexpr std::array<int, 5> kSignals{SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+constexpr int kMaxLinks = 40;  // as the kernel's ELOOP limit
+
 // The temporary file being written, for the signal handler, which can only reach static
-// storage: this is the one piece of global state, written only by write_file_atomically.
+// storage: this is the one piece of global state, written only by write_file_atomically
+// with the handled signals blocked.
 volatile std::sig_atomic_t g_writing = 0;
 char g_tmp_path[4096] = {};
 
 extern "C" void on_interrupt(int sig) {
     if (g_writing) ::unlink(g_tmp_path);
     std::signal(sig, SIG_DFL);
-    std::raise(sig);  // die of the signal as usual (exit status 128 + sig)
+    std::raise(sig);  // delivered when this handler returns: the process dies of the signal (128 + sig)
+}
+
+// Blocks the handled signals for its lifetime (so the handler never sees a half-set path).
+class BlockSignals {
+public:
+    BlockSignals() {
+        sigset_t set;
+        sigemptyset(&set);
+        for (int s : kSignals) sigaddset(&set, s);
+        ::sigprocmask(SIG_BLOCK, &set, &old_);
+    }
+    ~BlockSignals() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+    BlockSignals(const BlockSignals&) = delete;
+    BlockSignals& operator=(const BlockSignals&) = delete;
+
+private:
+    sigset_t old_{};
+};
+
+std::string_view type_name(fs::file_type t) {
+    switch (t) {
+        case fs::file_type::directory: return "a directory";
+        case fs::file_type::fifo: return "a FIFO (named pipe)";
+        case fs::file_type::socket: return "a socket";
+        case fs::file_type::block: return "a block device";
+        case fs::file_type::character: return "a character device";
+        default: return "not a regular file";
+    }
+}
+
+// Test hook: DDLSIM_TEST_WRITE_PAUSE_MS holds the temporary file open that long before the rename, so
+// the tests can deliver a signal while it exists.
+void test_pause() {
+    if (const char* ms = std::getenv("DDLSIM_TEST_WRITE_PAUSE_MS"); ms && *ms)
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(ms)));
 }
 
 }  // namespace
 
-void check_output_path(const std::string& path) {
-    const fs::path p(path);
-    const fs::path dir = p.has_parent_path() ? p.parent_path() : ".";
+std::string resolve_output_path(const std::string& path) {
+    if (path.empty()) throw CliError("an output path is empty; expected a file name");
+    fs::path p(path);
     std::error_code ec;
-    if (fs::is_directory(p, ec)) throw CliError(fmt::format("{}: is a directory", path));
+    int links = 0;
+    for (; fs::symlink_status(p, ec).type() == fs::file_type::symlink; ++links) {
+        if (links == kMaxLinks)
+            throw CliError(fmt::format("{}: too many levels of symbolic links; expected a file to write", path));
+        const fs::path target = fs::read_symlink(p, ec);
+        if (ec) throw CliError(fmt::format("{}: cannot read the symbolic link: {}", path, ec.message()));
+        p = target.is_absolute() ? target : p.parent_path() / target;
+    }
+    const std::string via = links > 0 ? fmt::format(" (a symbolic link to {})", p.string()) : "";
+    const auto type = fs::status(p, ec).type();
+    if (type != fs::file_type::not_found && type != fs::file_type::regular && type != fs::file_type::none)
+        throw CliError(
+            fmt::format("{}{}: is {}; expected a regular file or a new file name", path, via, type_name(type)));
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
     if (!fs::is_directory(dir, ec))
-        throw CliError(fmt::format("{}: cannot write there: folder \"{}\" does not exist", path, dir.string()));
+        throw CliError(fmt::format("{}{}: cannot write there: folder \"{}\" does not exist", path, via, dir.string()));
+    if (::access(dir.c_str(), W_OK) != 0)
+        throw CliError(fmt::format("{}{}: cannot write there: folder \"{}\" is not writable", path, via, dir.string()));
+    return p.string();
+}
+
+void check_output_path(const std::string& path) {
+    (void)resolve_output_path(path);
+}
+
+void check_distinct_files(const std::string& a, const std::string& what_a, const std::string& b,
+                          const std::string& what_b) {
+    if (a.empty() || b.empty()) return;
+    std::error_code ec;
+    const fs::path ra = fs::weakly_canonical(a, ec);
+    if (ec) return;
+    const fs::path rb = fs::weakly_canonical(b, ec);
+    if (ec) return;
+    if (ra == rb || (fs::exists(ra, ec) && fs::exists(rb, ec) && fs::equivalent(ra, rb, ec)))
+        throw CliError(fmt::format("{}: is also {}; expected {} to name another file", a, what_b, what_a));
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
-    fs::path tmp = path;
-    tmp += fmt::format(".tmp{}", ::getpid());
-    if (tmp.string().size() >= sizeof(g_tmp_path)) throw CliError(fmt::format("{}: path too long", path));
-    std::strcpy(g_tmp_path, tmp.c_str());
-    g_writing = 1;
-    struct Done {
-        ~Done() { g_writing = 0; }
-    } done;
+    const std::string target = resolve_output_path(path);
+    const fs::path tp(target);
+    const fs::path dir = tp.has_parent_path() ? tp.parent_path() : fs::path(".");
+    const std::string templ = (dir / ("." + tp.filename().string() + ".ddlsim-XXXXXX")).string();
+    if (templ.size() >= sizeof(g_tmp_path)) throw CliError(fmt::format("{}: path too long", path));
+
+    // Permissions: an existing file keeps its mode; a new one gets 0666 less the umask, as open(2) would.
+    struct stat st {};
+    mode_t mode = 0;
+    if (::stat(target.c_str(), &st) == 0) {
+        mode = st.st_mode & 07777;
+    } else {
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        mode = 0666 & ~mask;
+    }
+
+    int fd = -1;
     {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw CliError(fmt::format("{}: cannot open for writing", path));
-        out << text;
-        out.close();
-        if (!out) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw CliError(fmt::format("{}: write failed", path));
-        }
+        const BlockSignals blocked;
+        std::memcpy(g_tmp_path, templ.c_str(), templ.size() + 1);
+        fd = ::mkstemp(g_tmp_path);
+        if (fd >= 0) g_writing = 1;
     }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw CliError(fmt::format("{}: cannot replace the file", path));
+    if (fd < 0)
+        throw CliError(
+            fmt::format("{}: cannot create a temporary file in \"{}\": {}", path, dir.string(), std::strerror(errno)));
+    auto fail = [&](const std::string& what) {
+        const int saved = errno;
+        ::close(fd);
+        const BlockSignals blocked;
+        ::unlink(g_tmp_path);
+        g_writing = 0;
+        throw CliError(fmt::format("{}: {}: {}", path, what, std::strerror(saved)));
+    };
+    std::string_view rest(text);
+    while (!rest.empty()) {
+        const ssize_t n = ::write(fd, rest.data(), rest.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) fail("write failed");
+        rest.remove_prefix(static_cast<std::size_t>(n));
     }
+    if (::fchmod(fd, mode) != 0) fail("cannot set the file's permissions");
+    test_pause();
+    if (::close(fd) != 0) {
+        fd = -1;
+        fail("write failed");
+    }
+    const BlockSignals blocked;
+    if (::rename(g_tmp_path, target.c_str()) != 0) {
+        const int saved = errno;
+        ::unlink(g_tmp_path);
+        g_writing = 0;
+        throw CliError(fmt::format("{}: cannot replace the file: {}", path, std::strerror(saved)));
+    }
+    g_writing = 0;
 }
 
 void remove_partial_output_on_interrupt() {
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    for (int s : kSignals) sigaddset(&sa.sa_mask, s);
+    for (int s : kSignals) ::sigaction(s, &sa, nullptr);
 }
 
 }  // namespace ddlsim::tools

@@ -1,6 +1,13 @@
-// Output files of the CLI (`run --out`, `sweep --out`): checked before any work, written
-// through a temporary file and a rename so a reader never sees a partial file, and removed
-// by SIGINT / SIGTERM while being written.
+// Output files of the CLI (`run --out`, `run --trace`, `sweep --out`, `validate` / `calibrate` outputs):
+// checked before any work, written through a temporary file beside the target and a rename, so a reader
+// never sees a partial file and nothing but the named file is ever replaced.
+//
+// What a path may name: a new file in an existing folder, or an existing regular file. A symbolic link is
+// followed on purpose (the regular file it ends in is written, the link stays a link). A directory, FIFO,
+// socket or device is refused (CliError, exit 2): renaming a regular file over them would destroy them.
+// The temporary file (".NAME.ddlsim-XXXXXX" in the target's folder) is removed on every exit path: on a
+// failed write, and by SIGINT / SIGTERM / SIGHUP / SIGQUIT / SIGPIPE arriving while it exists (the handler
+// unlinks it, then the process dies of the signal as usual).
 #pragma once
 
 #include <stdexcept>
@@ -14,11 +21,20 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-/// Throws CliError unless `path` names a file in an existing folder (not a folder itself).
+/// The file `path` writes to: `path` itself or, for a symbolic link, the file its chain of links ends
+/// in (which need not exist yet). Throws CliError naming `path` and what was expected when that is a
+/// directory, FIFO, socket or device, when its folder does not exist, or when the links loop.
+[[nodiscard]] std::string resolve_output_path(const std::string& path);
+/// Throws CliError unless `path` may be written (see resolve_output_path).
 void check_output_path(const std::string& path);
-/// Writes `text` to `path` atomically (temporary file + rename); throws CliError on failure.
+/// Throws CliError when two outputs, or an output and an input, are the same file (`what_a`, `what_b`
+/// name them in the message, e.g. "--out", "the scenario"). Empty paths are ignored.
+void check_distinct_files(const std::string& a, const std::string& what_a, const std::string& b,
+                          const std::string& what_b);
+/// Writes `text` to the resolved `path` atomically (temporary file beside it + rename); the file keeps
+/// an existing file's permissions. Throws CliError on failure, leaving no temporary file behind.
 void write_file_atomically(const std::string& path, const std::string& text);
-/// Installs SIGINT and SIGTERM handlers that remove a temporary file being written, then die of the signal.
+/// Installs the handlers that remove a temporary file being written, then die of the signal.
 void remove_partial_output_on_interrupt();
 
 }  // namespace ddlsim::tools

@@ -66,6 +66,20 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
                        si(static_cast<double>(spec.workload.params()) * spec.bytes_per_param, "B"));
     out += fmt::format("  workers       {}, batch {} per worker, device {}\n", spec.workers, spec.batch_size,
                        spec.device.name);
+    {
+        const auto c = scenario::compute_assumptions(spec);
+        const std::string precision = c.contains("matmul_precision") ? fmt::format("{} convolutions, fp32 matmuls",
+                                                                                   c.at("precision").get<std::string>())
+                                                                     : c.at("precision").get<std::string>();
+        out += fmt::format(
+            "  compute       {} ({}), optimizer {} ({}); matmul {:.3g} of {:.4g} TFLOPS, memory {:.2g} "
+            "of {:.4g} GB/s ({}); effective {:.3g} TFLOPS\n",
+            precision, c.at("precision_source").get<std::string>(), c.at("optimizer").get<std::string>(),
+            c.at("optimizer_source").get<std::string>(), c.at("matmul_efficiency").get<double>(),
+            c.at("peak_tflops").get<double>(), c.at("memory_efficiency").get<double>(),
+            c.at("memory_bandwidth_gbps").get<double>(), c.at("efficiency_source").get<std::string>(),
+            c.value("effective_tflops", 0.0));
+    }
     out += fmt::format("  scheme        {}, sync {}\n", scenario::describe_architecture(spec),
                        scenario::describe_sync(spec));
     out += fmt::format("  compression   {}; overlap {}\n", scenario::describe_compression(spec),
@@ -111,10 +125,17 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
 
 }  // namespace
 
-std::string run_summary(const std::string& file, const scenario::Scenario& s, const scenario::RunResult& r) {
+std::string run_summary(const std::string& file, const scenario::Scenario& s, const scenario::RunResult& r,
+                        const std::vector<std::string>& sets) {
     std::string out = fmt::format("ddlsim run {}\n", file);
+    if (!sets.empty()) {
+        std::string list;
+        for (const auto& a : sets) list += (list.empty() ? "--set " : " --set ") + a;
+        out += fmt::format("  overrides     {}\n", list);
+    }
     out += fmt::format("  network       {}; model {}\n", topology_line(s),
                        s.network_model == scenario::NetworkModel::flow ? "flow (max-min)" : "analytic (alpha-beta)");
+    out += fmt::format("  transport     {}\n", scenario::describe_transports(s));
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         if (s.has_jobs_list) out += fmt::format("\n job {} ({} of {})\n", s.jobs[i].name, i + 1, s.jobs.size());
         out += job_block(s, s.jobs[i], r.jobs[i]);

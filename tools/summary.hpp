@@ -2,15 +2,16 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 
 namespace ddlsim::tools {
 
-/// The summary table `ddlsim run` prints.
+/// The summary table `ddlsim run` prints; its header lists the `--set` overrides applied to `file`.
 [[nodiscard]] std::string run_summary(const std::string& file, const scenario::Scenario& s,
-                                      const scenario::RunResult& r);
+                                      const scenario::RunResult& r, const std::vector<std::string>& sets = {});
 /// The listing `ddlsim models` prints.
 [[nodiscard]] std::string catalog_listing();
 

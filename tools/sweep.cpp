@@ -213,6 +213,83 @@ std::string read_text(const std::string& path) {
     return buf.str();
 }
 
+// What a results file was computed from, kept beside it in RESULTS.sweep.json: the varied keys with their
+// values and a hash of the scenario's content. --resume refuses a file whose record differs.
+std::string meta_path(const std::string& out) {
+    return out + ".sweep.json";
+}
+// Each finished point's complete cells, one JSON line per point, while the sweep runs (RESULTS.rows.jsonl):
+// the streamed CSV's header holds only the columns known up front, so rows kept by --resume come from here.
+std::string journal_path(const std::string& out) {
+    return out + ".rows.jsonl";
+}
+
+json sweep_identity(const Plan& plan) {
+    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a 64 of the scenario as canonical JSON
+    for (unsigned char c : plan.base.dump()) h = (h ^ c) * 1099511628211ULL;
+    json vary = json::array();
+    for (const auto& v : plan.specs) vary.push_back({{"path", v.path}, {"values", v.values}});
+    return {{"format", "ddlsim-sweep-1"},
+            {"scenario", plan.file},
+            {"scenario_hash", fmt::format("{:016x}", h)},
+            {"output", plan.format == SweepFormat::csv ? "csv" : "json"},
+            {"vary", vary}};
+}
+
+// Throws SweepError (exit 2, nothing touched) unless `out` was written by this very sweep.
+void check_resume_identity(const Plan& plan, const std::string& out) {
+    const std::string meta = meta_path(out);
+    std::error_code ec;
+    if (!fs::exists(meta, ec))
+        throw SweepError(
+            fmt::format("{}: --resume: no record of the sweep that wrote it ({} is missing); use "
+                        "another --out or drop --resume",
+                        out, meta));
+    const json was = json::parse(read_text(meta), nullptr, false);
+    const json now = sweep_identity(plan);
+    if (was.is_discarded() || !was.is_object())
+        throw SweepError(fmt::format("{}: --resume: {} is not a sweep record", out, meta));
+    auto paths = [](const json& j) {
+        std::string p;
+        for (const auto& v : j.value("vary", json::array())) p += (p.empty() ? "" : ", ") + v.value("path", "");
+        return p;
+    };
+    if (paths(was) != paths(now))
+        throw SweepError(
+            fmt::format("{}: --resume: it was computed varying {}, this sweep varies {}; use another "
+                        "--out or drop --resume",
+                        out, paths(was), paths(now)));
+    if (was.value("vary", json()) != now["vary"])
+        throw SweepError(
+            fmt::format("{}: --resume: the varied values differ from the ones it was computed with; "
+                        "use another --out or drop --resume",
+                        out));
+    if (was.value("scenario_hash", "") != now["scenario_hash"])
+        throw SweepError(
+            fmt::format("{}: --resume: the scenario {} changed since it was computed (content hash "
+                        "{} then, {} now); use another --out or drop --resume",
+                        out, plan.file, was.value("scenario_hash", "?"), now["scenario_hash"].get<std::string>()));
+    if (was.value("output", "") != now["output"])
+        throw SweepError(fmt::format("{}: --resume: it was written with --format {}", out, was.value("output", "?")));
+}
+
+// The rows of each point in the journal (complete cells), by point.
+std::map<std::size_t, std::vector<SweepRow>> read_journal(const std::string& out) {
+    std::map<std::size_t, std::vector<SweepRow>> rows;
+    std::error_code ec;
+    if (!fs::exists(journal_path(out), ec)) return rows;
+    std::istringstream in(read_text(journal_path(out)));
+    for (std::string line; std::getline(in, line);) {
+        const json j = json::parse(line, nullptr, false);  // a cut-off last line does not parse: dropped
+        if (j.is_discarded() || !j.contains("point") || !j.contains("rows")) continue;
+        const auto p = j["point"].get<std::size_t>();
+        std::vector<SweepRow> point;
+        for (const auto& r : j["rows"]) point.push_back({p, r.get<std::map<std::string, std::string>>()});
+        rows[p] = std::move(point);
+    }
+    return rows;
+}
+
 // --resume on a CSV: keeps the rows of points that finished without error and whose varied values match.
 // Returns the rows kept; `header` becomes the file's header. Rewrites the file without the rest.
 std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<std::size_t>& done) {
@@ -249,6 +326,10 @@ std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<st
         if (!ok) bad.insert(p);
         by_point[p].push_back(std::move(row));
     }
+    // Rows streamed before a kill lack the columns found later: their complete cells are in the journal.
+    const auto journal = read_journal(out);
+    for (auto& [p, rows] : by_point)
+        if (const auto it = journal.find(p); it != journal.end() && it->second.size() == rows.size()) rows = it->second;
     std::vector<SweepRow> kept;
     for (auto& [p, rows] : by_point) {
         if (bad.contains(p) || rows.size() != plan.rows_per_point) continue;
@@ -465,18 +546,32 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
         plan = make_plan(opts);
         if (root) {
             check_out_path(opts.out);
+            check_distinct_files(opts.out, "--out", opts.scenario_file, "the scenario file");
             if (!opts.plot.empty()) {
                 check_plot_path("--plot", opts.plot);
+                check_distinct_files(opts.plot, "--plot", opts.scenario_file, "the scenario file");
+                check_distinct_files(opts.plot, "--plot", opts.out, "the --out file");
                 plotter = find_plotter("--plot", "plot_sweep.py", "DDLSIM_PLOT_SCRIPT");
             }
             std::set<std::size_t> done;
             std::error_code ec;
             const bool exists = fs::exists(opts.out, ec);
+            if (opts.resume && exists) check_resume_identity(plan, opts.out);
             if (opts.resume && exists && plan.format == SweepFormat::csv) kept_rows = resume_csv(plan, opts.out, done);
             if (opts.resume && exists && plan.format == SweepFormat::json)
                 kept_objects = resume_json(plan, opts.out, done);
             if (plan.format == SweepFormat::csv && !(opts.resume && exists))
                 write_file_atomically(opts.out, csv_line(plan.header));  // the header first, so the file is valid CSV
+            write_file_atomically(meta_path(opts.out), sweep_identity(plan).dump(2) + "\n");
+            if (plan.format == SweepFormat::csv && !(opts.resume && exists)) {
+                std::error_code rm;
+                fs::remove(journal_path(opts.out), rm);  // a stale journal of an earlier sweep
+            }
+            if (plan.format == SweepFormat::csv) {  // the journal exists from here on, appended per point
+                const int fd = ::open(journal_path(opts.out).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+                if (fd < 0) throw SweepError(fmt::format("{}: cannot create", journal_path(opts.out)));
+                ::close(fd);
+            }
             for (std::size_t p = 0; p < plan.total; ++p)
                 if (!done.contains(p)) todo.push_back(p);
         }
@@ -507,13 +602,23 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
     std::vector<PointResult> results;
     bool write_failed = false;
     {
-        std::unique_ptr<Appender> appender;
-        if (root && plan.format == SweepFormat::csv) appender = std::make_unique<Appender>(opts.out);
+        std::unique_ptr<Appender> appender, journal;
+        if (root && plan.format == SweepFormat::csv) {
+            appender = std::make_unique<Appender>(opts.out);
+            journal = std::make_unique<Appender>(journal_path(opts.out));
+        }
+        auto journal_line = [&](const PointResult& pr) {
+            if (!journal || pr.failed) return;
+            json rows = json::array();
+            for (const auto& r : pr.rows) rows.push_back(r.cells);
+            if (!journal->write(json{{"point", pr.point}, {"rows", rows}}.dump() + "\n")) write_failed = true;
+        };
         Progress progress(root && opts.progress && ::isatty(STDERR_FILENO) != 0, todo.size(), err);
         run_points(plan, todo, opts.jobs, [&](PointResult pr) {
             if (appender) {
                 std::string text;
                 for (const auto& r : pr.rows) text += row_line(plan.header, r);
+                journal_line(pr);  // first: a row in the CSV always has its complete cells in the journal
                 if (!appender->write(text)) write_failed = true;
             }
             results.push_back(std::move(pr));
@@ -531,6 +636,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
                     if (appender) {
                         std::string text;
                         for (const auto& row : pr.rows) text += row_line(plan.header, row);
+                        journal_line(pr);
                         if (!appender->write(text)) write_failed = true;
                     }
                     results.push_back(std::move(pr));
@@ -566,6 +672,8 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             std::string text = csv_line(header);
             for (const auto& r : rows) text += row_line(header, r);
             write_file_atomically(opts.out, text);
+            std::error_code rm;
+            fs::remove(journal_path(opts.out), rm);  // the final CSV holds every column of every row
         } else {
             std::vector<json> objects = std::move(kept_objects);
             for (auto& pr : results) objects.push_back(std::move(pr.object));

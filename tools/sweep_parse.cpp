@@ -2,6 +2,7 @@
 // flattening of result JSON into CSV columns.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -67,18 +68,59 @@ std::vector<std::string> split_items(const std::string& s) {
     return items;
 }
 
-// NUMBER..NUMBER with an optional ":..." suffix; anything else (e.g. "../file.json") is a plain value.
+// Splits "10Gbps" into "10" and "Gbps" (a unit is letters only; it may be empty).
+bool split_unit(std::string_view s, std::string_view& number, std::string_view& unit) {
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || ptr == s.data() || !std::isfinite(v)) return false;
+    number = s.substr(0, static_cast<std::size_t>(ptr - s.data()));
+    unit = s.substr(number.size());
+    for (char c : unit)
+        if (!std::isalpha(static_cast<unsigned char>(c))) return false;
+    return true;
+}
+
+// NUMBER[UNIT]..NUMBER[UNIT] with an optional ":..." suffix; anything else (e.g. "../file.json") is a plain
+// value.
 bool looks_like_range(std::string_view item) {
     const auto dots = item.find("..");
     if (dots == std::string_view::npos) return false;
-    double a = 0, b = 0;
+    std::string_view na, ua, nb, ub;
     const std::string_view rest = item.substr(dots + 2);
-    return parse_number(item.substr(0, dots), a) && parse_number(rest.substr(0, rest.find(':')), b);
+    return split_unit(item.substr(0, dots), na, ua) && split_unit(rest.substr(0, rest.find(':')), nb, ub);
 }
+
+std::vector<std::string> expand_numbers(std::string_view item);
 
 }  // namespace
 
+// A range whose ends carry a unit ("10Gbps..400Gbps:x2", "1ms..4ms:+1ms") expands the numbers and
+// writes the unit after each value; both ends (and an arithmetic step, if it has one) use the same unit.
 std::vector<std::string> expand_range(std::string_view item) {
+    const std::string text(item);
+    const auto dots = item.find("..");
+    if (dots == std::string_view::npos) throw SweepError(fmt::format("\"{}\": expected a range A..B", text));
+    std::string_view rest = item.substr(dots + 2), suffix;
+    if (const auto colon = rest.find(':'); colon != std::string_view::npos) {
+        suffix = rest.substr(colon);
+        rest = rest.substr(0, colon);
+    }
+    std::string_view na, ua, nb, ub;
+    if (!split_unit(item.substr(0, dots), na, ua) || !split_unit(rest, nb, ub))
+        return expand_numbers(item);  // reports the malformed range
+    if (ua.empty() && ub.empty()) return expand_numbers(item);
+    if (ua != ub)
+        throw SweepError(fmt::format("\"{}\": expected the same unit on both ends (\"{}\" and \"{}\")", text, ua, ub));
+    std::string step(suffix);
+    if (step.size() > 2 && step[1] == '+' && step.ends_with(ua)) step.resize(step.size() - ua.size());
+    std::vector<std::string> values = expand_numbers(std::string(na) + ".." + std::string(nb) + step);
+    for (auto& v : values) v += ua;
+    return values;
+}
+
+namespace {
+
+std::vector<std::string> expand_numbers(std::string_view item) {
     const std::string text(item);
     const auto dots = item.find("..");
     if (dots == std::string_view::npos) throw SweepError(fmt::format("\"{}\": expected a range A..B", text));
@@ -140,6 +182,8 @@ std::vector<std::string> expand_range(std::string_view item) {
     }
     return values;
 }
+
+}  // namespace
 
 VarySpec parse_vary(const std::string& spec) {
     const auto eq = spec.find('=');
@@ -262,7 +306,9 @@ void flatten_json(const nlohmann::json& j, const std::string& prefix, std::map<s
 
 std::vector<std::map<std::string, nlohmann::json>> flatten_result(const nlohmann::json& result) {
     std::map<std::string, nlohmann::json> top;
-    flatten_json(result, "", top);
+    nlohmann::json scalars = result;
+    scalars.erase("resolved_scenario");  // the row's varied values already say what differs
+    flatten_json(scalars, "", top);
     if (!result.contains("jobs") || !result["jobs"].is_array()) return {top};
     std::vector<std::map<std::string, nlohmann::json>> rows;
     for (const auto& job : result["jobs"]) {
@@ -289,7 +335,7 @@ std::vector<std::string> result_columns() {
                           "communication_time_s", "exposed_communication_time_s", "bytes_on_wire_per_iteration"})
         if (probe.contains(k) && seen.insert(k).second) cols.emplace_back(k);
     std::map<std::string, nlohmann::json> flat;
-    flatten_json(probe, "", flat);
+    for (const auto& row : flatten_result(probe)) flat.insert(row.begin(), row.end());
     for (const auto& [k, v] : flat)
         if (seen.insert(k).second) cols.push_back(k);
     return cols;

@@ -28,7 +28,7 @@ Fabric build(const TwoTierSpec& s) {
         for (std::size_t g = 0; g < s.gpus_per_node; ++g) {
             const std::string gpu = fmt::format("n{}g{}", n, g);
             f.set_node(f.add_node(gpu, NodeKind::host), static_cast<std::uint32_t>(n));
-            f.add_link(gpu, node, s.intra_bandwidth, s.intra_latency);
+            f.add_link(gpu, node, s.intra_bandwidth, s.intra_latency, LinkClass::intra);
         }
     }
     for (std::size_t i = 0; i < s.extra_hosts; ++i) {

@@ -50,8 +50,13 @@ struct ArchitectureSpec {
     sim::Bytes split_size{0.0};                      ///< ps round_robin/balanced: cut larger tensors (0 = never)
     bool per_tensor = false;                         ///< ps: push/pull each tensor as its own transfer
     PsStyle style = PsStyle::standard;               ///< ps: BytePS summation servers + worker hosts
+    bool local_aggregation = true;         ///< ps: GPUs of a machine reduce inside it, one push/pull per machine
+    sim::Bytes partition_size{4096000.0};  ///< byteps per_tensor: partitions (BYTEPS_PARTITION_BYTES)
     GossipGraph graph = GossipGraph::ring;
 };
+
+/// A tensor cut evenly over every server rather than held whole by one.
+inline constexpr std::uint32_t kCutOverAll = 0xffffffffU;
 
 /// What a collective needs to know about its job.
 struct CollectiveContext {
@@ -59,7 +64,10 @@ struct CollectiveContext {
     sim::Bytes bytes;                    ///< synchronised per worker per round
     std::vector<double> tensor_bytes;    ///< gradient tensors in backward order (they sum to bytes)
     std::vector<std::uint32_t> node_of;  ///< per worker: its node (workers on one node share a fast fabric)
-    std::uint64_t seed = 0;              ///< for seeded choices (random matchings)
+    /// ps round_robin/balanced: per tensor of tensor_bytes, the server that holds it, assigned over the
+    /// whole model (kCutOverAll: cut over every server). Empty: this round's tensors are the whole model.
+    std::vector<std::uint32_t> tensor_server;
+    std::uint64_t seed = 0;  ///< for seeded choices (random matchings)
 };
 
 /// Whether two endpoints sit on different hosts.

@@ -26,7 +26,7 @@ Vertex Fabric::add_node(std::string name, NodeKind kind) {
     return v;
 }
 
-void Fabric::add_link(const std::string& a, const std::string& b, sim::Bandwidth bw, sim::Time latency) {
+void Fabric::add_link(const std::string& a, const std::string& b, sim::Bandwidth bw, sim::Time latency, LinkClass cls) {
     const auto va = find(a);
     const auto vb = find(b);
     if (!va) throw std::invalid_argument("link endpoint \"" + a + "\" is not a node");
@@ -34,9 +34,10 @@ void Fabric::add_link(const std::string& a, const std::string& b, sim::Bandwidth
     if (*va == *vb) throw std::invalid_argument("link from \"" + a + "\" to itself");
     if (!(bw.bytes_per_s() > 0.0)) throw std::invalid_argument("link bandwidth must be positive");
     const auto id = static_cast<std::uint32_t>(link_ends_.size());
-    boost::add_edge(*va, *vb, LinkInfo{bw, latency, id}, g_);
+    const LinkInfo info{bw, latency, id, cls, sim::Time::zero(), std::numeric_limits<double>::infinity()};
+    boost::add_edge(*va, *vb, info, g_);
     link_ends_.emplace_back(*va, *vb);
-    link_info_.push_back(LinkInfo{bw, latency, id});
+    link_info_.push_back(info);
 }
 
 void Fabric::set_host_bandwidth(Vertex host, sim::Bandwidth bw) {
@@ -72,8 +73,8 @@ void Fabric::validate() const {
 
 void Fabric::install(sim::Network& net) const {
     for (const LinkInfo& info : link_info_) {
-        net.add_link({info.bandwidth, info.latency});
-        net.add_link({info.bandwidth, info.latency});
+        net.add_link({info.bandwidth, info.latency, info.overhead, info.flow_cap});
+        net.add_link({info.bandwidth, info.latency, info.overhead, info.flow_cap});
     }
 }
 
@@ -222,16 +223,18 @@ std::uint64_t Fabric::path_count(Vertex a, Vertex b) const {
 
 sim::Time Fabric::path_latency(Vertex a, Vertex b) const {
     sim::Time t;
+    sim::Time overhead;
     for (sim::LinkIndex l : route(a, b)) {
         t += link_info_[l / 2].latency;
+        overhead = std::max(overhead, link_info_[l / 2].overhead);
     }
-    return t;
+    return t + overhead;
 }
 
 sim::Bandwidth Fabric::path_bandwidth(Vertex a, Vertex b) const {
     double bw = std::numeric_limits<double>::infinity();
     for (sim::LinkIndex l : route(a, b)) {
-        bw = std::min(bw, link_info_[l / 2].bandwidth.bytes_per_s());
+        bw = std::min({bw, link_info_[l / 2].bandwidth.bytes_per_s(), link_info_[l / 2].flow_cap});
     }
     return sim::Bandwidth::bytes_per_s(bw);
 }

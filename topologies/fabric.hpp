@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -37,10 +38,17 @@ struct NodeInfo {
     NodeKind kind = NodeKind::host;
 };
 
+/// Which transport a link belongs to: the fabric inside a machine (two_tier's GPU links to
+/// the node switch: NVLink, PCIe) or the network between machines (everything else).
+enum class LinkClass : std::uint8_t { inter, intra };
+
 struct LinkInfo {
     sim::Bandwidth bandwidth;
     sim::Time latency;
     std::uint32_t id = 0;  ///< insertion order; directed links 2*id (a->b) and 2*id+1 (b->a)
+    LinkClass cls = LinkClass::inter;
+    sim::Time overhead;  ///< per-transfer software latency of its transport (sim::LinkSpec::overhead)
+    double flow_cap = std::numeric_limits<double>::infinity();  ///< per-transfer rate bound, bytes/s
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, NodeInfo, LinkInfo>;
@@ -51,7 +59,16 @@ public:
     /// Adds a node; throws std::invalid_argument on a duplicate name.
     Vertex add_node(std::string name, NodeKind kind);
     /// Adds a full-duplex link; throws on unknown names, self-loops, non-positive bandwidth.
-    void add_link(const std::string& a, const std::string& b, sim::Bandwidth bw, sim::Time latency);
+    void add_link(const std::string& a, const std::string& b, sim::Bandwidth bw, sim::Time latency,
+                  LinkClass cls = LinkClass::inter);
+    /// Every link, by id, for transports to adjust (bandwidth, overhead, flow cap); before install().
+    template <class F>
+    void for_each_link(F&& f) {
+        for (LinkInfo& info : link_info_) f(info);
+        for (auto [e, end] = boost::edges(g_); e != end; ++e) g_[*e] = link_info_[g_[*e].id];
+        pair_routes_.clear();
+    }
+    [[nodiscard]] const std::vector<LinkInfo>& links() const { return link_info_; }
 
     void set_routing(Routing r) { routing_ = r; }
     /// Sets the bandwidth of every link attached to `host` (per-host link speeds); before install().
@@ -78,7 +95,8 @@ public:
     /// (two_tier: the GPUs of a node). By default every host is its own node.
     [[nodiscard]] std::uint32_t node_of(Vertex host) const { return node_of_[host]; }
     void set_node(Vertex host, std::uint32_t node) { node_of_[host] = node; }
-    /// Sum of link latencies and the smallest bandwidth on the route from a to b.
+    /// Sum of link latencies (plus the largest per-transfer overhead) and the smallest bandwidth
+    /// (or flow cap) on the route from a to b: what one transfer alone sees.
     [[nodiscard]] sim::Time path_latency(Vertex a, Vertex b) const;
     [[nodiscard]] sim::Bandwidth path_bandwidth(Vertex a, Vertex b) const;
     [[nodiscard]] std::size_t link_count() const { return boost::num_edges(g_); }

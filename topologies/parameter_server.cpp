@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -12,7 +14,7 @@ namespace ddlsim::topo {
 
 namespace {
 
-constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+constexpr std::uint32_t kNone = kCutOverAll;
 
 sim::Time aggregation_time(double bytes, std::uint32_t n, std::optional<sim::Bandwidth> rate) {
     return rate ? sim::transfer_time(sim::Bytes{bytes * n}, *rate) : sim::Time::zero();
@@ -49,41 +51,51 @@ sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
     return plan;
 }
 
-std::vector<std::vector<ShardPiece>> shard_tensors(PsSharding sharding, const std::vector<double>& tensors,
-                                                   std::uint32_t k, double split_bytes) {
+std::vector<std::uint32_t> tensor_owners(PsSharding sharding, const std::vector<double>& tensors, std::uint32_t k,
+                                         double split_bytes) {
     if (k == 0) throw std::invalid_argument("a parameter server needs at least one server");
     const auto count = static_cast<std::uint32_t>(tensors.size());
-    // owner[t]: the server holding tensor t whole, or kNone when it is cut evenly over all k.
-    std::vector<std::uint32_t> owner(count, kNone);
-    if (sharding != PsSharding::bytes) {
-        // Key order is forward order: key j is tensor count-1-j of the backward-ordered list.
-        std::vector<std::uint32_t> whole;  // tensor indices in key order
-        for (std::uint32_t key = 0; key < count; ++key)
-            if (tensors[count - 1 - key] <= split_bytes) whole.push_back(count - 1 - key);
-        std::vector<double> load(k, 0.0);
-        if (sharding == PsSharding::round_robin) {
-            for (std::uint32_t t : whole) owner[t] = (count - 1 - t) % k;
-        } else {
-            // Longest processing time first: stable sort keeps key order among equal sizes.
-            std::stable_sort(whole.begin(), whole.end(),
-                             [&](std::uint32_t a, std::uint32_t b) { return tensors[a] > tensors[b]; });
-            for (std::uint32_t t : whole) {
-                const auto least =
-                    static_cast<std::uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-                owner[t] = least;
-                load[least] += tensors[t];
-            }
-        }
+    // owner[t]: the server holding tensor t whole, or kCutOverAll when it is cut evenly over all k.
+    std::vector<std::uint32_t> owner(count, kCutOverAll);
+    if (sharding == PsSharding::bytes) return owner;
+    // Key order is forward order: key j is tensor count-1-j of the backward-ordered list.
+    std::vector<std::uint32_t> whole;  // tensor indices in key order
+    for (std::uint32_t key = 0; key < count; ++key)
+        if (tensors[count - 1 - key] <= split_bytes) whole.push_back(count - 1 - key);
+    if (sharding == PsSharding::round_robin) {
+        for (std::uint32_t t : whole) owner[t] = (count - 1 - t) % k;  // key j -> server j mod k
+        return owner;
     }
+    // Longest processing time first: stable sort keeps key order among equal sizes.
+    std::vector<double> load(k, 0.0);
+    std::stable_sort(whole.begin(), whole.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return tensors[a] > tensors[b]; });
+    for (std::uint32_t t : whole) {
+        const auto least = static_cast<std::uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        owner[t] = least;
+        load[least] += tensors[t];
+    }
+    return owner;
+}
+
+std::vector<std::vector<ShardPiece>> shard_by_owner(const std::vector<double>& tensors,
+                                                    const std::vector<std::uint32_t>& owner, std::uint32_t k) {
+    if (owner.size() != tensors.size()) throw std::invalid_argument("parameter server: one owner per tensor expected");
     std::vector<std::vector<ShardPiece>> pieces(k);
-    for (std::uint32_t t = 0; t < count; ++t) {
-        if (owner[t] != kNone) {
+    for (std::uint32_t t = 0; t < tensors.size(); ++t) {
+        if (owner[t] != kCutOverAll) {
+            if (owner[t] >= k) throw std::invalid_argument("parameter server: a tensor's server is out of range");
             pieces[owner[t]].push_back(ShardPiece{t, tensors[t]});
         } else {
             for (std::uint32_t j = 0; j < k; ++j) pieces[j].push_back(ShardPiece{t, tensors[t] / k});
         }
     }
     return pieces;
+}
+
+std::vector<std::vector<ShardPiece>> shard_tensors(PsSharding sharding, const std::vector<double>& tensors,
+                                                   std::uint32_t k, double split_bytes) {
+    return shard_by_owner(tensors, tensor_owners(sharding, tensors, k, split_bytes), k);
 }
 
 BytePsSplit byteps_split(std::uint32_t n, std::uint32_t k, double bytes) {
@@ -108,23 +120,67 @@ BytePsSplit byteps_split(std::uint32_t n, std::uint32_t k, double bytes) {
     return {2.0 * (n - 1) * bytes / d, static_cast<double>(n - k) * bytes / d};
 }
 
-sim::Plan sharded_parameter_server(std::uint32_t n, std::uint32_t endpoints,
-                                   const std::vector<std::uint32_t>& server_endpoint,
-                                   const std::vector<std::vector<ShardPiece>>& pieces, bool per_tensor,
-                                   std::optional<sim::Bandwidth> aggregation_rate) {
-    if (server_endpoint.size() != pieces.size())
+namespace {
+
+// A ring among `members` moving `chunk` bytes per step for `steps` steps; member r's first send waits
+// for `first[r]` (kNone: only its gate). Returns, per member, the step that last delivered to it.
+std::vector<std::uint32_t> local_ring(sim::Plan& plan, const std::vector<std::uint32_t>& members, double chunk,
+                                      const std::vector<std::vector<std::uint32_t>>& first) {
+    const auto g = static_cast<std::uint32_t>(members.size());
+    std::vector<std::uint32_t> received(g, kNone);
+    std::vector<std::uint32_t> deps;
+    for (std::uint32_t step = 0; step + 1 < g; ++step) {
+        std::vector<std::uint32_t> now(g, kNone);
+        for (std::uint32_t r = 0; r < g; ++r) {
+            deps.clear();
+            if (step == 0) {
+                deps = first[r];
+            } else {
+                deps.push_back(received[r]);
+            }
+            now[(r + 1) % g] = plan.add(members[r], members[(r + 1) % g], sim::Bytes{chunk}, deps);
+        }
+        received = now;
+    }
+    return received;
+}
+
+}  // namespace
+
+sim::Plan ps_plan(const PsLayout& l) {
+    if (l.server_endpoint.size() != l.pieces.size())
         throw std::invalid_argument("parameter server: one piece list per server expected");
     sim::Plan plan;
-    plan.endpoints = endpoints;
+    plan.endpoints = l.endpoints;
+    const std::uint32_t n = l.workers;
+    // Local groups (machines): each worker's share of every piece, and when its pushes may start.
+    std::vector<std::vector<std::uint32_t>> groups = l.groups;
+    if (groups.empty())
+        for (std::uint32_t w = 0; w < n; ++w) groups.push_back({w});
+    std::vector<double> share(n, 1.0);
+    std::vector<std::vector<std::uint32_t>> ready(n);  // steps a worker's first push waits for
+    double total = 0.0;
+    for (const auto& ps : l.pieces)
+        for (const ShardPiece& p : ps) total += p.bytes;
+    for (const auto& g : groups) {
+        for (std::uint32_t w : g) share[w] = 1.0 / static_cast<double>(g.size());
+        if (g.size() < 2) continue;
+        // Reduce-scatter inside the machine: each GPU ends with 1/g of the machine's sum.
+        const auto rs = local_ring(plan, g, total / static_cast<double>(g.size()),
+                                   std::vector<std::vector<std::uint32_t>>(g.size()));
+        for (std::size_t r = 0; r < g.size(); ++r) ready[g[r]] = {rs[r]};
+    }
+    const auto contributions = static_cast<std::uint32_t>(groups.size());
     std::vector<std::uint32_t> last_push(n), last_pull(n), deps;
-    for (std::size_t s = 0; s < pieces.size(); ++s) {
-        const std::uint32_t e = server_endpoint[s];
-        if (e >= endpoints) throw std::invalid_argument("parameter server: server endpoint outside the plan");
+    std::vector<std::vector<std::uint32_t>> pulls(n);  // per worker: its last pull from each server
+    for (std::size_t s = 0; s < l.pieces.size(); ++s) {
+        const std::uint32_t e = l.server_endpoint[s];
+        if (e >= l.endpoints) throw std::invalid_argument("parameter server: server endpoint outside the plan");
         // Without per_tensor a server's pieces travel as one message per worker.
         std::vector<double> messages;
-        for (const ShardPiece& p : pieces[s])
+        for (const ShardPiece& p : l.pieces[s])
             if (p.bytes > 0.0) messages.push_back(p.bytes);
-        if (!per_tensor && !messages.empty()) messages = {std::accumulate(messages.begin(), messages.end(), 0.0)};
+        if (!l.per_tensor && !messages.empty()) messages = {std::accumulate(messages.begin(), messages.end(), 0.0)};
         std::fill(last_push.begin(), last_push.end(), kNone);
         std::fill(last_pull.begin(), last_pull.end(), kNone);
         std::uint32_t last_sum = kNone;
@@ -132,27 +188,74 @@ sim::Plan sharded_parameter_server(std::uint32_t n, std::uint32_t endpoints,
             // One stream per (worker, server) pair: a message follows the previous one on it.
             deps.clear();
             for (std::uint32_t w = 0; w < n; ++w) {
-                if (w == e) continue;  // a worker's own share of its host's server stays put
-                if (last_push[w] == kNone) {
-                    last_push[w] = plan.add(w, e, sim::Bytes{bytes});
-                } else {
-                    last_push[w] = plan.add(w, e, sim::Bytes{bytes}, {last_push[w]});
-                }
+                if (w == e && l.groups.empty()) continue;  // a worker's own share of its host's server stays put
+                std::vector<std::uint32_t> after = last_push[w] == kNone ? ready[w] : std::vector{last_push[w]};
+                last_push[w] = plan.add(w, e, sim::Bytes{w == e ? 0.0 : bytes * share[w]}, after);
                 deps.push_back(last_push[w]);
             }
             if (last_sum != kNone) deps.push_back(last_sum);  // the server sums one tensor at a time
-            last_sum = plan.add_work(e, aggregation_time(bytes, n, aggregation_rate), deps);
+            last_sum = plan.add_work(e, aggregation_time(bytes, contributions, l.aggregation_rate), deps);
             for (std::uint32_t w = 0; w < n; ++w) {
-                if (w == e) continue;
+                if (w == e && l.groups.empty()) continue;
                 if (last_pull[w] == kNone) {
-                    last_pull[w] = plan.add(e, w, sim::Bytes{bytes}, {last_sum});
+                    last_pull[w] = plan.add(e, w, sim::Bytes{w == e ? 0.0 : bytes * share[w]}, {last_sum});
                 } else {
-                    last_pull[w] = plan.add(e, w, sim::Bytes{bytes}, {last_sum, last_pull[w]});
+                    last_pull[w] =
+                        plan.add(e, w, sim::Bytes{w == e ? 0.0 : bytes * share[w]}, {last_sum, last_pull[w]});
                 }
             }
         }
+        for (std::uint32_t w = 0; w < n; ++w)
+            if (last_pull[w] != kNone) pulls[w].push_back(last_pull[w]);
+    }
+    // All-gather inside each machine once a GPU has pulled its slice from every server.
+    for (const auto& g : groups) {
+        if (g.size() < 2) continue;
+        std::vector<std::vector<std::uint32_t>> first;
+        for (std::uint32_t w : g) first.push_back(pulls[w].empty() ? ready[w] : pulls[w]);
+        (void)local_ring(plan, g, total / static_cast<double>(g.size()), first);
     }
     return plan;
+}
+
+sim::Plan sharded_parameter_server(std::uint32_t n, std::uint32_t endpoints,
+                                   const std::vector<std::uint32_t>& server_endpoint,
+                                   const std::vector<std::vector<ShardPiece>>& pieces, bool per_tensor,
+                                   std::optional<sim::Bandwidth> aggregation_rate) {
+    return ps_plan(PsLayout{n, endpoints, server_endpoint, pieces, per_tensor, aggregation_rate, {}});
+}
+
+std::vector<std::vector<ShardPiece>> byteps_partitions(std::uint32_t hosts, std::uint32_t k,
+                                                       const std::vector<double>& tensors, double partition) {
+    const double total = std::accumulate(tensors.begin(), tensors.end(), 0.0);
+    const BytePsSplit split = byteps_split(hosts, k, total);
+    // Servers: worker hosts 0..hosts-1 (share y each), then CPU servers (x each). Every partition goes
+    // whole to the server furthest below its share (ties: the lower index), so each server's load tracks
+    // its share as BytePS's Hash_Mixed_Mode does on average.
+    std::vector<double> target(hosts + k);
+    for (std::uint32_t s = 0; s < hosts + k; ++s) target[s] = s < hosts ? split.worker : split.cpu;
+    std::vector<double> load(hosts + k, 0.0);
+    std::vector<std::vector<ShardPiece>> pieces(hosts + k);
+    for (std::uint32_t t = 0; t < tensors.size(); ++t) {
+        const double parts = partition > 0.0 ? std::max(1.0, std::ceil(tensors[t] / partition)) : 1.0;
+        for (double i = 0; i < parts; ++i) {
+            const double bytes = std::min(partition > 0.0 ? partition : tensors[t], tensors[t] - i * partition);
+            std::uint32_t best = kNone;
+            double best_fill = std::numeric_limits<double>::infinity();
+            for (std::uint32_t s = 0; s < hosts + k; ++s) {
+                if (!(target[s] > 0.0)) continue;
+                const double fill = (load[s] + bytes) / target[s];
+                if (fill < best_fill) {
+                    best_fill = fill;
+                    best = s;
+                }
+            }
+            if (best == kNone) best = 0;
+            load[best] += bytes;
+            pieces[best].push_back(ShardPiece{t, bytes});
+        }
+    }
+    return pieces;
 }
 
 sim::Plan byteps(std::uint32_t n, std::uint32_t k, const std::vector<double>& tensors, bool per_tensor,
@@ -176,15 +279,51 @@ std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, 
                                                   const PsOptions& options) {
     const std::uint32_t n = ctx.workers;
     const auto k = static_cast<std::uint32_t>(spec.servers);
-    if (spec.style == PsStyle::byteps)
-        return std::make_unique<PlanCollective>(byteps(n, k, tensors_of(ctx), spec.per_tensor, spec.aggregation_rate));
-    if (spec.sharding == PsSharding::bytes && !spec.per_tensor)
+    // Machines with several GPUs aggregate locally first (when asked, and when there is such a machine).
+    std::vector<std::vector<std::uint32_t>> groups;
+    if (spec.local_aggregation && ctx.node_of.size() == n) {
+        std::map<std::uint32_t, std::size_t> index;
+        for (std::uint32_t w = 0; w < n; ++w) {
+            const auto [it, fresh] = index.emplace(ctx.node_of[w], groups.size());
+            if (fresh) groups.emplace_back();
+            groups[it->second].push_back(w);
+        }
+        if (groups.size() == n) groups.clear();  // one GPU per machine: nothing to aggregate
+    }
+    const std::vector<double> tensors = tensors_of(ctx);
+    if (spec.style == PsStyle::byteps) {
+        if (groups.empty() && !spec.per_tensor)
+            return std::make_unique<PlanCollective>(byteps(n, k, tensors, false, spec.aggregation_rate));
+        // One worker-host server per machine (its first GPU's endpoint), then the k CPU servers.
+        const auto hosts = static_cast<std::uint32_t>(groups.empty() ? n : groups.size());
+        std::vector<std::uint32_t> server_endpoint(hosts + k);
+        for (std::uint32_t h = 0; h < hosts; ++h) server_endpoint[h] = groups.empty() ? h : groups[h].front();
+        for (std::uint32_t j = 0; j < k; ++j) server_endpoint[hosts + j] = n + j;
+        std::vector<std::vector<ShardPiece>> pieces;
+        if (spec.per_tensor) {
+            pieces = byteps_partitions(hosts, k, tensors, spec.partition_size.value());
+        } else {
+            const double total = std::accumulate(tensors.begin(), tensors.end(), 0.0);
+            const BytePsSplit split = byteps_split(hosts, k, total);
+            pieces.resize(hosts + k);
+            for (std::uint32_t t = 0; t < tensors.size(); ++t)
+                for (std::uint32_t s = 0; s < hosts + k; ++s)
+                    pieces[s].push_back(ShardPiece{
+                        t, (total > 0.0 ? tensors[t] / total : 0.0) * (s < hosts ? split.worker : split.cpu)});
+        }
+        return std::make_unique<PlanCollective>(
+            ps_plan(PsLayout{n, n + k, server_endpoint, pieces, spec.per_tensor, spec.aggregation_rate, groups}));
+    }
+    if (spec.sharding == PsSharding::bytes && !spec.per_tensor && groups.empty())
         return std::make_unique<PlanCollective>(parameter_server(n, k, ctx.bytes, spec.aggregation_rate));
     std::vector<std::uint32_t> server_endpoint(k);
     std::iota(server_endpoint.begin(), server_endpoint.end(), n);
-    return std::make_unique<PlanCollective>(sharded_parameter_server(
-        n, n + k, server_endpoint, shard_tensors(spec.sharding, tensors_of(ctx), k, options.split_bytes),
-        spec.per_tensor, spec.aggregation_rate));
+    // The owners come from the whole model when the round holds only some of its tensors (one message).
+    const auto pieces = ctx.tensor_server.empty() || spec.sharding == PsSharding::bytes
+                            ? shard_tensors(spec.sharding, tensors, k, options.split_bytes)
+                            : shard_by_owner(tensors, ctx.tensor_server, k);
+    return std::make_unique<PlanCollective>(
+        ps_plan(PsLayout{n, n + k, server_endpoint, pieces, spec.per_tensor, spec.aggregation_rate, groups}));
 }
 
 }  // namespace ddlsim::topo

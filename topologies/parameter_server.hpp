@@ -69,6 +69,17 @@ struct BytePsSplit {
 [[nodiscard]] sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
                                          std::optional<sim::Bandwidth> aggregation_rate);
 
+/// Per tensor (backward order): the server that holds it whole, or kCutOverAll, by the sharding mode. Keys
+/// run in forward order over the given tensors, so pass the whole model's tensors: a message's tensors alone
+/// would restart the round-robin (or the balancing) at server 0 for every message.
+[[nodiscard]] std::vector<std::uint32_t> tensor_owners(PsSharding sharding, const std::vector<double>& tensors,
+                                                       std::uint32_t k, double split_bytes);
+
+/// Per server (0..k-1): its pieces of the tensors (backward order), given each tensor's owner.
+[[nodiscard]] std::vector<std::vector<ShardPiece>> shard_by_owner(const std::vector<double>& tensors,
+                                                                  const std::vector<std::uint32_t>& owner,
+                                                                  std::uint32_t k);
+
 /// Per server (0..k-1): its pieces of the tensors (backward order), by the sharding mode.
 [[nodiscard]] std::vector<std::vector<ShardPiece>> shard_tensors(PsSharding sharding,
                                                                  const std::vector<double>& tensors, std::uint32_t k,
@@ -76,6 +87,29 @@ struct BytePsSplit {
 
 /// The BytePS split of S bytes among k CPU servers and n worker-host servers.
 [[nodiscard]] BytePsSplit byteps_split(std::uint32_t n, std::uint32_t k, double bytes);
+
+/// A parameter-server round: n workers (endpoints 0..n-1); server s is endpoint server_endpoint[s] and holds
+/// pieces[s]. `groups` (optional): the workers of each machine, for local aggregation — a ring reduce-scatter
+/// inside the machine, each GPU pushing and pulling its 1/g slice of every piece through the machine's NIC, a
+/// server summing one contribution per machine, then a ring all-gather inside the machine (BytePS on
+/// NVLink machines, Jiang et al. OSDI 2020 §4; TensorFlow's replicated PS; Horovod's hierarchical mode).
+struct PsLayout {
+    std::uint32_t workers = 0;
+    std::uint32_t endpoints = 0;
+    std::vector<std::uint32_t> server_endpoint;
+    std::vector<std::vector<ShardPiece>> pieces;
+    bool per_tensor = false;
+    std::optional<sim::Bandwidth> aggregation_rate;
+    std::vector<std::vector<std::uint32_t>> groups;
+};
+[[nodiscard]] sim::Plan ps_plan(const PsLayout& layout);
+
+/// BytePS partitions: every tensor cut into partitions of at most `partition` bytes (BYTEPS_PARTITION_BYTES,
+/// 4096000 by default, byteps/common/global.cc), each assigned whole to one of `hosts` worker-host servers
+/// or k CPU servers so that loads follow byteps_split's shares. Pushed and pulled per partition.
+[[nodiscard]] std::vector<std::vector<ShardPiece>> byteps_partitions(std::uint32_t hosts, std::uint32_t k,
+                                                                     const std::vector<double>& tensors,
+                                                                     double partition);
 
 /// PS plan: server s of `servers` is endpoint `server_endpoint[s]` and holds `pieces[s]`.
 [[nodiscard]] sim::Plan sharded_parameter_server(std::uint32_t n, std::uint32_t endpoints,

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "sim/unit_parse.hpp"
 #include "validate/nn_backends.hpp"
 #include "validate/processes.hpp"
 #include "validate/transport.hpp"
@@ -250,7 +251,9 @@ double fit_sharing_slots(const std::vector<std::pair<std::uint32_t, double>>& sl
 void Calibration::read_compute(const json& p) {
     host = p.at("host");
     peak_flops = p.at("device").at("peak_flops");
-    memory_bandwidth = p.at("device").at("memory_bandwidth");
+    // A unit string since bandwidths need their unit; older profiles hold a number of bytes/s.
+    const auto& mb = p.at("device").at("memory_bandwidth");
+    memory_bandwidth = mb.is_string() ? sim::parse_bandwidth(mb.get<std::string>()).bytes_per_s() : mb.get<double>();
     layers.clear();
     for (const auto& l : p.at("layers"))
         layers.push_back(
@@ -299,8 +302,13 @@ json Calibration::profile_json() const {
             {"backend", backend_name(backend)},
             {"host", host},
             // A scenario device object: no "name", which scenarios reserve for the built-in profiles.
-            {"device", {{"peak_flops", peak_flops}, {"efficiency", 1.0}, {"memory_bandwidth", memory_bandwidth}}},
-            {"network", {{"latency", network.latency_s}, {"bandwidth", network.bandwidth_Bps}}},
+            {"device",
+             {{"peak_flops", peak_flops},
+              {"efficiency", 1.0},
+              {"memory_bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(memory_bandwidth))}}},
+            {"network",
+             {{"latency", network.latency_s},
+              {"bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(network.bandwidth_Bps))}}},
             {"layers", layers_json},
             {"codecs", codecs_json}};
 }

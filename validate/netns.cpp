@@ -31,8 +31,10 @@ char g_ns_paths[kMaxNamespaces][96];
 volatile std::sig_atomic_t g_ns_count = 0;
 volatile pid_t g_children[kMaxChildren];
 volatile std::sig_atomic_t g_child_count = 0;
-struct sigaction g_prev_int {};
-struct sigaction g_prev_term {};
+// Every catchable signal whose default action ends the process (SIGPIPE: `validate | head` closing the pipe).
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM};
+constexpr int kSignalSlots = 65;
+struct sigaction g_prev[kSignalSlots] {};
 bool g_installed = false;
 
 void detach_namespaces() noexcept {
@@ -48,7 +50,7 @@ extern "C" void on_cleanup_signal(int sig) {
     for (int i = 0; i < g_child_count; ++i)
         if (g_children[i] > 0) ::kill(g_children[i], SIGKILL);
     detach_namespaces();
-    ::sigaction(sig, sig == SIGINT ? &g_prev_int : &g_prev_term, nullptr);
+    if (sig > 0 && sig < kSignalSlots) ::sigaction(sig, &g_prev[sig], nullptr);
     ::raise(sig);  // delivered to the previous handler (or the default) once this one returns
 }
 
@@ -198,9 +200,7 @@ void unregister_child(pid_t pid) {
 }
 
 void reset_signals_in_child() {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-    std::signal(SIGPIPE, SIG_DFL);
+    for (int sig : kCleanupSignals) std::signal(sig, SIG_DFL);
 }
 
 void install_cleanup_handler() {
@@ -208,8 +208,12 @@ void install_cleanup_handler() {
     struct sigaction sa {};
     sa.sa_handler = on_cleanup_signal;
     sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &g_prev_int);
-    ::sigaction(SIGTERM, &sa, &g_prev_term);
+    for (int sig : kCleanupSignals) sigaddset(&sa.sa_mask, sig);  // one cleanup at a time
+    for (int sig : kCleanupSignals) {
+        ::sigaction(sig, nullptr, &g_prev[sig]);
+        if (g_prev[sig].sa_handler == SIG_IGN) continue;  // e.g. SIGHUP under nohup: stays ignored
+        ::sigaction(sig, &sa, nullptr);
+    }
     g_installed = true;
 }
 

@@ -11,7 +11,8 @@
 // loopback (127.0.0.1, unshaped) and a note saying why.
 //
 // Everything created carries the creating process id in its name and is removed by the
-// destructor, and also on SIGINT / SIGTERM (the handler kills the registered worker processes
+// destructor, and also on every catchable fatal signal: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1/2,
+// SIGALRM (the handler kills the registered worker processes
 // and detaches the namespaces with umount2 + unlink, which are async-signal-safe; the kernel
 // then frees the veths and qdiscs). Stale namespaces of dead ddlsim processes are removed at start.
 //
@@ -67,7 +68,7 @@ private:
     std::vector<std::string> names_;  // switch first, then hosts
 };
 
-/// Worker processes the SIGINT / SIGTERM handler kills (any network mode).
+/// Worker processes the signal handler kills (any network mode).
 void register_child(pid_t pid);
 void unregister_child(pid_t pid);
 /// In a freshly forked child: default signal dispositions again.

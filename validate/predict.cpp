@@ -9,6 +9,7 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "sim/unit_parse.hpp"
 
 namespace ddlsim::validate {
 namespace {
@@ -121,15 +122,20 @@ json scenario_for(const RunConfig& c, const Calibration& cal) {
         case Architecture::ps: arch = {{"kind", "ps"}, {"servers", 1}, {"placement", "dedicated"}}; break;
         case Architecture::gossip: arch = {{"kind", "gossip"}, {"graph", "ring"}}; break;
     }
-    json j{
-        {"description", fmt::format("ddlsim validate: {}", c.name)},
-        {"workers", c.workers},
-        {"batch_size", c.batch},
-        {"iterations", c.sync == SyncScheme::local_sgd ? 2 * c.period : 6},
-        {"model", {{"layers", layers_json(cal, slowdown, 1.0, 0.0)}}},
-        {"device", {{"peak_flops", cal.peak_flops}, {"efficiency", 1.0}, {"memory_bandwidth", cal.memory_bandwidth}}},
-        {"network", {{"topology", "star"}, {"bandwidth", bandwidth}, {"latency", cal.network.latency_s / 2.0}}},
-        {"architecture", arch}};
+    json j{{"description", fmt::format("ddlsim validate: {}", c.name)},
+           {"workers", c.workers},
+           {"batch_size", c.batch},
+           {"iterations", c.sync == SyncScheme::local_sgd ? 2 * c.period : 6},
+           {"model", {{"layers", layers_json(cal, slowdown, 1.0, 0.0)}}},
+           {"device",
+            {{"peak_flops", cal.peak_flops},
+             {"efficiency", 1.0},
+             {"memory_bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(cal.memory_bandwidth))}}},
+           {"network",
+            {{"topology", "star"},
+             {"bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(bandwidth))},
+             {"latency", cal.network.latency_s / 2.0}}},
+           {"architecture", arch}};
     if (c.sync == SyncScheme::local_sgd) j["sync"] = {{"kind", "local_sgd"}, {"period", c.period}};
     if (c.codec.kind != CodecKind::none) {
         json comp{{"kind", codec_name(c.codec.kind)}};

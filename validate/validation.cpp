@@ -297,8 +297,7 @@ ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std
         if (net.namespaced()) net.set_rate(o.rate_bps);
         Calibration c = calibrate(co, data.train, net, log);
         if (!cal.empty()) c.network = cal.begin()->second.network;
-        tools::write_file_atomically(profile_path_for(o.profile, m), c.profile_json().dump(2) + "\n");
-        cal.emplace(m, std::move(c));
+        cal.emplace(m, std::move(c));  // the profile files are written once the whole run is complete
     }
     const Calibration& mlp = cal.at(ModelKind::mlp);
     log << fmt::format("network fit: alpha {:.1f} us, beta {:.3f} MB/s ({:.1f}% of the {:.0f} Mbit/s link)\n",
@@ -428,6 +427,9 @@ ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std
                      {"error_feedback", ef},
                      {"checks", checks},
                      {"wall_time_s", now_s() - t0}};
+    // Only a complete run replaces calib.json (each file atomically): an interrupted one leaves the old profile.
+    for (const auto& [m, c] : cal)
+        tools::write_file_atomically(profile_path_for(o.profile, m), c.profile_json().dump(2) + "\n");
 
     out << "\n";
     if (held.value("count", 0) > 0)

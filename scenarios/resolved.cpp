@@ -1,0 +1,284 @@
+#include "scenarios/resolved.hpp"
+
+#include <type_traits>
+#include <variant>
+
+#include "models/compression.hpp"
+#include "scenarios/schema_tables.hpp"
+#include "sim/unit_parse.hpp"
+
+namespace ddlsim::scenario {
+namespace {
+
+using nlohmann::json;
+
+template <class E>
+const std::string& name_of(const std::vector<std::string>& names, E e) {
+    return names.at(static_cast<std::size_t>(e));
+}
+
+json network_json(const Scenario& s) {
+    const auto& c = tables().choices;
+    json n = json::object();
+    std::visit(
+        [&](const auto& t) {
+            using T = std::decay_t<decltype(t)>;
+            if constexpr (std::is_same_v<T, topo::CustomSpec>) {
+                n["topology"] = "custom";
+                n["nodes"] = json::array();
+                for (const auto& node : t.nodes)
+                    n["nodes"].push_back(
+                        {{"name", node.name}, {"kind", node.kind == topo::NodeKind::switch_ ? "switch" : "host"}});
+                n["links"] = json::array();
+                for (const auto& l : t.links)
+                    n["links"].push_back({{"from", l.from},
+                                          {"to", l.to},
+                                          {"bandwidth", sim::format_bandwidth(l.bandwidth)},
+                                          {"latency", sim::format_time(l.latency)}});
+            } else {
+                n["bandwidth"] = sim::format_bandwidth(t.bandwidth);
+                n["latency"] = sim::format_time(t.latency);
+                if constexpr (std::is_same_v<T, topo::StarSpec>) {
+                    n["topology"] = "star";
+                    n["hosts"] = t.hosts;
+                } else if constexpr (std::is_same_v<T, topo::RingSpec>) {
+                    n["topology"] = "ring";
+                    n["hosts"] = t.hosts;
+                } else if constexpr (std::is_same_v<T, topo::TwoTierSpec>) {
+                    n["topology"] = "two_tier";
+                    n["gpus_per_node"] = t.gpus_per_node;
+                    n["num_nodes"] = t.nodes;
+                    n["nics_per_node"] = t.nics_per_node;
+                    n["intra_bandwidth"] = sim::format_bandwidth(t.intra_bandwidth);
+                    n["intra_latency"] = sim::format_time(t.intra_latency);
+                } else if constexpr (std::is_same_v<T, topo::FatTreeSpec>) {
+                    n["topology"] = "fat_tree";
+                    n["k"] = t.k;
+                } else if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) {
+                    n["topology"] = "leaf_spine";
+                    n["leaves"] = t.leaves;
+                    n["hosts_per_leaf"] = t.hosts_per_leaf;
+                    n["spines"] = t.spines;
+                    n["oversubscription"] = t.oversubscription;
+                } else if constexpr (std::is_same_v<T, topo::Torus2dSpec>) {
+                    n["topology"] = "torus2d";
+                    n["dims"] = {t.x, t.y};
+                }
+            }
+        },
+        s.topology);
+    n["model"] = name_of(c.network_models, s.network_model);
+    n["routing"] = name_of(c.routings, s.routing);
+    // Transports: the given ones, or what `auto` picks for the topology's link speeds (custom topologies,
+    // whose links may differ, keep auto).
+    auto transport_json = [&](const topo::TransportSpec& t) {
+        json o{{"kind", c.transports[static_cast<std::size_t>(t.kind)]},
+               {"efficiency", t.efficiency},
+               {"message_overhead", sim::format_time(t.message_overhead)},
+               {"collective_overhead", sim::format_time(t.collective_overhead)},
+               {"streams", t.streams}};
+        if (t.stream_rate) o["stream_rate"] = sim::format_bandwidth(*t.stream_rate);
+        return o;
+    };
+    std::visit(
+        [&](const auto& t) {
+            using T = std::decay_t<decltype(t)>;
+            if constexpr (!std::is_same_v<T, topo::CustomSpec>) {
+                n["transport"] = transport_json(topo::transport_for(s.transports, topo::LinkClass::inter, t.bandwidth));
+                if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
+                    n["intra_transport"] =
+                        transport_json(topo::transport_for(s.transports, topo::LinkClass::intra, t.intra_bandwidth));
+            } else {
+                if (s.transports.inter) n["transport"] = transport_json(*s.transports.inter);
+            }
+        },
+        s.topology);
+    if (!s.host_bandwidth.empty()) {
+        n["host_bandwidth"] = json::object();
+        for (const auto& [host, bw] : s.host_bandwidth) n["host_bandwidth"][host] = sim::format_bandwidth(bw);
+    }
+    return n;
+}
+
+json model_json(const JobSpec& j) {
+    json m = json::object();
+    if (j.model_name != "custom") {
+        m["name"] = j.model_name;
+    } else {
+        m["layers"] = json::array();
+        for (const auto& l : j.workload.layers) {
+            json layer{{"name", l.name}, {"params", l.params()}, {"fwd_flops", l.fwd_flops}};
+            if (l.fwd_time) layer["fwd_time"] = sim::format_time(*l.fwd_time);
+            if (l.bwd_time) layer["bwd_time"] = sim::format_time(*l.bwd_time);
+            if (l.update_time) layer["update_time"] = sim::format_time(*l.update_time);
+            m["layers"].push_back(std::move(layer));
+        }
+    }
+    m["dtype"] = j.bytes_per_param == 4.0 ? "fp32" : "fp16";
+    return m;
+}
+
+json device_json(const models::DeviceSpec& d) {
+    json out = json::object();
+    if (d.name != "custom" && d.name != "calibrated") out["name"] = d.name;
+    // A100-class defaults run convolutions in TF32 and matmuls in FP32 (PyTorch's default), which no
+    // precision value spells: the key is left out then, so the default applies again.
+    if (!d.tf32_convolutions_only) out["precision"] = std::string(models::precision_name(d.precision));
+    out["peak_flops"] = sim::format_flop_rate(d.peak);
+    // A built-in profile's measured per-operation fractions apply unless an efficiency overrides them; the
+    // scalar is written only when it is what the run used (the fractions are in the result's "scenario").
+    if (!d.uses_measured()) out["efficiency"] = d.efficiency;
+    out["memory_bandwidth"] = sim::format_bandwidth(d.memory_bandwidth);
+    if (d.samples_per_s) out["samples_per_s"] = *d.samples_per_s;
+    return out;
+}
+
+json architecture_json(const JobSpec& j) {
+    const auto& c = tables().choices;
+    const auto& a = j.architecture;
+    json out{{"kind", name_of(c.arch_kinds, a.kind)}};
+    switch (a.kind) {
+        case topo::ArchKind::allreduce:
+            out["algorithm"] = name_of(c.algorithms, a.algorithm);
+            if (a.segment_size.value() > 0.0) out["segment_size"] = sim::format_bytes(a.segment_size);
+            break;
+        case topo::ArchKind::gossip: out["graph"] = name_of(c.gossip_graphs, a.graph); break;
+        case topo::ArchKind::ps:
+            out["style"] = name_of(c.ps_styles, a.style);
+            // Colocated BytePS has no CPU server: one server process on every worker machine.
+            if (!(a.style == topo::PsStyle::byteps && a.placement == topo::ServerPlacement::colocated))
+                out["servers"] = a.servers;
+            out["placement"] = name_of(c.server_placements, a.placement);
+            if (a.aggregation_rate) out["aggregation_rate"] = sim::format_bandwidth(*a.aggregation_rate);
+            // Only a given server placement: default dedicated servers also size the network (two_tier).
+            if (!a.server_placement.empty()) out["server_placement"] = a.server_placement;
+            out["sharding"] = name_of(c.ps_shardings, a.sharding);
+            if (a.sharding != topo::PsSharding::bytes) out["split_size"] = sim::format_bytes(a.split_size);
+            out["per_tensor"] = a.per_tensor;
+            out["local_aggregation"] = a.local_aggregation;
+            if (a.style == topo::PsStyle::byteps && a.per_tensor)
+                out["partition_size"] = sim::format_bytes(a.partition_size);
+            break;
+    }
+    return out;
+}
+
+json sync_json(const models::SyncSpec& y) {
+    const auto& c = tables().choices;
+    json out{{"kind", name_of(c.sync_kinds, y.kind)}};
+    switch (y.kind) {
+        case models::SyncKind::ssp: out["staleness"] = y.staleness; break;
+        case models::SyncKind::local_sgd: out["period"] = y.period; break;
+        case models::SyncKind::fedavg:
+            out["clients_per_round"] = y.clients_per_round;
+            out["local_steps"] = y.local_steps;
+            out["availability"] = y.availability;
+            break;
+        default: break;
+    }
+    return out;
+}
+
+json compression_json(const models::CompressionSpec& k) {
+    const std::string kind(models::compression_kind_names().at(static_cast<std::size_t>(k.kind)));
+    json out{{"kind", kind}};
+    if (k.kind == models::CompressionKind::none) return out;
+    const bool sparse = kind == "topk" || kind == "randomk" || kind == "dgc" || kind == "gtopk";
+    if (kind == "qsgd") out["bits"] = k.bits;
+    if (sparse) {
+        out["density"] = k.density;
+        out["index_bits"] = k.index_bits;
+        out["value_bits"] = k.value_bits;
+    }
+    if (kind == "powersgd") out["rank"] = k.rank;
+    out["error_feedback"] = k.error_feedback;
+    out["cost_scale"] = k.cost_scale;
+    return out;
+}
+
+json overlap_json(const models::OverlapSpec& o) {
+    const auto& c = tables().choices;
+    json out{{"wfbp", o.wfbp}, {"fusion", name_of(c.fusions, o.fusion)}, {"priority", o.priority}};
+    if (o.fusion == models::Fusion::buffer) {
+        out["bucket_size"] = sim::format_bytes(o.bucket_size);
+        out["cycle_time"] = sim::format_time(o.cycle_time);
+    }
+    if (o.priority) {
+        out["partition_size"] = sim::format_bytes(o.partition_size);
+        out["credit"] = o.credit;
+    }
+    if (o.compute_slowdown) out["compute_slowdown"] = *o.compute_slowdown;
+    return out;
+}
+
+json stragglers_json(const models::StragglerSpec& g) {
+    const auto& c = tables().choices;
+    json out = json::object();
+    if (!g.fixed.empty()) {
+        out["fixed"] = json::object();
+        for (const auto& [w, f] : g.fixed) out["fixed"][std::to_string(w)] = f;
+    }
+    switch (g.distribution) {
+        case models::StragglerDistribution::none: return out;
+        case models::StragglerDistribution::lognormal: out["sigma"] = g.sigma; break;
+        case models::StragglerDistribution::exponential: out["mean_delay"] = sim::format_time(g.mean_delay); break;
+        case models::StragglerDistribution::periodic:
+            out["every"] = g.every;
+            out["slowdown"] = g.slowdown;
+            break;
+    }
+    out["distribution"] = c.straggler_distributions.at(static_cast<std::size_t>(g.distribution) - 1);
+    if (!g.workers.empty()) out["workers"] = g.workers;
+    return out;
+}
+
+json convergence_json(const ConvergenceSpec& v) {
+    json out{{"task", v.task},
+             {"target_accuracy", v.target_accuracy},
+             {"learning_rate", v.learning_rate},
+             {"batch_size", v.batch_size},
+             {"eval_every", v.eval_every},
+             {"test_samples", v.test_samples},
+             {"train_samples", v.train_samples}};
+    if (v.max_iterations > 0) out["max_iterations"] = v.max_iterations;
+    return out;
+}
+
+// The per-job keys (SPEC §2 `jobs`), one line each.
+json job_keys(const JobSpec& j) {
+    json out{{"workers", j.workers},
+             {"model", model_json(j)},
+             {"batch_size", j.batch_size},
+             {"device", device_json(j.device)},
+             {"placement", j.placement},
+             {"architecture", architecture_json(j)},
+             {"sync", sync_json(j.sync)},
+             {"compression", compression_json(j.compression)},
+             {"overlap", overlap_json(j.overlap)}};
+    if (j.stragglers.any()) out["stragglers"] = stragglers_json(j.stragglers);
+    if (!j.worker_devices.empty()) {
+        out["worker_devices"] = json::array();
+        for (const auto& d : j.worker_devices) out["worker_devices"].push_back(device_json(d));
+    }
+    return out;
+}
+
+}  // namespace
+
+nlohmann::json resolved_scenario(const Scenario& s) {
+    json out{{"iterations", s.iterations}, {"seed", s.seed}, {"network", network_json(s)}};
+    if (s.has_jobs_list) {
+        out["jobs"] = json::array();
+        for (const auto& j : s.jobs) {
+            json job = job_keys(j);
+            job["name"] = j.name;
+            out["jobs"].push_back(std::move(job));
+        }
+    } else if (!s.jobs.empty()) {
+        out.update(job_keys(s.jobs.front()));
+        if (s.jobs.front().convergence) out["convergence"] = convergence_json(*s.jobs.front().convergence);
+    }
+    return out;
+}
+
+}  // namespace ddlsim::scenario

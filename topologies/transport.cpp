@@ -1,0 +1,96 @@
+// Transport presets (see transport.hpp for the model). Sources:
+//  [NCCL-T] NVIDIA/nccl src/graph/tuning.cc @ 01afd20a77b5804e0ecf1042509dd9d20ebf9e93: NCCL's own cost
+//           model. baseLat Ring/Simple = 8.4 us per collective; hwLat Ring/Simple per step: NVLink 3.4 us,
+//           PCI 5.7 us, NET 9.6 us.
+//  [NCCL-P] NVIDIA nccl-tests doc/PERFORMANCE.md, maintainers' reference all-reduce bus bandwidths:
+//           ~24 GB/s per 200 Gb/s HDR NIC (24 / 25 = 0.96), ~12.2 GB/s per 100 Gb/s NIC (0.976),
+//           46-48 GB/s per 400 Gb/s NDR NIC (0.92-0.96); ~370 GB/s for 8 x H100 over NVLink with the ring
+//           algorithm, against NVLink 4's 450 GB/s per direction per GPU (0.82).
+//  [NCCL-H] NVIDIA/nccl src/graph/topo.h: `#define PCI_BW 12.0` (GB/s, "PCI Gen3 x16"), against
+//           15.75 GB/s line rate after 128b/130b coding: 0.76.
+//  [802.3]  Ethernet framing with a 1500-byte MTU: a TCP segment carries 1448 payload bytes (IPv4 20 +
+//           TCP 20 + timestamps 12) in 1538 bytes on the wire (header 14, FCS 4, preamble 8, gap 12):
+//           1448 / 1538 = 0.941.
+//  [NCCL-82]  NVIDIA/nccl-tests issue #82: broadcast_perf between two V100 hosts over NCCL's socket
+//           transport, 8-byte messages: 38-46 us per operation (one step): the per-message cost of the
+//           kernel TCP path and NCCL's proxy thread, against ~10 us on InfiniBand [NCCL-T].
+//  [NCCL-209] NVIDIA/nccl issue #209: NCCL over TCP reaches no more than ~60 % of a 32 Gbit/s link
+//           (~19 Gbit/s) with large messages; a socket is served by one proxy thread, so one stream is
+//           CPU-bound near that rate. [NCCL-450] NVIDIA/nccl issue #450: on 100 Gbit/s TCP the all-reduce
+//           reaches 4.5-5.2 GB/s bus bandwidth (36-42 Gbit/s, 36-42 % of line rate) with several sockets.
+//           We take 19 Gbit/s per stream and 2 streams per transfer (38 Gbit/s), which leaves 10-40 GbE
+//           at line-rate goodput and caps 100 GbE near [NCCL-450]'s measurement.
+#include "topologies/transport.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ddlsim::topo {
+
+const std::vector<std::string>& transport_names() {
+    static const std::vector<std::string> names{"ideal", "rdma", "tcp", "nvlink", "pcie"};
+    return names;
+}
+
+std::optional<TransportKind> transport_kind(std::string_view name) {
+    const auto& names = transport_names();
+    for (std::size_t i = 0; i < names.size(); ++i)
+        if (names[i] == name) return static_cast<TransportKind>(i);
+    return std::nullopt;
+}
+
+TransportSpec transport_preset(TransportKind kind) {
+    TransportSpec t;
+    t.kind = kind;
+    const sim::Time launch = sim::Time::seconds(8.4e-6);  // [NCCL-T] baseLat Ring/Simple
+    switch (kind) {
+        case TransportKind::ideal: break;
+        case TransportKind::rdma:
+            t.efficiency = 0.96;                              // [NCCL-P] HDR 24 of 25 GB/s
+            t.message_overhead = sim::Time::seconds(9.6e-6);  // [NCCL-T] hwLat NET Ring/Simple
+            t.collective_overhead = launch;
+            break;
+        case TransportKind::tcp:
+            t.efficiency = 1448.0 / 1538.0;                  // [802.3]
+            t.message_overhead = sim::Time::seconds(40e-6);  // [NCCL-82]
+            t.collective_overhead = launch;
+            t.stream_rate = sim::Bandwidth::bits_per_s(19e9);  // [NCCL-209]
+            t.streams = 2;                                     // [NCCL-450]
+            break;
+        case TransportKind::nvlink:
+            t.efficiency = 370.0 / 450.0;                     // [NCCL-P] 8 x H100 ring
+            t.message_overhead = sim::Time::seconds(3.4e-6);  // [NCCL-T] hwLat NVLink Ring/Simple
+            t.collective_overhead = launch;
+            break;
+        case TransportKind::pcie:
+            t.efficiency = 12.0 / 15.75;                      // [NCCL-H]
+            t.message_overhead = sim::Time::seconds(5.7e-6);  // [NCCL-T] hwLat PCI Ring/Simple
+            t.collective_overhead = launch;
+            break;
+    }
+    return t;
+}
+
+TransportKind auto_transport(LinkClass cls, sim::Bandwidth line_rate) {
+    if (cls == LinkClass::intra) return line_rate.bytes_per_s() > 64e9 ? TransportKind::nvlink : TransportKind::pcie;
+    return line_rate.bits_per_s() >= 100e9 * (1.0 - 1e-9) ? TransportKind::rdma : TransportKind::tcp;
+}
+
+TransportSpec transport_for(const FabricTransports& t, LinkClass cls, sim::Bandwidth line_rate) {
+    const auto& chosen = cls == LinkClass::intra ? t.intra : t.inter;
+    return chosen ? *chosen : transport_preset(auto_transport(cls, line_rate));
+}
+
+sim::Time apply_transports(Fabric& fabric, const FabricTransports& t) {
+    sim::Time collective;
+    fabric.for_each_link([&](LinkInfo& link) {
+        const TransportSpec tr = transport_for(t, link.cls, link.bandwidth);
+        link.bandwidth = sim::Bandwidth::bytes_per_s(link.bandwidth.bytes_per_s() * tr.efficiency);
+        link.overhead = tr.message_overhead;
+        link.flow_cap = tr.flow_cap();
+        collective = std::max(collective, tr.collective_overhead);
+    });
+    return collective;
+}
+
+}  // namespace ddlsim::topo
