@@ -154,37 +154,51 @@ std::vector<std::vector<Piece>> CommPlan::group(const std::vector<Piece>& pieces
     }
     if (o.fusion == Fusion::buffer) {
         const double cap = o.bucket_size.value();
-        double bytes = 0.0;
-        std::int64_t tick = -1;
         const double cycle = o.cycle_time.seconds();
-        for (const Piece& p : pieces) {
-            const std::int64_t my_tick =
-                cycle > 0.0 ? static_cast<std::int64_t>(std::ceil(done[p.layer] / cycle - 1e-9)) : 0;
-            const bool close = groups.empty() || bytes >= cap || (cycle > 0.0 && my_tick != tick) ||
-                               (cycle > 0.0 && bytes + p.elements * bpp > cap);
-            if (close) {
-                groups.emplace_back();
-                bytes = 0.0;
-                tick = my_tick;
+        if (cycle <= 0.0) {  // static DDP buckets: close a bucket once it holds cap bytes
+            double bytes = 0.0;
+            for (const Piece& p : pieces) {
+                if (groups.empty() || bytes >= cap) {
+                    groups.emplace_back();
+                    bytes = 0.0;
+                }
+                groups.back().push_back(p);
+                bytes += p.elements * bpp;
             }
-            groups.back().push_back(p);
-            bytes += p.elements * bpp;
+            return groups;
+        }
+        // Horovod's background loop (horovod/common/operations.cc, RunLoopOnce): a cycle starts no earlier than
+        // cycle_time after the previous one and not before the previous cycle's collectives are done; it fuses
+        // every tensor ready by then into buffers of at most bucket_size, run one after another. So while a
+        // slow collective runs, later tensors accumulate into larger buffers (fewer, bigger messages). Played
+        // on the nominal schedule with the collective's time fitted as a + b x bytes.
+        const auto [a, b] = fit_collective();
+        double prev_start = 0.0, prev_end = 0.0;
+        bool first = true;
+        std::size_t i = 0;
+        while (i < pieces.size()) {
+            double start = std::ceil(done[pieces[i].layer] / cycle - 1e-9) * cycle;
+            if (!first) start = std::max({start, prev_start + cycle, prev_end});
+            first = false;
+            double busy_until = start;
+            while (i < pieces.size() && done[pieces[i].layer] <= start + 1e-12) {
+                groups.emplace_back();
+                double bytes = 0.0;
+                while (i < pieces.size() && done[pieces[i].layer] <= start + 1e-12 &&
+                       (bytes == 0.0 || bytes + pieces[i].elements * bpp <= cap)) {
+                    groups.back().push_back(pieces[i]);
+                    bytes += pieces[i].elements * bpp;
+                    ++i;
+                }
+                busy_until += a + b * bytes;
+            }
+            prev_start = start;
+            prev_end = busy_until;
         }
         return groups;
     }
-    // MG-WFBP: the summable collective's time fitted as a + b * bytes on this fabric.
-    const double s1 = 1e6, s2 = 65e6;
-    topo::CollectiveContext c1 = ctx_, c2 = ctx_;
-    c1.bytes = sim::Bytes{s1};
-    c1.tensor_bytes = {s1};
-    c2.bytes = sim::Bytes{s2};
-    c2.tensor_bytes = {s2};
-    auto cost = [this](std::uint32_t a, std::uint32_t b) { return endpoint_path_cost(job_, fabric_, a, b); };
-    const double t1 = topo::make_collective(job_.architecture, c1)->alpha_beta(cost).seconds();
-    const double t2 = topo::make_collective(job_.architecture, c2)->alpha_beta(cost).seconds();
-    const double b = std::max(0.0, (t2 - t1) / (s2 - s1));
-    // Each group also pays the collective's launch: a merge saves it too.
-    const double a = std::max(0.0, t1 - b * s1) + job_.collective_overhead.seconds();
+    // MG-WFBP: walking backward order, the next layer is merged while sending together ends no later.
+    const auto [a, b] = fit_collective();
     // Per layer (backward order): ready time and bytes.
     struct Item {
         double ready, bytes;
@@ -220,6 +234,25 @@ std::vector<std::vector<Piece>> CommPlan::group(const std::vector<Piece>& pieces
     }
     if (have) groups.push_back(std::move(cur.pieces));
     return groups;
+}
+
+std::pair<double, double> CommPlan::fit_collective() const {
+    // The summable collective's time on this fabric fitted as a + b x bytes from two sizes.
+    const double s1 = 1e6, s2 = 65e6;
+    topo::CollectiveContext c1 = ctx_, c2 = ctx_;
+    c1.bytes = sim::Bytes{s1};
+    c1.tensor_bytes = {s1};
+    c1.tensor_server.clear();
+    c2.bytes = sim::Bytes{s2};
+    c2.tensor_bytes = {s2};
+    c2.tensor_server.clear();
+    auto cost = [this](std::uint32_t x, std::uint32_t y) { return endpoint_path_cost(job_, fabric_, x, y); };
+    const double t1 = topo::make_collective(job_.architecture, c1)->alpha_beta(cost).seconds();
+    const double t2 = topo::make_collective(job_.architecture, c2)->alpha_beta(cost).seconds();
+    const double b = std::max(0.0, (t2 - t1) / (s2 - s1));
+    // Each collective also pays its launch: a merge saves it too.
+    const double a = std::max(0.0, t1 - b * s1) + job_.collective_overhead.seconds();
+    return {a, b};
 }
 
 const topo::Collective* CommPlan::collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes,

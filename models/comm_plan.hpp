@@ -100,6 +100,8 @@ private:
                                            const std::vector<std::uint32_t>& tensor_server = {});
     void build_phases(Message& m);
     std::vector<std::vector<Piece>> group(const std::vector<Piece>& backward_pieces) const;
+    /// The summable collective's contention-free time on this fabric as a + b x bytes (a: seconds, b: s/byte).
+    [[nodiscard]] std::pair<double, double> fit_collective() const;
 
     const TrainingJob& job_;
     const topo::Fabric& fabric_;

@@ -81,6 +81,9 @@ struct DeviceSpec {
     Source efficiency_source = Source::builtin_default;  ///< scenario / calibration profile: `efficiency` rules
     int sms = 0;                                         ///< streaming multiprocessors; 0: no wave quantization
     sim::FlopRate vector_peak;  ///< CUDA-core FP32 peak (codec kernels, FP32 matmuls); 0: use `peak`
+    /// Measured compute slowdown beside communication (`ddlsim calibrate`); the default of
+    /// overlap.compute_slowdown for jobs on this device.
+    std::optional<double> overlap_slowdown;
 
     /// Whether the per-(generation, precision) fractions apply (a built-in profile and no explicit efficiency).
     [[nodiscard]] bool uses_measured() const {

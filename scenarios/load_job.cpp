@@ -165,6 +165,8 @@ models::DeviceSpec read_device(const json& j_in, const std::string& path, const 
     if (r.has("memory_bandwidth"))
         d.memory_bandwidth = read_bandwidth(r.at("memory_bandwidth"), r.path("memory_bandwidth"));
     if (r.has("samples_per_s")) d.samples_per_s = read_positive(r.at("samples_per_s"), r.path("samples_per_s"), 1e12);
+    if (r.has("overlap_slowdown"))
+        d.overlap_slowdown = read_number(r.at("overlap_slowdown"), r.path("overlap_slowdown"), 0.0, 10.0);
     r.finish();
     return d;
 }

@@ -115,7 +115,7 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
     for (const auto& k : keys) names.push_back(k.back() == '*' ? k.substr(0, k.size() - 1) : k);
     for (const auto& field : t.network.fields) {
         if (field.name == "topology" || field.name == "model" || field.name == "routing" ||
-            field.name == "host_bandwidth" || field.name == "transport")
+            field.name == "host_bandwidth" || field.name == "transport" || field.name == "profile")
             continue;
         if (std::find(names.begin(), names.end(), field.name) == names.end())
             r.forbid(field.name, fmt::format("not used by topology \"{}\" (it takes: {})", topology, list(names)));
@@ -140,6 +140,39 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
             throw ScenarioError(r.path("host_bandwidth"), "expected an object mapping host names to bandwidths");
         for (const auto& [host, bw] : hb.items())
             out.host_bandwidth.emplace_back(host, read_bandwidth(bw, r.path("host_bandwidth") + "." + host));
+    }
+    // network.profile: a calibration profile (`ddlsim calibrate`); its "network"."transport" is the transport
+    // between machines unless the scenario gives "transport" itself, which then wins (the result echo's
+    // transport_source says which was used).
+    if (r.has("profile")) {
+        const std::string ppath = r.path("profile");
+        const std::string file = read_string(r.at("profile"), ppath);
+        const std::filesystem::path fp = std::filesystem::path(file).is_absolute()
+                                             ? std::filesystem::path(file)
+                                             : std::filesystem::path(base_dir) / file;
+        json profile;
+        try {
+            profile = read_json_file(fp.string());
+        } catch (const ScenarioError& e) {
+            throw ScenarioError(ppath, fmt::format("{}: {}", fp.string(), e.what()));
+        }
+        if (!profile.is_object() || !profile.contains("network") || !profile.at("network").is_object() ||
+            !profile.at("network").contains("transport"))
+            throw ScenarioError(ppath, fmt::format("{}: expected a calibration profile with a \"network\": "
+                                                   "{{\"transport\": ...}} member (as `ddlsim calibrate` writes)",
+                                                   fp.string()));
+        topo::TransportSpec tr;
+        try {
+            tr = read_transport(profile.at("network").at("transport"), "$.network.transport");
+        } catch (const ScenarioError& e) {
+            throw ScenarioError(ppath, fmt::format("in profile {}: {}: {}", fp.string(), e.path(), e.what()));
+        }
+        if (r.has("transport")) {
+            out.transport_source = fmt::format("scenario (overrides the transport of network.profile {})", file);
+        } else {
+            out.transports.inter = tr;
+            out.transport_source = fmt::format("calibration profile {}", file);
+        }
     }
     if (r.has("transport")) out.transports.inter = read_transport(r.at("transport"), r.path("transport"));
     if (r.has("intra_transport")) {

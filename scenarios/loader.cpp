@@ -380,6 +380,7 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     s.routing = net.routing;
     s.host_bandwidth = std::move(net.host_bandwidth);
     s.transports = net.transports;
+    s.transport_source = net.transport_source;
     check_limits(s, "$.jobs");
     resolve_placement(s, placements, paths);
     root.finish();

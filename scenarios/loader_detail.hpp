@@ -42,6 +42,7 @@ struct NetworkSpec {
     NetworkModel model = NetworkModel::flow;
     topo::Routing routing = topo::Routing::ecmp;
     topo::FabricTransports transports;
+    std::string transport_source;  ///< set when network.profile is given: where the transport came from
 };
 [[nodiscard]] NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t hosts_needed,
                                        std::size_t gpus_hint);

@@ -74,7 +74,9 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     job.collective_overhead = j.workers > 1 ? collective_overhead : sim::Time::zero();  // one worker: no collective
     // Overlap is not free (models/job.hpp), unless the user asked for the ideal model.
     const bool ideal = s.transports.inter && s.transports.inter->kind == topo::TransportKind::ideal;
-    job.overlap_slowdown = j.overlap.compute_slowdown.value_or(ideal ? 0.0 : models::kDefaultOverlapSlowdown);
+    // The overlap key wins, then the device's calibrated overlap_slowdown (device.profile), then the default.
+    job.overlap_slowdown = j.overlap.compute_slowdown.value_or(
+        j.device.overlap_slowdown.value_or(ideal ? 0.0 : models::kDefaultOverlapSlowdown));
     job.record_schedule = j.convergence.has_value();
     try {
         job.compute = models::compute_profile(j.workload, j.device, j.batch_size, j.bytes_per_param, j.optimizer);
@@ -178,7 +180,8 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
           {"overlap", describe_overlap(spec)},
           {"network_model", s.network_model == NetworkModel::flow ? "flow" : "analytic"},
           {"transport", describe_transports(s, false)},
-          {"transport_source", s.transports.inter ? "scenario" : "auto"},
+          {"transport_source",
+           !s.transport_source.empty() ? s.transport_source : s.transports.inter ? "scenario" : "auto"},
           {"seed", s.seed},
           {"compute_model", compute_assumptions(spec)}}},
     };

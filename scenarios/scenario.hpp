@@ -65,6 +65,7 @@ struct Scenario {
     std::uint64_t seed = 0;
     std::vector<std::pair<std::string, sim::Bandwidth>> host_bandwidth;  ///< network.host_bandwidth
     topo::FabricTransports transports;  ///< network.transport / intra_transport (nullopt: auto)
+    std::string transport_source;       ///< with network.profile: "calibration profile FILE" or the override
 };
 
 /// Loads a scenario from parsed JSON; throws ScenarioError on any bad input.

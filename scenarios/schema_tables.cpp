@@ -138,6 +138,11 @@ Tables build() {
                "the transport between machines: a preset (ideal, rdma, tcp, nvlink, pcie) or an object; default "
                "auto: rdma on links of 100 Gbit/s and more, tcp below"},
               {"oneOf", json::array({enum_schema(c.transports, "preset"), ref("transport", "transport object")})}}},
+            {"profile",
+             str("a calibration profile written by `ddlsim calibrate`, relative to the scenario: its "
+                 "\"network\".\"transport\" (measured goodput, per-message and per-collective overheads) is "
+                 "the transport between machines unless \"transport\" is given, which wins (the result's "
+                 "transport_source says which)")},
             {"intra_transport",
              {{"description",
                "two_tier: the transport inside a machine (GPU links to the node switch); default auto: nvlink "
@@ -231,6 +236,14 @@ Tables build() {
                       {"exclusiveMinimum", 0},
                       {"description",
                        "measured single-device samples/s of this model at this batch size; fixes the compute scale"}}},
+                    {"overlap_slowdown",
+                     {{"type", "number"},
+                      {"minimum", 0},
+                      {"maximum", 10},
+                      {"description",
+                       "measured fraction by which compute slows while communication runs beside it (`ddlsim "
+                       "calibrate` writes it); the default of overlap.compute_slowdown for jobs on this device, "
+                       "which wins when given"}}},
                     {"profile", str("a calibration profile written by `ddlsim calibrate` (its \"device\" member is "
                                     "read as this object; keys given here override it); relative to the scenario")},
                 }};

@@ -97,8 +97,16 @@ TEST_CASE("fusion buffer: the number of collectives is the computed bucket count
     CHECK(run(j).collectives_per_iteration == doctest::Approx(10));
     // Horovod cycles: tensors ready within one 5 ms cycle (backward 2 ms each) are fused.
     j["overlap"] = {{"wfbp", true}, {"fusion", "buffer"}, {"bucket_size", "64MB"}, {"cycle_time", "5ms"}};
-    // Ready at 2,4,6,...,20 ms: cycles (0,5], (5,10], (10,15], (15,20] -> 2 + 3 + 2 + 3 tensors = 4 buffers.
+    // At 100 Gbit/s a buffer's all-reduce (8-12 MB: under 2 ms) ends within its cycle. Ready at 2,4,...,20 ms:
+    // cycles at 5, 10, 15, 20 ms fuse 2 + 3 + 2 + 3 tensors = 4 buffers.
+    j["network"]["bandwidth"] = "100Gbps";
     CHECK(run(j).collectives_per_iteration == doctest::Approx(4));
+    // At 10 Gbit/s a collective outlasts the cycle and the next cycle waits for it (Horovod's loop runs one
+    // cycle at a time): the 5 ms cycle fuses 2 tensors (8 MB: 2(n-1)/n x 8 MB / 1.25 GB/s = 9.6 ms, ends at
+    // 14.66 ms); the next starts then with the 5 tensors ready by 14 ms (20 MB, 24 ms, ends 38.7 ms); the last
+    // fuses the remaining 3: 3 buffers.
+    j["network"]["bandwidth"] = "10Gbps";
+    CHECK(run(j).collectives_per_iteration == doctest::Approx(3));
 }
 
 TEST_CASE("mgwfbp: merges small layers (start-up dominated) and keeps large ones apart") {
