@@ -87,7 +87,13 @@ FeatureMap add_conv(Layer& layer, const std::string& prefix, FeatureMap in, cons
                                     .activations = static_cast<double>(in.size() + out.size()),
                                     .weights = static_cast<double>(weight),
                                     .rows_per_sample = static_cast<double>(out.height * out.width),
-                                    .cols = static_cast<double>(conv.out_channels)});
+                                    .cols = static_cast<double>(conv.out_channels),
+                                    .conv = ConvGeometry{.kernel_h = static_cast<int>(conv.kernel_h),
+                                                         .kernel_w = static_cast<int>(conv.kernel_w),
+                                                         .stride = static_cast<int>(conv.stride),
+                                                         .in_channels = static_cast<double>(in.channels),
+                                                         .out_h = static_cast<double>(out.height),
+                                                         .out_w = static_cast<double>(out.width)}});
     return out;
 }
 

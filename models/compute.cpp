@@ -26,6 +26,21 @@
 // 128); attention runs one GEMM per head and sequence, T = heads x b x ceil(rows / 128) ceil(cols / 128). Small
 // batches fill fewer tiles and so sustain less; the backward pass uses the forward's q.
 //
+// Winograd (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016, arXiv:1509.09308, §4-5):
+// on CUDA cores cuDNN's autotuner (PyTorch cudnn.benchmark, TensorFlow's default autotuning) runs a 3 x 3 stride-1
+// convolution as F(m x m, 3 x 3) when that is faster, so a convolution part costs the lesser of the direct cost
+// above and the Winograd cost, in its non-fused form (input transform, (m+2)^2 batched GEMMs, output transform):
+//       t_w = F_w b / (peak x e_conv x q_w) + B_w / (memory bandwidth x e_memory)
+//       F_w = 2 T (m+2)^2 C K per sample, T = ceil(H / m) ceil(W / m) output tiles of an H x W output,
+//             C input and K output channels: 9 m^2 / (m+2)^2 fewer FLOPs than direct (2.25x for m = 2, 4x for m = 4;
+//             fewer where the tiles overhang the map)
+//       B_w = (activations_p + 2 T (m+2)^2 (C + K)) x b x s + weights_p x s_w: the convolution's own input and output
+//             once, and the transformed input and output each written and read once
+//       q_w = wave quantization of (m+2)^2 GEMMs of (T b) x K outputs
+// m per (generation, precision) is in models/device.cpp (0: tensor cores, where cuDNN runs implicit GEMM); with it
+// the model reproduces DeepBench's measured P100 and V100 FP32 times of 3 x 3 layers at median 1.02x and 0.94x.
+// The backward pass (data and filter gradients, both Winograd-able) costs twice the forward, as above.
+//
 // `device.efficiency`, when given, replaces e_matmul (and q is not applied); a custom device (no built-in profile)
 // uses its `efficiency` (default 0.5) with e_memory = 1. Layers without parts (custom models) are one part of
 // fwd_flops and fwd_bytes per sample, of their `kind` (default matmul); layers that give fwd_time/bwd_time/
@@ -42,6 +57,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace ddlsim::models {
@@ -62,6 +78,32 @@ double wave_quantization(const LayerPart& p, const DeviceSpec& d, std::uint32_t 
                              : std::ceil(p.rows_per_sample * b / kTile) * std::ceil(p.cols / kTile);
     const double waves = std::ceil(tiles / d.sms);
     return tiles / (waves * d.sms);
+}
+
+/// The fraction of the last wave's SMs that have work when `gemms` GEMMs of rows x cols outputs are split into
+/// kTile x kTile tiles.
+double quantize(double gemms, double rows, double cols, int sms) {
+    const double tiles = gemms * std::ceil(rows / kTile) * std::ceil(cols / kTile);
+    return tiles / (std::ceil(tiles / sms) * sms);
+}
+
+/// Seconds of Winograd F(m x m, 3 x 3) for a 3 x 3 stride-1 convolution part (forward), or +inf where it does not
+/// apply. `bandwidth` and `rate` are the device's sustained memory bandwidth and direct-convolution FLOP rate.
+double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t batch, double element, double bandwidth,
+                        double rate) {
+    const ConvGeometry& g = p.conv;
+    const int m = d.uses_measured() ? d.measured->winograd_tile : 0;
+    if (m <= 0 || p.kind != PartKind::conv || g.kernel_h != 3 || g.kernel_w != 3 || g.stride != 1 ||
+        g.in_channels <= 0.0 || g.out_h <= 0.0 || g.out_w <= 0.0)
+        return std::numeric_limits<double>::infinity();
+    const double b = batch;
+    const double tile_elems = (m + 2.0) * (m + 2.0);
+    const double tiles = std::ceil(g.out_h / m) * std::ceil(g.out_w / m);
+    const double flops = 2.0 * tiles * tile_elems * g.in_channels * p.cols * b;
+    const double q = d.sms > 0 ? quantize(tile_elems, tiles * b, p.cols, d.sms) : 1.0;
+    const double bytes =
+        (p.activations + 2.0 * tiles * tile_elems * (g.in_channels + p.cols)) * b * element + p.weights * element;
+    return flops / (rate * q) + bytes / bandwidth;
 }
 
 }  // namespace
@@ -120,9 +162,8 @@ double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t ba
     } else {
         rate = d.peak.per_s() * (part.kind == PartKind::conv ? d.conv_efficiency() : d.matmul_efficiency());
     }
-    rate *= wave_quantization(part, d, batch);
-    const double flop_s = mult * part.flops * batch / rate;
-    return std::max(flop_s, memory_s);
+    const double direct = std::max(mult * part.flops * batch / (rate * wave_quantization(part, d, batch)), memory_s);
+    return std::min(direct, mult * winograd_seconds(part, d, batch, element, bandwidth, rate));
 }
 
 ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint32_t batch, double bytes_per_param,

@@ -41,6 +41,20 @@
 //        55 and 9.0 TFLOPS (wave quantization included): cuDNN convolutions reach 0.66 (tensor cores) and 0.92
 //        (CUDA cores) of what a GEMM of the same size does. Applied to every generation (no newer layer benchmark
 //        found).
+//  Winograd tile (3 x 3 stride-1 convolutions on CUDA cores): cuDNN computes them with Winograd's minimal
+//        filtering F(m x m, 3 x 3) (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016,
+//        arXiv:1509.09308, §4: (m+2)^2 multiplies per m x m outputs instead of 9 m^2, 2.25x fewer for m = 2 and 4x
+//        for m = 4) when its autotuner finds it faster. DeepBench's "Forward Algorithm" column (same files) names
+//        what cuDNN picked: P100 FP32 and pseudo-FP16 (CUDA 8): WINOGRAD (the fused kernel) or FFT for every 3 x 3
+//        stride-1 layer with >= 64 input channels, implicit GEMM for fewer; V100 FP32 (CUDA 9): WINOGRAD_NONFUSED
+//        for all but the 3-channel first layers;
+//        V100 FP16 on tensor cores: IMPLICIT_PRECOMP_GEMM for every layer (no Winograd). The compute model's
+//        Winograd cost (compute.cpp) with m = 2 on P100 reproduces DeepBench's P100 FP32 times of the 21 such
+//        layers at median 1.02x (m = 4: 0.73x, faster than measured), and with m = 4 on V100 the 27 V100 FP32
+//        layers at median 0.94x (m = 2: 1.37x). cuDNN does not document its tile sizes, so m is the one whose cost
+//        matches each generation's measured layers: m = 2 for Pascal, m = 4 for Volta and later in FP32, and no
+//        Winograd on tensor cores (TF32, FP16, BF16, FP8), where the DeepBench V100 FP16 selection is taken to hold
+//        for every generation.
 //  memory: streaming "scale" kernel (read one array, write another) at full occupancy in te42kyfo/gpu-benches
 //        gpu-stream: V100 802 of 900 GB/s = 0.89 (v100.txt, commit a7dc559cc5a1d09e62b6b0fbb99ee165039acba4);
 //        A100-40GB 1381 of 1555 GB/s = 0.89 (a100_40.txt, same commit; used for the 80 GB part); H200 3165 of
@@ -54,6 +68,8 @@ namespace {
 constexpr double kCudaCoreFp32 = 0.866;      // DeepBench V100 SGEMM (above)
 constexpr double kConvOnTensorCores = 0.66;  // DeepBench V100 ResNet convolutions vs GEMMs (above)
 constexpr double kConvOnCudaCores = 0.92;
+constexpr int kWinogradTilePascal = 2;  // DeepBench P100 FP32 conv times: m = 2 fits (above)
+constexpr int kWinogradTileVolta = 4;   // DeepBench V100 FP32 conv times: m = 4 fits (above)
 
 struct Row {
     const char* name;
@@ -119,7 +135,8 @@ Efficiency DeviceProfile::efficiency(Precision p) const {
     if (name == "H100" && tensor) matmul = 0.801;
     if (name == "H200" && tensor) matmul = 0.830;
     if (name == "H200") memory = 0.66;
-    return {matmul, memory, matmul * (tensor ? kConvOnTensorCores : kConvOnCudaCores)};
+    const int winograd_tile = tensor ? 0 : (name == "P100" ? kWinogradTilePascal : kWinogradTileVolta);
+    return {matmul, memory, matmul * (tensor ? kConvOnTensorCores : kConvOnCudaCores), winograd_tile};
 }
 
 const std::vector<DeviceProfile>& builtin_devices() {

@@ -27,6 +27,9 @@ struct Efficiency {
     double matmul = 0.0;  ///< large GEMMs: achieved / datasheet peak
     double memory = 0.0;  ///< streaming read+write kernels: achieved / datasheet bandwidth
     double conv = 0.0;    ///< cuDNN convolutions: achieved / datasheet peak
+    /// Output tile m of the Winograd F(m x m, 3 x 3) convolutions cuDNN's autotuner finds at this precision
+    /// (device.cpp cites each); 0 where 3 x 3 convolutions run as implicit GEMM (tensor cores).
+    int winograd_tile = 0;
 };
 
 /// Datasheet peaks of one accelerator (dense, no sparsity). A peak of 0 means the part has no such math.

@@ -31,6 +31,17 @@ enum class PartKind { matmul, conv, attention, norm, elementwise, embedding, poo
 [[nodiscard]] std::string_view part_kind_name(PartKind k);
 [[nodiscard]] const std::vector<std::string>& part_kind_names();
 
+/// The geometry of a 2-D convolution part, for the choice of algorithm (models/compute.cpp: Winograd applies to
+/// 3 x 3 stride-1 convolutions); all 0 when the part is not a convolution or its shape is unknown.
+struct ConvGeometry {
+    int kernel_h = 0;
+    int kernel_w = 0;
+    int stride = 0;
+    double in_channels = 0.0;
+    double out_h = 0.0;  ///< output height and width (per sample)
+    double out_w = 0.0;
+};
+
 /// One kernel-sized piece of a layer, per sample, forward pass. matmul/conv/attention parts are GEMMs (FLOPs at
 /// the tensor rate, bounded below by their own memory traffic); the others only move memory.
 struct LayerPart {
@@ -45,6 +56,7 @@ struct LayerPart {
     double rows_per_sample = 0.0;
     double cols = 0.0;
     double gemms_per_sample = 0.0;
+    ConvGeometry conv{};  ///< convolutions of the built-in CNNs; output channels are `cols`
 };
 
 /// One layer: its tensors, its forward FLOPs per sample, and optional exact times.

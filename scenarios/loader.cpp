@@ -41,45 +41,64 @@ double messages_per_iteration(const JobSpec& s) {
     return std::max(messages, 1.0);
 }
 
-// Transfers in one round of a job (one message's collective; an upper estimate); whether the round is
-// held as an explicit DAG. A round holds 1/messages of the gradient and of its tensors.
+// Bytes one worker sends per iteration after compression (the payloads the collectives carry).
+double payload_bytes(const JobSpec& s) {
+    if (s.compression.kind == models::CompressionKind::none)
+        return static_cast<double>(s.workload.params()) * s.bytes_per_param;
+    const auto compressor = models::make_compressor(s.compression);
+    double bytes = 0.0;
+    for (const auto& l : s.workload.layers)
+        for (const auto& t : l.tensors) {
+            if (t.params <= 0) continue;
+            const auto c = compressor->compress(models::tensor_shape(t), s.bytes_per_param);
+            bytes += c.payload_bytes + c.p_bytes + c.q_bytes + c.dense_bytes;
+        }
+    return bytes;
+}
+
+// Transfers in one round of a job (one message's collective; an estimate); whether the round is held as an
+// explicit DAG. A round holds 1/messages of the gradient (after compression) and of its tensors.
 double round_transfers(const JobSpec& s, bool& explicit_dag) {
     const auto& a = s.architecture;
     const double n = s.workers;
     const double k = static_cast<double>(a.servers);
-    const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
-    const double messages = messages_per_iteration(s);
-    const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param / messages;
-    // Trees pipeline 16 segments when no segment size is given (topologies/allreduce_algorithms.cpp).
-    const bool tree =
-        a.algorithm == topo::AllreduceAlgorithm::tree || a.algorithm == topo::AllreduceAlgorithm::double_tree;
-    const double segments = a.segment_size.value() > 0.0 ? std::max(1.0, std::ceil(bytes / a.segment_size.value()))
-                            : tree                       ? 16.0
-                                                         : 1.0;
-    const double tensors = std::max(1.0, std::ceil(static_cast<double>(s.workload.tensor_count()) / messages));
     explicit_dag = !(a.kind == topo::ArchKind::allreduce && a.algorithm == topo::AllreduceAlgorithm::ring &&
                      a.segment_size.value() <= 0.0);
+    if (n <= 1.0 && !(a.kind == topo::ArchKind::ps && k > 0.0)) return 0.0;  // one worker alone: no traffic
+    const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
+    const double messages = messages_per_iteration(s);
+    const double bytes = payload_bytes(s) / messages;
+    const double seg = a.segment_size.value();
+    // Segments per step: a ring step moves a chunk of S/n, a tree pipelines the whole S (16 segments when no
+    // segment size is given, topologies/allreduce_algorithms.cpp), halving-doubling's steps halve the data.
+    auto segments = [&](double chunk) { return seg > 0.0 ? std::max(1.0, std::ceil(chunk / seg)) : 1.0; };
+    const double tensors = std::max(1.0, std::ceil(static_cast<double>(s.workload.tensor_count()) / messages));
     switch (a.kind) {
         case topo::ArchKind::allreduce:
             switch (a.algorithm) {
                 case topo::AllreduceAlgorithm::ring:
                 case topo::AllreduceAlgorithm::hierarchical:
-                case topo::AllreduceAlgorithm::torus2d: return 2.0 * n * n * segments;
+                case topo::AllreduceAlgorithm::torus2d: return 2.0 * n * (n - 1.0) * segments(bytes / n);
                 case topo::AllreduceAlgorithm::tree:
-                case topo::AllreduceAlgorithm::double_tree: return 4.0 * n * segments;
-                case topo::AllreduceAlgorithm::halving_doubling: return 4.0 * n * log_n * segments;
+                case topo::AllreduceAlgorithm::double_tree:
+                    return 4.0 * n * (seg > 0.0 ? segments(bytes) : 16.0);
+                case topo::AllreduceAlgorithm::halving_doubling:
+                    return 2.0 * n * (log_n + (seg > 0.0 ? 2.0 * bytes / seg : 0.0));
             }
-            return 2.0 * n * n * segments;
+            return 2.0 * n * n;
         case topo::ArchKind::ps: {
-            // Per server a piece costs n pushes, one summation and n pulls. BytePS cuts every tensor over
-            // the n worker hosts and k CPU servers; byte sharding cuts it over all k servers; round-robin
-            // and balanced sharding keep whole tensors on one server each. per_tensor: one piece per tensor.
+            // Per server a piece costs n pushes, one summation and n pulls. Byte sharding cuts every piece
+            // over all k servers; round-robin and balanced sharding keep whole tensors on one server each;
+            // BytePS partitions go whole to one server each (whole shares: every server). per_tensor: one
+            // piece per tensor (BytePS: per partition).
+            if (a.style == topo::PsStyle::byteps) {
+                if (!a.per_tensor) return (2.0 * n + 1.0) * (n + k);
+                const double parts = tensors + std::ceil(bytes / a.partition_size.value());
+                return (2.0 * n + 1.0) * parts + 4.0 * n;
+            }
             const double pieces = a.per_tensor ? tensors : 1.0;
-            const bool whole = a.style == topo::PsStyle::standard && a.sharding != topo::PsSharding::bytes &&
-                               a.split_size.value() <= 0.0;
-            const double servers = a.style == topo::PsStyle::byteps ? n + k
-                                   : whole                          ? (a.per_tensor ? 1.0 : std::min(k, tensors))
-                                                                    : std::max(k, 1.0);
+            const bool whole = a.sharding != topo::PsSharding::bytes && a.split_size.value() <= 0.0;
+            const double servers = whole ? (a.per_tensor ? 1.0 : std::min(k, tensors)) : std::max(k, 1.0);
             return (2.0 * n + 1.0) * servers * pieces;
         }
         case topo::ArchKind::gossip: return 2.0 * n * log_n;
@@ -92,14 +111,17 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
 double rounds_per_iteration(const JobSpec& s) {
     double messages = messages_per_iteration(s);
     if (s.compression.kind == models::CompressionKind::powersgd) messages *= 3.0;
-    if (s.sync.kind == models::SyncKind::local_sgd) messages /= s.sync.period;
-    return std::max(messages, 1.0);
+    if (s.sync.kind == models::SyncKind::local_sgd) messages /= s.sync.period;  // may fall below one
+    return messages;
 }
 
 // Events the flow model processes for one job (an estimate: about four per transfer, four per worker and round).
+// With overlap, backward runs layer by layer on the event clock (one event per layer and worker).
 double job_events(const Scenario& s, const JobSpec& j) {
     bool explicit_dag = false;
-    return s.iterations * rounds_per_iteration(j) * (4.0 * round_transfers(j, explicit_dag) + 4.0 * j.workers);
+    const double layers = j.overlap.any() ? static_cast<double>(j.workload.layers.size()) * j.workers : 0.0;
+    return s.iterations *
+           (rounds_per_iteration(j) * (4.0 * round_transfers(j, explicit_dag) + 4.0 * j.workers) + layers);
 }
 
 // The key that makes a round large: a segment size that cuts the gradient into many pieces, per-tensor

@@ -180,8 +180,9 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
           {"overlap", describe_overlap(spec)},
           {"network_model", s.network_model == NetworkModel::flow ? "flow" : "analytic"},
           {"transport", describe_transports(s, false)},
-          {"transport_source",
-           !s.transport_source.empty() ? s.transport_source : s.transports.inter ? "scenario" : "auto"},
+          {"transport_source", !s.transport_source.empty() ? s.transport_source
+                               : s.transports.inter        ? "scenario"
+                                                           : "auto"},
           {"seed", s.seed},
           {"compute_model", compute_assumptions(spec)}}},
     };
@@ -277,9 +278,14 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
 }
 
 std::string describe_transports(const Scenario& s, bool with_source) {
-    auto one = [with_source](const topo::TransportSpec& t, bool given) {
+    // `given`: 1 the scenario's (or network.profile's, as transport_source says), 2 the scenario's
+    // intra_transport, 0 auto.
+    auto one = [&s, with_source](const topo::TransportSpec& t, int given) {
         std::string out = topo::transport_names()[static_cast<std::size_t>(t.kind)];
-        if (with_source) out += given ? " (scenario)" : " (auto)";
+        if (with_source)
+            out += given == 0                                  ? " (auto)"
+                   : given == 1 && !s.transport_source.empty() ? " (" + s.transport_source + ")"
+                                                               : " (scenario)";
         if (t.kind == topo::TransportKind::ideal) return out + ": nominal link speed, no overheads";
         out += fmt::format(": {:.1f} % goodput, {:.3g} us per message, {:.3g} us per collective", 100.0 * t.efficiency,
                            t.message_overhead.seconds() * 1e6, t.collective_overhead.seconds() * 1e6);
@@ -293,15 +299,15 @@ std::string describe_transports(const Scenario& s, bool with_source) {
         [&](const auto& t) {
             using T = std::decay_t<decltype(t)>;
             if constexpr (std::is_same_v<T, topo::CustomSpec>) {
-                out = s.transports.inter ? one(*s.transports.inter, true)
-                                         : "auto per link (rdma >= 100 Gbit/s, tcp below)";
+                out =
+                    s.transports.inter ? one(*s.transports.inter, 1) : "auto per link (rdma >= 100 Gbit/s, tcp below)";
             } else {
                 out = one(topo::transport_for(s.transports, topo::LinkClass::inter, t.bandwidth),
-                          s.transports.inter.has_value());
+                          s.transports.inter.has_value() ? 1 : 0);
                 if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
                     out += "; intra-node " +
                            one(topo::transport_for(s.transports, topo::LinkClass::intra, t.intra_bandwidth),
-                               s.transports.intra.has_value());
+                               s.transports.intra.has_value() ? 2 : 0);
             }
         },
         s.topology);

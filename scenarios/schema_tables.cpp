@@ -138,11 +138,10 @@ Tables build() {
                "the transport between machines: a preset (ideal, rdma, tcp, nvlink, pcie) or an object; default "
                "auto: rdma on links of 100 Gbit/s and more, tcp below"},
               {"oneOf", json::array({enum_schema(c.transports, "preset"), ref("transport", "transport object")})}}},
-            {"profile",
-             str("a calibration profile written by `ddlsim calibrate`, relative to the scenario: its "
-                 "\"network\".\"transport\" (measured goodput, per-message and per-collective overheads) is "
-                 "the transport between machines unless \"transport\" is given, which wins (the result's "
-                 "transport_source says which)")},
+            {"profile", str("a calibration profile written by `ddlsim calibrate`, relative to the scenario: its "
+                            "\"network\".\"transport\" (measured goodput, per-message and per-collective overheads) is "
+                            "the transport between machines unless \"transport\" is given, which wins (the result's "
+                            "transport_source says which)")},
             {"intra_transport",
              {{"description",
                "two_tier: the transport inside a machine (GPU links to the node switch); default auto: nvlink "

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "models/compute.hpp"
 #include "scenarios/json_reader.hpp"
@@ -181,6 +182,73 @@ TEST_CASE("compute: metamorphic relations") {
     CHECK(models::part_seconds(gemm, d, 2, false) == doctest::Approx(2 * models::part_seconds(gemm, d, 1, false)));
     // A small batch sustains less per sample than a large one (wave quantization).
     CHECK(time(d, 8) / 8 > time(d, 256) / 256);
+}
+
+TEST_CASE("compute: a 3x3 stride-1 convolution on CUDA cores costs the lesser of direct and Winograd") {
+    // V100 FP32 (Winograd tile m = 4), a 3x3 convolution 256 -> 256 channels on a 28 x 28 map, batch 16.
+    // Direct: 2 x 784 x 256 x 2304 = 9.248e8 FLOPs per image, x 16 = 1.4797e10; rate 15.7e12 x 0.866 x 0.92 =
+    //   12.5085e12; 784 x 16 / 128 = 98 row tiles x 2 column tiles = 196 tiles on 80 SMs, 3 waves, q = 196 / 240:
+    //   1.4485 ms (its memory, 28 MB, takes 35 us).
+    // Winograd F(4x4, 3x3): T = 7 x 7 tiles, 36 elements each: 2 x 49 x 36 x 256 x 256 x 16 = 3.6993e9 FLOPs (4x
+    //   fewer); 36 GEMMs x ceil(784 / 128) = 7 x 2 = 504 tiles, 7 waves of 80, q = 504 / 560 = 0.9 -> 328.6 us.
+    //   Memory: (401,408 + 2 x 49 x 36 x 512) x 16 x 4 B + 589,824 x 4 B = 143.65 MB at 900e9 x 0.89 -> 179.3 us.
+    //   Total 507.9 us < 1.4485 ms, so the Winograd time is the part's time; the backward is twice it.
+    const auto d = builtin("V100", models::Precision::fp32);
+    models::LayerPart conv{
+        .kind = models::PartKind::conv,
+        .flops = 2.0 * 784 * 256 * 2304,
+        .activations = 2.0 * 784 * 256,
+        .weights = 256.0 * 2304,
+        .rows_per_sample = 784,
+        .cols = 256,
+        .conv = {.kernel_h = 3, .kernel_w = 3, .stride = 1, .in_channels = 256, .out_h = 28, .out_w = 28}};
+    const double rate = 15.7e12 * 0.866 * 0.92;
+    const double gemm = 2.0 * 49 * 36 * 256 * 256 * 16 / (rate * 0.9);
+    const double memory = ((401408.0 + 2.0 * 49 * 36 * 512) * 16 * 4 + 589824.0 * 4) / (900e9 * 0.89);
+    CHECK(gemm + memory == doctest::Approx(507.9e-6).epsilon(1e-3));
+    CHECK(models::part_seconds(conv, d, 16, false) == doctest::Approx(gemm + memory).epsilon(1e-9));
+    CHECK(models::part_seconds(conv, d, 16, true) == doctest::Approx(2.0 * (gemm + memory)).epsilon(1e-9));
+
+    // Without the geometry (or with stride 2, or a 1x1 kernel) the same part is the direct implicit GEMM.
+    models::LayerPart direct = conv;
+    direct.conv = {};
+    const double direct_s = 2.0 * 784 * 256 * 2304 * 16 / (rate * 196.0 / 240.0);
+    CHECK(models::part_seconds(direct, d, 16, false) == doctest::Approx(direct_s).epsilon(1e-9));
+    models::LayerPart strided = conv;
+    strided.conv.stride = 2;
+    CHECK(models::part_seconds(strided, d, 16, false) == doctest::Approx(direct_s).epsilon(1e-9));
+
+    // Metamorphic: Winograd never makes a part slower; it does not apply on tensor cores (V100 FP16, A100 TF32:
+    // DeepBench V100 FP16 picks implicit GEMM for every layer), where the geometry changes nothing.
+    for (const std::uint32_t b : {1U, 8U, 64U, 256U}) {
+        CAPTURE(b);
+        CHECK(models::part_seconds(conv, d, b, false) <= models::part_seconds(direct, d, b, false));
+        for (const auto& [name, p] : {std::pair{"V100", models::Precision::fp16}, {"A100", models::Precision::tf32}}) {
+            const auto t = builtin(name, p);
+            CHECK(models::part_seconds(conv, t, b, false) == models::part_seconds(direct, t, b, false));
+        }
+    }
+    // A 3-channel input (a first layer) gains nothing: its transformed output (2 x 36 / 16 = 4.5x the output
+    // per pass) costs more memory time than the 27-deep direct GEMM takes, so the direct time stands.
+    models::LayerPart first{
+        .kind = models::PartKind::conv,
+        .flops = 2.0 * 224 * 224 * 64 * 27,
+        .activations = 224.0 * 224 * (3 + 64),
+        .weights = 64.0 * 27,
+        .rows_per_sample = 224 * 224,
+        .cols = 64,
+        .conv = {.kernel_h = 3, .kernel_w = 3, .stride = 1, .in_channels = 3, .out_h = 224, .out_w = 224}};
+    models::LayerPart first_direct = first;
+    first_direct.conv = {};
+    CHECK(models::part_seconds(first, d, 16, false) == models::part_seconds(first_direct, d, 16, false));
+    // Pascal runs F(2x2, 3x3): 2.25x fewer FLOPs where the map divides by 2, so P100's Winograd gain on this layer
+    // is smaller than V100's (4x fewer FLOPs), relative to each device's direct time.
+    const auto pascal = builtin("P100", models::Precision::fp32);
+    const double gain_p100 =
+        models::part_seconds(direct, pascal, 16, false) / models::part_seconds(conv, pascal, 16, false);
+    const double gain_v100 = direct_s / (gemm + memory);
+    CHECK(gain_p100 > 1.0);
+    CHECK(gain_p100 < gain_v100);
 }
 
 TEST_CASE("compute: optimizer bytes per parameter") {

@@ -149,3 +149,84 @@ TEST_CASE("properties: random valid scenarios give finite, positive, possible re
     }
     CHECK(ran > 150);
 }
+
+namespace {
+
+// Every link of the scenario's network twice as fast (host, NIC, intra-node and custom links).
+json faster(json j) {
+    auto twice = [](const json& bw) {
+        const std::string s = bw.get<std::string>();
+        const auto unit = s.find_first_not_of("0123456789.e+-");
+        return fmt::format("{}{}", 2.0 * std::stod(s.substr(0, unit)), s.substr(unit));
+    };
+    auto& n = j["network"];
+    for (const char* k : {"bandwidth", "intra_bandwidth"})
+        if (n.contains(k)) n[k] = twice(n[k]);
+    return j;
+}
+
+}  // namespace
+
+TEST_CASE("properties: metamorphic relations across architecture x sync x overlap x compression (200 seeds)") {
+    // For every random scenario that loads and runs on the flow network:
+    //  1. raising every link's bandwidth never slows an iteration (schemes that re-plan their messages for the
+    //     network, Horovod cycles and MG-WFBP, by at most 2 %: their grouping heuristic may pick more, smaller
+    //     messages on the faster network);
+    //  2. with no overheads (ideal transport, zero latency, no compute slowdown), sending gradients while
+    //     backward runs (wfbp, buckets, mgwfbp) is never slower than sending them after it (priority
+    //     scheduling is left out: its credit bounds the partitions in flight by design);
+    //  3. local aggregation never adds bytes between machines;
+    //  4. the loader's up-front event estimate is within 10x of the events processed (MG-WFBP: at most 10x
+    //     below; the estimate takes one message per layer, and merging sends fewer).
+    int checked = 0;
+    for (std::uint64_t seed = 1001; seed <= 1200; ++seed) {
+        std::mt19937_64 rng(seed);
+        json j = random_scenario(rng);
+        if (j["network"].value("model", "flow") != "flow") continue;
+        CAPTURE(seed);
+        CAPTURE(j.dump());
+        scenario::Scenario s;
+        try {
+            s = scenario::load_scenario(j);
+        } catch (const scenario::ScenarioError&) {
+            continue;
+        }
+        const auto r = scenario::run_scenario(s);
+        const double t = r.jobs.at(0).iteration_time_s;
+        ++checked;
+        // 4. Event estimate.
+        const double estimate = scenario::estimated_events(s);
+        // (a run of a few hundred events is dominated by fixed per-iteration events: 1000 events of slack)
+        const bool replans = j.contains("overlap") && (j["overlap"].contains("cycle_time") ||
+                                                       j["overlap"].value("fusion", "") == "mgwfbp");
+        CHECK(estimate >= static_cast<double>(r.events) / 10.0 - 1000.0);
+        if (!(j.contains("overlap") && j["overlap"].value("fusion", "") == "mgwfbp"))
+            CHECK(estimate <= static_cast<double>(r.events) * 10.0 + 1000.0);
+        // 1. Faster links.
+        const auto fast = scenario::run_scenario(scenario::load_scenario(faster(j)));
+        CHECK(fast.jobs.at(0).iteration_time_s <= t * (replans ? 1.02 : 1 + 1e-9) + 1e-12);
+        // 2. Overlap without overheads.
+        if (j.contains("overlap") && !j["overlap"].value("priority", false) &&
+            (!j.contains("sync") || j["sync"]["kind"] == "bsp")) {
+            json ideal = j;
+            ideal["network"]["transport"] = "ideal";
+            ideal["network"]["latency"] = "0us";
+            if (ideal["network"].contains("intra_latency")) ideal["network"]["intra_latency"] = "0us";
+            json none = ideal;
+            none.erase("overlap");
+            const double with = scenario::run_scenario(scenario::load_scenario(ideal)).jobs.at(0).iteration_time_s;
+            const double without = scenario::run_scenario(scenario::load_scenario(none)).jobs.at(0).iteration_time_s;
+            CHECK(with <= without * (1 + 1e-9) + 1e-12);
+        }
+        // 3. Local aggregation.
+        if (j["architecture"]["kind"] == "ps" && (!j.contains("sync") || j["sync"]["kind"] == "bsp")) {
+            json flat = j;
+            flat["architecture"]["local_aggregation"] = false;
+            const auto f = scenario::run_scenario(scenario::load_scenario(flat)).jobs.at(0);
+            const auto& a = r.jobs.at(0);
+            if (a.machine_bytes_per_iteration >= 0.0 && f.machine_bytes_per_iteration >= 0.0)
+                CHECK(a.machine_bytes_per_iteration <= f.machine_bytes_per_iteration * (1 + 1e-9));
+        }
+    }
+    CHECK(checked > 80);
+}

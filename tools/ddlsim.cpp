@@ -172,6 +172,8 @@ int main(int argc, char** argv) {
     sweep->add_flag("--resume", sweep_opts.resume, "keep the finished points already in --out, run the rest");
     sweep->add_option("--format", sweep_format, "csv (default) or json")->check(CLI::IsMember({"csv", "json"}));
     sweep->add_option("--plot", sweep_opts.plot, "also draw the sweep into FILE.png or FILE.svg (python3-matplotlib)");
+    sweep->add_option("--relative-to", sweep_opts.relative_to,
+                      "KEY=VALUE: plot every point divided by the point with KEY=VALUE and the same other values");
     sweep->add_flag("!--no-progress", sweep_opts.progress, "no progress line, even on a terminal");
 
     app.add_subcommand("schema", "print the JSON Schema of scenarios");

@@ -551,7 +551,10 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
                 check_plot_path("--plot", opts.plot);
                 check_distinct_files(opts.plot, "--plot", opts.scenario_file, "the scenario file");
                 check_distinct_files(opts.plot, "--plot", opts.out, "the --out file");
+                if (!opts.relative_to.empty()) (void)resolve_relative_to(plan.specs, opts.relative_to);
                 plotter = find_plotter("--plot", "plot_sweep.py", "DDLSIM_PLOT_SCRIPT");
+            } else if (!opts.relative_to.empty()) {
+                throw SweepError("--relative-to chooses the baseline of the plot; it needs --plot FILE.png");
             }
             std::set<std::size_t> done;
             std::error_code ec;
@@ -683,9 +686,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             write_file_atomically(opts.out, json(objects).dump(2) + "\n");
         }
         if (!opts.plot.empty()) {
-            std::string keys;
-            for (const auto& s : plan.specs) keys += (keys.empty() ? "" : ",") + s.path;
-            const int rc = run_plotter(plotter, {opts.out, opts.plot, "--keys", keys});
+            const int rc = run_plotter(plotter, sweep_plot_args(plan.specs, opts));
             if (rc != 0) {
                 err << fmt::format("internal error: {} {} failed (exit {})\n", plotter.python, plotter.script, rc);
                 return 1;

@@ -42,6 +42,10 @@ struct SweepOptions {
     bool resume = false;  ///< keep the finished, error-free points already in `out`
     SweepFormat format = SweepFormat::csv;
     std::string plot;      ///< FILE.png or FILE.svg: run tools/plot_sweep.py afterwards
+    /// KEY=VALUE (with `plot`): draw every point divided by the point that differs only in KEY=VALUE.
+    std::string relative_to;
+    /// With `plot`: also write the plot's title, axes, labels and legend as JSON to this file (tests, scripts).
+    std::string plot_describe;
     bool progress = true;  ///< progress line on stderr (only ever when stderr is a terminal)
     /// More result keys per point, merged into its result (the CLI adds the convergence replay's; this library
     /// does not link it). May run on several threads at once.
@@ -55,6 +59,7 @@ struct SweepOptions {
 struct VarySpec {
     std::string path;
     std::vector<std::string> values;
+    bool geometric = false;  ///< every item was a geometric range A..B:xF (a plot draws it on a log axis)
 };
 
 /// One result row: the point index and its cells by column name (a multi-job point has one row per job).

@@ -196,15 +196,19 @@ VarySpec parse_vary(const std::string& spec) {
         throw SweepError(fmt::format("\"{}\": expected a dotted key path such as network.bandwidth", v.path));
     const std::string rhs = spec.substr(eq + 1);
     if (rhs.empty()) throw SweepError(fmt::format("{}: no values after \"=\"", v.path));
+    bool geometric = true;
     for (const auto& item : split_items(rhs)) {
         if (item.empty()) throw SweepError(fmt::format("{}: empty value in \"{}\"", v.path, rhs));
         if (looks_like_range(item)) {
             for (auto& x : expand_range(item)) v.values.push_back(std::move(x));
+            geometric = geometric && item.find(":x") != std::string::npos;
         } else {
             v.values.push_back(item);
+            geometric = false;
         }
         if (v.values.size() > kMaxPoints) throw SweepError(fmt::format("{}: more than {} values", v.path, kMaxPoints));
     }
+    v.geometric = geometric;
     return v;
 }
 

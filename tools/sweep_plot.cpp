@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -58,6 +59,46 @@ int run_plotter(const Plotter& p, const std::vector<std::string>& args) {
     while (::waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string resolve_relative_to(const std::vector<VarySpec>& specs, const std::string& relative_to) {
+    const auto eq = relative_to.find('=');
+    std::string keys;
+    for (const auto& s : specs) keys += (keys.empty() ? "" : ", ") + s.path;
+    if (eq == std::string::npos || eq == 0)
+        throw CliError(fmt::format("--relative-to {}: expected KEY=VALUE with KEY one of the varied keys ({})",
+                                   relative_to, keys));
+    const std::string key = relative_to.substr(0, eq), value = relative_to.substr(eq + 1);
+    const auto spec = std::find_if(specs.begin(), specs.end(), [&](const VarySpec& s) { return s.path == key; });
+    if (spec == specs.end())
+        throw CliError(fmt::format("--relative-to {}: {} is not a varied key; expected one of {}", relative_to, key,
+                                   keys));
+    const auto as_json = [](const std::string& text) {
+        return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);  // discarded when not JSON
+    };
+    const auto wanted = as_json(value);
+    for (const auto& v : spec->values) {
+        if (v == value) return key + "=" + v;
+        if (!wanted.is_discarded() && as_json(v) == wanted) return key + "=" + v;
+    }
+    std::string values;
+    for (const auto& v : spec->values) values += (values.empty() ? "" : ", ") + v;
+    throw CliError(fmt::format("--relative-to {}: {} is not one of the values of {} ({})", relative_to, value, key,
+                               values));
+}
+
+std::vector<std::string> sweep_plot_args(const std::vector<VarySpec>& specs, const SweepOptions& opts) {
+    std::string keys, log_keys;
+    for (const auto& s : specs) {
+        keys += (keys.empty() ? "" : ",") + s.path;
+        if (s.geometric) log_keys += (log_keys.empty() ? "" : ",") + s.path;
+    }
+    std::vector<std::string> args{opts.out, opts.plot, "--keys", keys, "--title",
+                                  fs::path(opts.scenario_file).stem().string()};
+    if (!log_keys.empty()) args.insert(args.end(), {"--log-keys", log_keys});
+    if (!opts.relative_to.empty()) args.insert(args.end(), {"--relative-to", resolve_relative_to(specs, opts.relative_to)});
+    if (!opts.plot_describe.empty()) args.insert(args.end(), {"--describe", opts.plot_describe});
+    return args;
 }
 
 void plot_run_curve(const Plotter& p, const nlohmann::json& result, const std::string& result_file,

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/output_file.hpp"
+#include "tools/sweep.hpp"
 
 namespace ddlsim::tools {
 
@@ -27,6 +28,16 @@ void check_plot_path(const std::string& flag, const std::string& path);
 [[nodiscard]] Plotter find_plotter(const std::string& flag, const std::string& script, const char* env);
 /// Runs the plotter with `args`; returns its exit status (-1 when it could not be started or was killed).
 [[nodiscard]] int run_plotter(const Plotter& p, const std::vector<std::string>& args);
+
+/// `--relative-to KEY=VALUE` checked against the sweep: KEY must be a varied key and VALUE one of its values (as
+/// --vary wrote it, or the same JSON value); returns KEY=VALUE with the value spelled as --vary wrote it. Throws
+/// CliError naming the varied keys or KEY's values.
+[[nodiscard]] std::string resolve_relative_to(const std::vector<VarySpec>& specs, const std::string& relative_to);
+
+/// The arguments of plot_sweep.py for the results of a sweep over `specs` (the first on the x axis; geometric
+/// ranges on a log axis) of the scenario file `scenario_file` (the title) into `opts.plot`, with
+/// `opts.relative_to` (resolved) and `opts.plot_describe` when set.
+[[nodiscard]] std::vector<std::string> sweep_plot_args(const std::vector<VarySpec>& specs, const SweepOptions& opts);
 
 /// Draws the accuracy and loss curve of a `ddlsim run` result with plot_curve.py into `plot`: the script reads
 /// `result_file`, or, when that is empty, a temporary copy of `result`; throws std::runtime_error when it fails.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "sim/unit_parse.hpp"
+#include "validate/collectives.hpp"
 #include "validate/nn_backends.hpp"
 #include "validate/processes.hpp"
 #include "validate/transport.hpp"
@@ -135,8 +137,17 @@ void measure_sharing(const CalibrationOptions& o, const Dataset& train, Calibrat
     c.sharing_slots = fit_sharing_slots(c.sharing);
 }
 
-void measure_network(const CalibrationOptions& o, HostNetwork& net, Calibration& c) {
+// The network, the transport terms and the overlap slowdown, between hosts 0 and 1 of `net`.
+// Endpoint 0 drives three phases; endpoint 1 serves them:
+//   1. ping-pong: one message of each size, a 1-byte reply (alpha, beta; efficiency and message_overhead)
+//   2. back-to-back ring all-reduces of n tiny chunks (collective_overhead)
+//   3. the compute step in alternating blocks, alone and while a thread of endpoint 0 moves 1 MB messages
+//      (endpoint 1 echoes a 1-byte reply to each) over the shaped link (overlap slowdown)
+void measure_network(const CalibrationOptions& o, const Dataset& train, HostNetwork& net, Calibration& c) {
     const std::vector<double> sizes{1, 4096, 16384, 65536, 262144, 524288, 1048576, 2097152};
+    constexpr std::uint32_t kRanks = 2;
+    constexpr std::size_t kTinyFloats = 2 * kRanks;  // two floats (8 bytes) per ring chunk: no chunk is empty
+    const std::uint32_t warm_collectives = 5, collectives = std::max<std::uint32_t>(o.collective_repeats, 3);
     std::vector<Address> addresses(2);
     std::vector<int> fds{net.listen(0, addresses[0]), net.listen(1, addresses[1])};
     std::vector<std::string> results;
@@ -145,13 +156,22 @@ void measure_network(const CalibrationOptions& o, HostNetwork& net, Calibration&
             net.enter(e);
             Mesh mesh(e, fds[e], addresses, {1 - e}, 60.0);
             std::vector<std::uint8_t> in, small(1, 0);
-            if (e == 1) {  // echo a 1-byte reply to every message until an empty one
+            std::vector<float> tiny(kTinyFloats, 1.0F);
+            auto echo_until_empty = [&] {  // a 1-byte reply to every message until an empty one
                 for (;;) {
                     mesh.recv(0, in);
-                    if (in.empty()) return "";
+                    if (in.empty()) return;
                     mesh.send(0, small);
                 }
+            };
+            if (e == 1) {
+                echo_until_empty();
+                for (std::uint32_t r = 0; r < warm_collectives + collectives; ++r)
+                    ring_allreduce(mesh, 1, kRanks, tiny);
+                echo_until_empty();
+                return "";
             }
+            json out;
             json medians = json::array();
             std::vector<std::uint8_t> msg(static_cast<std::size_t>(sizes.back()), 1);
             for (int warm = 0; warm < 3; ++warm) {  // open the congestion window
@@ -169,14 +189,78 @@ void measure_network(const CalibrationOptions& o, HostNetwork& net, Calibration&
                 medians.push_back(median(rtt));
             }
             mesh.send(1, {});
-            return medians.dump();
+            out["rtt"] = medians;
+            // 2. Tiny collectives, back to back: each one's time from its start to the next one's.
+            std::vector<double> coll;
+            for (std::uint32_t r = 0; r < warm_collectives + collectives; ++r) {
+                const double t0 = now_s();
+                ring_allreduce(mesh, 0, kRanks, tiny);
+                if (r >= warm_collectives) coll.push_back(now_s() - t0);
+            }
+            out["collective_s"] = median(coll);
+            // 3. Compute alone and beside the transport thread.
+            auto model = make_model(o.model, o.backend, o.seed);
+            ShardSampler sampler(train.size(), 1, 0, o.seed);
+            const Batch batch = train.gather(sampler.next(o.batch));
+            auto step = [&] {
+                (void)model->forward_backward(batch);
+                (void)model->gradient();
+            };
+            for (int w = 0; w < 3; ++w) step();
+            const double block_s = o.iterations >= 40 ? 0.5 : 0.25;
+            std::vector<double> alone, beside;
+            double moved = 0.0, mover_s = 0.0;
+            auto block = [&](std::vector<double>& times) {
+                const double b0 = now_s();
+                for (std::uint32_t k = 0; k < 5 || now_s() - b0 < block_s; ++k) {
+                    const double t0 = now_s();
+                    step();
+                    times.push_back(now_s() - t0);
+                }
+            };
+            for (std::uint32_t b = 0; b < std::max<std::uint32_t>(o.overlap_blocks, 1); ++b) {
+                block(alone);
+                std::atomic<bool> stop{false};
+                std::string error;
+                double bytes = 0.0;
+                double thread_s = 0.0;
+                std::thread mover([&] {
+                    const double m0 = now_s();
+                    try {
+                        std::vector<std::uint8_t> reply;
+                        const auto m = std::span<const std::uint8_t>(msg).first(1 << 20);
+                        while (!stop.load()) {
+                            mesh.send(1, m);
+                            mesh.recv(1, reply);
+                            bytes += static_cast<double>(m.size());
+                        }
+                    } catch (const std::exception& ex) {
+                        error = ex.what();
+                    }
+                    thread_s = now_s() - m0;
+                });
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the transfer is under way
+                block(beside);
+                stop = true;
+                mover.join();
+                if (!error.empty()) throw std::runtime_error("overlap calibration: " + error);
+                moved += bytes;
+                mover_s += thread_s;
+            }
+            mesh.send(1, {});
+            out["alone_s"] = median(alone);
+            out["beside_s"] = median(beside);
+            out["steps"] = std::min(alone.size(), beside.size());
+            out["transport_Bps"] = mover_s > 0 ? moved / mover_s : 0.0;
+            return out.dump();
         });
     } catch (...) {
         for (int fd : fds) ::close(fd);
         throw;
     }
     for (int fd : fds) ::close(fd);
-    const auto rtt = json::parse(results[0]).get<std::vector<double>>();
+    const json measured = json::parse(results[0]);
+    const auto rtt = measured.at("rtt").get<std::vector<double>>();
     NetworkFit& f = c.network;
     f.transport = net.namespaced() ? "tcp over veth + bridge (network namespaces, HTB-shaped)" : "tcp over loopback";
     f.rate_bps = net.namespaced() ? net.rate_bps() : 0.0;
@@ -204,6 +288,26 @@ void measure_network(const CalibrationOptions& o, HostNetwork& net, Calibration&
         ss += r * r;
     }
     f.rms_relative_residual = std::sqrt(ss / static_cast<double>(x.size()));
+    // The transport terms (see calibrate.hpp).
+    TransportFit& t = c.transport;
+    t.measured = f.rate_bps > 0.0;
+    t.efficiency = f.goodput_fraction;
+    t.link_latency_s = 0.0;  // netns.hpp: no netem on these machines, no latency is configured
+    t.p2p_s = f.latency_s;
+    t.message_overhead_s = std::max(0.0, f.latency_s - 2.0 * t.link_latency_s - 1.0 / f.bandwidth_Bps);
+    t.ranks = kRanks;
+    t.repeats = collectives;
+    t.collective_s = measured.at("collective_s");
+    t.collective_raw_s = t.collective_s - 2.0 * (kRanks - 1) * t.p2p_s;
+    t.collective_overhead_s = std::max(0.0, t.collective_raw_s);
+    OverlapFit& v = c.overlap;
+    v.alone_s = measured.at("alone_s");
+    v.beside_s = measured.at("beside_s");
+    v.steps = measured.at("steps");
+    v.transport_Bps = measured.at("transport_Bps");
+    v.raw = v.alone_s > 0.0 ? v.beside_s / v.alone_s - 1.0 : 0.0;
+    v.slowdown = std::clamp(v.raw, 0.0, 10.0);
+    v.measured = v.alone_s > 0.0;
 }
 
 std::string cpu_model_name() {
@@ -298,19 +402,33 @@ json Calibration::profile_json() const {
     for (const auto& [name, p] : codecs)
         codecs_json[name] = {{"encode_s_per_element", p.encode_s_per_element},
                              {"decode_s_per_element", p.decode_s_per_element}};
+    json device{{"peak_flops", peak_flops},
+                {"efficiency", 1.0},
+                {"memory_bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(memory_bandwidth))}};
+    if (overlap.measured) device["overlap_slowdown"] = overlap.slowdown;  // the default of overlap.compute_slowdown
+    json net{{"latency", network.latency_s},
+             {"bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(network.bandwidth_Bps))}};
+    if (transport.measured) {
+        net["transport"] = transport.json();  // what a scenario's network.profile reads
+        net["link_rate"] = sim::format_bandwidth(sim::Bandwidth::bits_per_s(network.rate_bps));
+    }
     return {{"format", "ddlsim-profile-1"},
             {"backend", backend_name(backend)},
             {"host", host},
             // A scenario device object: no "name", which scenarios reserve for the built-in profiles.
-            {"device",
-             {{"peak_flops", peak_flops},
-              {"efficiency", 1.0},
-              {"memory_bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(memory_bandwidth))}}},
-            {"network",
-             {{"latency", network.latency_s},
-              {"bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(network.bandwidth_Bps))}}},
+            {"device", device},
+            {"network", net},
             {"layers", layers_json},
             {"codecs", codecs_json}};
+}
+
+json TransportFit::json() const {
+    // Only measured keys; stream_rate and streams keep the tcp preset's cited values (topologies/transport.cpp).
+    return {
+        {"kind", "tcp"},
+        {"efficiency", std::clamp(efficiency, 1e-6, 1.0)},
+        {"message_overhead", sim::format_time(sim::Time::seconds(std::round(message_overhead_s * 1e9) / 1e9))},
+        {"collective_overhead", sim::format_time(sim::Time::seconds(std::round(collective_overhead_s * 1e9) / 1e9))}};
 }
 
 json Calibration::details_json() const {
@@ -334,7 +452,26 @@ json Calibration::details_json() const {
               {"goodput_fraction", network.goodput_fraction},
               {"expected_goodput_fraction_tcp", 1448.0 / 1514.0},
               {"rms_relative_residual", network.rms_relative_residual},
-              {"points", points}}}};
+              {"points", points}}},
+            {"transport",
+             {{"measured", transport.measured},
+              {"efficiency", transport.efficiency},
+              {"link_latency_s", transport.link_latency_s},
+              {"message_overhead_s", transport.message_overhead_s},
+              {"collective_overhead_s", transport.collective_overhead_s},
+              {"collective_raw_s", transport.collective_raw_s},
+              {"tiny_collective_s", transport.collective_s},
+              {"tiny_p2p_one_way_s", transport.p2p_s},
+              {"collective_ranks", transport.ranks},
+              {"collective_repeats", transport.repeats}}},
+            {"overlap",
+             {{"measured", overlap.measured},
+              {"compute_alone_s", overlap.alone_s},
+              {"compute_beside_transport_s", overlap.beside_s},
+              {"raw_slowdown", overlap.raw},
+              {"slowdown", overlap.slowdown},
+              {"transport_Bps", overlap.transport_Bps},
+              {"steps_per_condition", overlap.steps}}}};
 }
 
 Calibration calibrate(const CalibrationOptions& o, const Dataset& train, HostNetwork& net, std::ostream& log) {
@@ -359,7 +496,7 @@ Calibration calibrate(const CalibrationOptions& o, const Dataset& train, HostNet
     measure_sharing(o, train, c);
     if (o.measure_network && net.hosts() >= 2) {
         log << ", network" << std::flush;
-        measure_network(o, net, c);
+        measure_network(o, train, net, c);
     }
     c.seconds = now_s() - t0;
     log << fmt::format(" ({:.1f} s)\n", c.seconds);

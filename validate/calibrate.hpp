@@ -10,6 +10,15 @@
 //             reply), sizes 1 B .. 2 MB; one-way time T(S) = RTT(S) - RTT(1 B) / 2; Hockney's model
 //             T(S) = alpha + S / beta with alpha = T(1 B) and 1 / beta the least-squares slope over
 //             the sizes >= 64 KB (smaller ones partly leave within the token bucket's burst)
+//   transport the terms of the simulator's transport (topologies/transport.hpp), from the same two hosts:
+//             efficiency = beta / line rate (the shaped rate); message_overhead = alpha - 2 x the
+//             configured link latency (0 here: no netem) - the 1-byte message / beta; collective_overhead
+//             = the time of a ring all-reduce of n tiny chunks (back to back, median) - 2(n-1) x the
+//             one-way time of a tiny point-to-point message (clamped at 0; the raw value is reported)
+//   overlap   compute slowdown beside communication: the compute step (the model's forward + backward:
+//             GEMMs on the CPU backend, cuBLAS on CUDA) timed in alternating blocks alone and while a
+//             thread of the same process moves 1 MB messages over the shaped link; slowdown = median
+//             beside / median alone - 1 (clamped at 0; raw value reported)
 #pragma once
 
 #include <cstdint>
@@ -51,6 +60,33 @@ struct NetworkFit {
     std::string transport;
 };
 
+/// The transport terms of topologies/transport.hpp, measured (kind "tcp").
+struct TransportFit {
+    bool measured = false;               ///< false on loopback (no line rate to compare with)
+    double efficiency = 0.0;             ///< beta / (line rate / 8)
+    double link_latency_s = 0.0;         ///< configured one-way latency of one link (no netem here: 0)
+    double message_overhead_s = 0.0;     ///< alpha - 2 x link latency - 1 B / beta
+    double collective_overhead_s = 0.0;  ///< max(0, collective_raw_s)
+    double collective_raw_s = 0.0;       ///< collective_s - 2(n-1) x p2p_s
+    double collective_s = 0.0;           ///< median ring all-reduce time of n tiny chunks
+    double p2p_s = 0.0;                  ///< one-way time of a tiny message (alpha)
+    std::uint32_t ranks = 2;
+    std::uint32_t repeats = 0;
+    /// The profile's "network"."transport" object (what `network.profile` reads).
+    [[nodiscard]] nlohmann::json json() const;
+};
+
+/// Compute slowdown while the same process's transport thread moves data.
+struct OverlapFit {
+    bool measured = false;
+    double alone_s = 0.0;        ///< median compute step alone
+    double beside_s = 0.0;       ///< median compute step while the transport thread sends
+    double raw = 0.0;            ///< beside / alone - 1
+    double slowdown = 0.0;       ///< max(0, raw)
+    double transport_Bps = 0.0;  ///< payload bytes/s the thread moved while it ran
+    std::uint32_t steps = 0;     ///< compute steps per condition
+};
+
 struct Calibration {
     Backend backend = Backend::cpu;
     std::string host;
@@ -64,6 +100,8 @@ struct Calibration {
     std::vector<std::pair<std::uint32_t, double>> sharing;  ///< (processes, slowdown)
     double sharing_slots = 1.0;
     NetworkFit network;
+    TransportFit transport;
+    OverlapFit overlap;
     double seconds = 0.0;  ///< how long calibrating took
 
     /// slowdown(k) = max(1, k / slots).
@@ -84,6 +122,8 @@ struct CalibrationOptions {
     std::vector<std::uint32_t> sharing{1, 2, 4};
     double topk_density = 0.01;
     std::uint32_t pingpong_repeats = 5;
+    std::uint32_t collective_repeats = 40;  ///< tiny ring all-reduces timed for the collective overhead
+    std::uint32_t overlap_blocks = 4;       ///< alternating alone / beside blocks of the overlap measurement
     bool measure_network = true;
     std::uint64_t seed = 1;
 };

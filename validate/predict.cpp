@@ -116,6 +116,18 @@ json scenario_for(const RunConfig& c, const Calibration& cal) {
     const double slowdown = cal.slowdown(c.workers);
     double bandwidth = cal.network.bandwidth_Bps;
     if (cal.network.rate_bps > 0 && c.rate_bps > 0) bandwidth = cal.network.goodput_fraction * c.rate_bps / 8.0;
+    // With the transport measured, the links are what was configured (the shaped line rate, no added
+    // latency) and the measured transport turns them into goodput and per-message / per-collective costs;
+    // otherwise (loopback) the fitted alpha-beta links under the nominal ("ideal") transport.
+    json network{{"topology", "star"},
+                 {"bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(bandwidth))},
+                 {"latency", cal.network.latency_s / 2.0},
+                 {"transport", "ideal"}};
+    if (cal.transport.measured && c.rate_bps > 0) {
+        network["bandwidth"] = sim::format_bandwidth(sim::Bandwidth::bits_per_s(c.rate_bps));
+        network["latency"] = sim::format_time(sim::Time::seconds(cal.transport.link_latency_s));
+        network["transport"] = cal.transport.json();
+    }
     json arch;
     switch (c.architecture) {
         case Architecture::ring: arch = {{"kind", "allreduce"}, {"algorithm", "ring"}}; break;
@@ -131,10 +143,7 @@ json scenario_for(const RunConfig& c, const Calibration& cal) {
             {{"peak_flops", cal.peak_flops},
              {"efficiency", 1.0},
              {"memory_bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(cal.memory_bandwidth))}}},
-           {"network",
-            {{"topology", "star"},
-             {"bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(bandwidth))},
-             {"latency", cal.network.latency_s / 2.0}}},
+           {"network", network},
            {"architecture", arch}};
     if (c.sync == SyncScheme::local_sgd) j["sync"] = {{"kind", "local_sgd"}, {"period", c.period}};
     if (c.codec.kind != CodecKind::none) {

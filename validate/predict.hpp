@@ -2,9 +2,9 @@
 // held in memory and simulated by ddlsim::scenario::run_scenario.
 //   model     a custom model whose layers carry the measured forward / backward / update seconds,
 //             multiplied by the sharing slowdown of n workers computing at once on this machine
-//   network   a star whose links have the fitted goodput (beta at the calibration rate, scaled to
-//             the run's link rate by the fitted goodput fraction) and latency alpha / 2 per link
-//             (a host-to-host route crosses two links)
+//   network   a star whose links have the run's line rate and the configured latency (none), under the
+//             measured transport (goodput fraction, per-message and per-collective overheads; see
+//             calibrate.hpp); on loopback the fitted beta and alpha / 2 per link under "ideal"
 //   scheme    the run's architecture, sync scheme and compressor
 #pragma once
 

@@ -296,7 +296,10 @@ ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std
         co.measure_network = cal.empty();
         if (net.namespaced()) net.set_rate(o.rate_bps);
         Calibration c = calibrate(co, data.train, net, log);
-        if (!cal.empty()) c.network = cal.begin()->second.network;
+        if (!cal.empty()) {
+            c.network = cal.begin()->second.network;
+            c.transport = cal.begin()->second.transport;  // the overlap slowdown stays per model (its compute step)
+        }
         cal.emplace(m, std::move(c));  // the profile files are written once the whole run is complete
     }
     const Calibration& mlp = cal.at(ModelKind::mlp);
@@ -480,6 +483,19 @@ json run_calibration(const CalibrateOptions& o, std::ostream& out, std::ostream&
         out << fmt::format(" = {:.1f}% of {:.0f} Mbit/s (TCP over Ethernet carries at most 1448/1514 = 95.6%)",
                            100 * c.network.goodput_fraction, c.network.rate_bps / 1e6);
     out << fmt::format(", rms relative residual {:.1f}%\n", 100 * c.network.rms_relative_residual);
+    if (c.transport.measured)
+        out << fmt::format(
+            "  transport tcp: efficiency {:.4f}, message overhead {:.1f} us, collective overhead {:.1f} us (ring of {} "
+            "tiny chunks {:.1f} us - 2({}-1) x one-way {:.1f} us = {:+.1f} us)\n",
+            c.transport.efficiency, c.transport.message_overhead_s * 1e6, c.transport.collective_overhead_s * 1e6,
+            c.transport.ranks, c.transport.collective_s * 1e6, c.transport.ranks, c.transport.p2p_s * 1e6,
+            c.transport.collective_raw_s * 1e6);
+    if (c.overlap.measured)
+        out << fmt::format(
+            "  overlap: compute step {:.3f} ms alone, {:.3f} ms beside the transport thread ({:.2f} MB/s "
+            "moved): slowdown {:.3f} (raw {:+.3f})\n",
+            c.overlap.alone_s * 1e3, c.overlap.beside_s * 1e3, c.overlap.transport_Bps / 1e6, c.overlap.slowdown,
+            c.overlap.raw);
     json profile = c.profile_json();
     return profile;
 }
