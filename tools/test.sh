@@ -4,7 +4,8 @@
 #  2. the same suite built with clang, AddressSanitizer and UndefinedBehaviorSanitizer;
 #  3. the libFuzzer targets (scenario loader, topology-file loader) for a bounded time each,
 #     seeded from scenarios/; any crash, leak or timeout fails (FUZZ_SECONDS, default 30 each);
-#  4. the real-training validation: `ddlsim validate --quick` on the CPU, its report checked
+#  4. Debug and fuzz-only builds of the executables (configurations the steps above do not run);
+#  5. the real-training validation: `ddlsim validate --quick` on the CPU, its report checked
 #     (validate/ci_check.sh; about a minute on two cores).
 # `tools/test.sh --quick` stops after step 1.
 set -euo pipefail
@@ -50,6 +51,15 @@ for target in scenario topology; do
         -print_final_stats=1 "$corpus/$target" 2>&1 | tail -n 12
 done
 echo "sanitizer suite and fuzzers: 1 passed, 0 failed"
+
+# The documented configurations the steps above do not run must still build (README, "Build configurations"):
+# Debug (invariant checks on) and fuzzers without sanitizers (CC=clang CXX=clang++ -DDDLSIM_FUZZ=ON). Only the
+# executables are built, not the test suites, to keep CI time down (about 5 min each on two cores).
+cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DDDLSIM_WERROR=ON >/dev/null
+cmake --build build-debug -j"$jobs" --target ddlsim ddlsim_bench
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDLSIM_FUZZ=ON >/dev/null
+cmake --build build-fuzz -j"$jobs" --target ddlsim ddlsim_bench fuzz_scenario fuzz_topology_file
+echo "build configurations (Debug, fuzz-only): 1 passed, 0 failed"
 
 # Real-training validation (SPEC §5) with the Release build: ddlsim validate --quick, report checked.
 validate/ci_check.sh build/ddlsim
