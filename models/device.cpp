@@ -78,13 +78,22 @@ struct Row {
     double mem_gbps;
     int sms;
     Precision default_precision;
+    double memory_gb;  // datasheet HBM capacity
 };
 
 DeviceProfile make(const Row& r) {
     const auto tf = [](double t) { return sim::FlopRate::per_s(t * 1e12); };
-    return DeviceProfile{r.name,     r.description,      tf(r.fp32), tf(r.tf32),
-                         tf(r.fp16), tf(r.bf16),         tf(r.fp8),  sim::Bandwidth::bytes_per_s(r.mem_gbps * 1e9),
-                         r.sms,      r.default_precision};
+    return DeviceProfile{r.name,
+                         r.description,
+                         tf(r.fp32),
+                         tf(r.tf32),
+                         tf(r.fp16),
+                         tf(r.bf16),
+                         tf(r.fp8),
+                         sim::Bandwidth::bytes_per_s(r.mem_gbps * 1e9),
+                         r.sms,
+                         r.default_precision,
+                         sim::Bytes{r.memory_gb * 1e9}};
 }
 
 }  // namespace
@@ -141,11 +150,11 @@ Efficiency DeviceProfile::efficiency(Precision p) const {
 
 const std::vector<DeviceProfile>& builtin_devices() {
     static const std::vector<DeviceProfile> devices{
-        make({"P100", "NVIDIA Tesla P100 SXM2 16 GB", 10.6, 10.6, 21.2, 0, 0, 732, 56, Precision::fp32}),
-        make({"V100", "NVIDIA Tesla V100 SXM2", 15.7, 15.7, 125.0, 0, 0, 900, 80, Precision::fp32}),
-        make({"A100", "NVIDIA A100 SXM4 80 GB", 19.5, 156.0, 312.0, 312.0, 0, 2039, 108, Precision::tf32}),
-        make({"H100", "NVIDIA H100 SXM5 80 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 3350, 132, Precision::tf32}),
-        make({"H200", "NVIDIA H200 SXM 141 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 4800, 132, Precision::tf32}),
+        make({"P100", "NVIDIA Tesla P100 SXM2 16 GB", 10.6, 10.6, 21.2, 0, 0, 732, 56, Precision::fp32, 16}),
+        make({"V100", "NVIDIA Tesla V100 SXM2", 15.7, 15.7, 125.0, 0, 0, 900, 80, Precision::fp32, 16}),
+        make({"A100", "NVIDIA A100 SXM4 80 GB", 19.5, 156.0, 312.0, 312.0, 0, 2039, 108, Precision::tf32, 80}),
+        make({"H100", "NVIDIA H100 SXM5 80 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 3350, 132, Precision::tf32, 80}),
+        make({"H200", "NVIDIA H200 SXM 141 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 4800, 132, Precision::tf32, 141}),
     };
     return devices;
 }

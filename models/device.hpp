@@ -44,6 +44,8 @@ struct DeviceProfile {
     sim::Bandwidth memory_bandwidth;
     int sms = 0;                                    ///< streaming multiprocessors (wave quantization)
     Precision default_precision = Precision::fp32;  ///< what PyTorch gives by default (device.cpp)
+    sim::Bytes memory_capacity;  ///< datasheet HBM: P100 16 GB, V100 16 GB (the 2017 datasheet's SXM2), A100 80 GB,
+                                 ///< H100 80 GB, H200 141 GB (the datasheets cited in device.cpp)
 
     /// The datasheet peak at `p`; 0 when the part has none.
     [[nodiscard]] sim::FlopRate peak(Precision p) const;
@@ -87,6 +89,7 @@ struct DeviceSpec {
     /// Measured compute slowdown beside communication (`ddlsim calibrate`); the default of
     /// overlap.compute_slowdown for jobs on this device.
     std::optional<double> overlap_slowdown;
+    std::optional<double> memory_capacity;  ///< bytes of device memory, when known (built-in profiles, `memory`)
 
     /// Whether the per-(generation, precision) fractions apply (a built-in profile and no explicit efficiency).
     [[nodiscard]] bool uses_measured() const {

@@ -131,6 +131,7 @@ void set_precision(models::DeviceSpec& d, const models::DeviceProfile& p, bool b
         d.sms = p.sms;
         // PyTorch's default on Ampere and later: TF32 convolutions, FP32 matmuls (models/device.cpp).
         d.tf32_convolutions_only = !given && precision == models::Precision::tf32;
+        d.memory_capacity = p.memory_capacity.value();
     }
 }
 
@@ -165,6 +166,10 @@ models::DeviceSpec read_device(const json& j_in, const std::string& path, const 
     if (r.has("memory_bandwidth"))
         d.memory_bandwidth = read_bandwidth(r.at("memory_bandwidth"), r.path("memory_bandwidth"));
     if (r.has("samples_per_s")) d.samples_per_s = read_positive(r.at("samples_per_s"), r.path("samples_per_s"), 1e12);
+    if (r.has("memory")) {
+        d.memory_capacity = read_bytes(r.at("memory"), r.path("memory")).value();
+        if (!(*d.memory_capacity > 0.0)) throw ScenarioError(r.path("memory"), "expected a positive size");
+    }
     if (r.has("overlap_slowdown"))
         d.overlap_slowdown = read_number(r.at("overlap_slowdown"), r.path("overlap_slowdown"), 0.0, 10.0);
     r.finish();

@@ -130,6 +130,7 @@ json device_json(const models::DeviceSpec& d) {
     if (!d.uses_measured()) out["efficiency"] = d.efficiency;
     out["memory_bandwidth"] = sim::format_bandwidth(d.memory_bandwidth);
     if (d.samples_per_s) out["samples_per_s"] = *d.samples_per_s;
+    if (d.memory_capacity) out["memory"] = sim::format_bytes(sim::Bytes{*d.memory_capacity});
     if (d.overlap_slowdown) out["overlap_slowdown"] = *d.overlap_slowdown;
     return out;
 }

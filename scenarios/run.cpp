@@ -188,6 +188,14 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
     };
     if (j.machine_bytes_per_iteration >= 0.0)
         out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
+    const auto mem = job_memory(spec);
+    out["memory_per_gpu_bytes"] = {{"weights", mem.weights},     {"gradients", mem.gradients},
+                                   {"optimizer", mem.optimizer}, {"activations", mem.activations},
+                                   {"buffers", mem.buffers},     {"total", mem.total()}};
+    if (mem.capacity) {
+        out["memory_per_gpu_bytes"]["capacity"] = *mem.capacity;
+        out["memory_fits"] = *mem.fits();
+    }
     add_schedule_keys(j, out);
     return out;
 }
@@ -275,6 +283,18 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
     }
     r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
+}
+
+models::MemoryEstimate job_memory(const JobSpec& j) {
+    models::TrainingJob t;
+    t.workload = j.workload;
+    t.workers = j.workers;
+    t.batch_size = j.batch_size;
+    t.bytes_per_param = j.bytes_per_param;
+    t.device = j.device;
+    t.overlap = j.overlap;
+    t.compression = j.compression;
+    return models::memory_per_gpu(t, j.optimizer);
 }
 
 std::string describe_transports(const Scenario& s, bool with_source) {

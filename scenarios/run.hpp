@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/job.hpp"
+#include "models/memory.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/trace.hpp"
 
@@ -43,6 +44,9 @@ struct RunResult {
 /// 19 Gbit/s streams per transfer"; with two_tier also the intra-node one.
 /// `with_source`: say after each whether the scenario gave it or `auto` picked it.
 [[nodiscard]] std::string describe_transports(const Scenario& s, bool with_source = true);
+
+/// Memory per GPU of a job (models/memory.hpp) on its reference device.
+[[nodiscard]] models::MemoryEstimate job_memory(const JobSpec& j);
 
 /// A one-line description of a job's architecture, e.g. "ps (4 dedicated servers)".
 [[nodiscard]] std::string describe_architecture(const JobSpec& j);

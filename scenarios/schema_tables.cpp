@@ -213,39 +213,42 @@ Tables build() {
                      {"minimum", 0},
                      {"description", "bytes the forward pass moves per sample (roofline memory term)"}}},
                }};
-    t.device = {"device",
-                "a device: a profile with overrides, explicit peaks, or a measured throughput",
-                {
-                    {"name", enum_schema(c.devices, "built-in profile the other keys override (default V100)")},
-                    {"precision",
-                     enum_schema(c.precisions,
-                                 "arithmetic: fp32, tf32, fp16/bf16 (AMP), fp8 (H100/H200); default fp32 on P100/V100, "
-                                 "tf32 convolutions with fp32 matmuls on A100/H100/H200 (PyTorch's default)")},
-                    {"peak_flops", flop_rate_schema("peak compute rate (overrides the profile)")},
-                    {"efficiency",
-                     {{"type", "number"},
-                      {"exclusiveMinimum", 0},
-                      {"maximum", 1},
-                      {"description",
-                       "sustained fraction of peak for convolutions and matmuls; replaces the built-in profile's "
-                       "measured fractions (default: measured per generation and precision; 0.5 for custom devices)"}}},
-                    {"memory_bandwidth", bandwidth_schema("device memory bandwidth (update time)")},
-                    {"samples_per_s",
-                     {{"type", "number"},
-                      {"exclusiveMinimum", 0},
-                      {"description",
-                       "measured single-device samples/s of this model at this batch size; fixes the compute scale"}}},
-                    {"overlap_slowdown",
-                     {{"type", "number"},
-                      {"minimum", 0},
-                      {"maximum", 10},
-                      {"description",
-                       "measured fraction by which compute slows while communication runs beside it (`ddlsim "
-                       "calibrate` writes it); the default of overlap.compute_slowdown for jobs on this device, "
-                       "which wins when given"}}},
-                    {"profile", str("a calibration profile written by `ddlsim calibrate` (its \"device\" member is "
-                                    "read as this object; keys given here override it); relative to the scenario")},
-                }};
+    t.device = {
+        "device",
+        "a device: a profile with overrides, explicit peaks, or a measured throughput",
+        {
+            {"name", enum_schema(c.devices, "built-in profile the other keys override (default V100)")},
+            {"precision",
+             enum_schema(c.precisions,
+                         "arithmetic: fp32, tf32, fp16/bf16 (AMP), fp8 (H100/H200); default fp32 on P100/V100, "
+                         "tf32 convolutions with fp32 matmuls on A100/H100/H200 (PyTorch's default)")},
+            {"peak_flops", flop_rate_schema("peak compute rate (overrides the profile)")},
+            {"efficiency",
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"maximum", 1},
+              {"description",
+               "sustained fraction of peak for convolutions and matmuls; replaces the built-in profile's "
+               "measured fractions (default: measured per generation and precision; 0.5 for custom devices)"}}},
+            {"memory_bandwidth", bandwidth_schema("device memory bandwidth (update time)")},
+            {"memory", bytes_schema("device memory for the memory-per-GPU check (default: the profile's datasheet "
+                                    "HBM; unknown for custom devices)")},
+            {"samples_per_s",
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"description",
+               "measured single-device samples/s of this model at this batch size; fixes the compute scale"}}},
+            {"overlap_slowdown",
+             {{"type", "number"},
+              {"minimum", 0},
+              {"maximum", 10},
+              {"description",
+               "measured fraction by which compute slows while communication runs beside it (`ddlsim "
+               "calibrate` writes it); the default of overlap.compute_slowdown for jobs on this device, "
+               "which wins when given"}}},
+            {"profile", str("a calibration profile written by `ddlsim calibrate` (its \"device\" member is "
+                            "read as this object; keys given here override it); relative to the scenario")},
+        }};
     t.architecture = {
         "architecture",
         "how gradients are aggregated",

@@ -268,3 +268,33 @@ TEST_CASE("compression pays only on slow networks (Agarwal et al., MLSys 2022): 
     CHECK(iteration("100Gbps", true) > 0.98 * iteration("100Gbps", false));
     CHECK(iteration("1Gbps", true) < iteration("1Gbps", false) / 4.0);
 }
+
+TEST_CASE("memory per GPU: ZeRO's 16 bytes per parameter for mixed-precision Adam; published configurations fit") {
+    auto memory = [](const json& device, const char* model, int batch, const char* optimizer = nullptr) {
+        json j{{"workers", 1},        {"model", model},
+               {"batch_size", batch}, {"device", device},
+               {"iterations", 1},     {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
+        if (optimizer) j["optimizer"] = optimizer;
+        return scenario::result_json(scenario::load_scenario(j), run(j));
+    };
+    // Rajbhandari et al., SC 2020 §3.1: mixed precision with Adam holds 2 + 2 + 12 = 16 bytes per parameter
+    // (fp16 weights and gradients, fp32 master weights, momentum and variance).
+    json gpt2 = json::parse(R"({"name": "gpt2", "dtype": "fp16"})");
+    const auto r = memory({{"name", "A100"}, {"precision", "bf16"}}, "gpt2", 1, "adam");
+    const auto& m = r["memory_per_gpu_bytes"];
+    const double params = r["scenario"]["parameters"].get<double>();
+    CHECK(m["weights"].get<double>() == doctest::Approx(6.0 * params));  // 2 (half) + 4 (master)
+    CHECK(m["optimizer"].get<double>() == doctest::Approx(8.0 * params));
+    CHECK(m["total"].get<double>() >= 14.0 * params);
+    CHECK(m["capacity"].get<double>() == doctest::Approx(80e9));
+    // NVIDIA DeepLearningExamples train ResNet-50 at batch 112 (fp32) and 256 (AMP) on 16 GB V100s: they fit.
+    CHECK(memory("V100", "resnet50", 112)["memory_fits"] == true);
+    CHECK(memory({{"name", "V100"}, {"precision", "fp16"}}, "resnet50", 256)["memory_fits"] == true);
+    // GPT-2 XL at batch 64 in fp32 on a 16 GB P100 does not (the issue's example), and the summary says so.
+    CHECK(memory("P100", "gpt2_xl", 64)["memory_fits"] == false);
+    // Monotone in the batch; a custom device without `memory` has no capacity, so no verdict.
+    CHECK(memory("V100", "resnet50", 64)["memory_per_gpu_bytes"]["total"].get<double>() <
+          memory("V100", "resnet50", 128)["memory_per_gpu_bytes"]["total"].get<double>());
+    CHECK_FALSE(memory({{"peak_flops", "10TFLOPS"}}, "resnet50", 8).contains("memory_fits"));
+    CHECK(memory({{"peak_flops", "10TFLOPS"}, {"memory", "1GB"}}, "resnet50", 8)["memory_fits"] == false);
+}

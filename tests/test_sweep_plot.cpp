@@ -133,12 +133,13 @@ TEST_CASE("sweep plot: a plain numeric list gets a linear axis, a geometric rang
         CHECK(d["x"]["label"] == "workers (GPUs)");
         CHECK(d["x"]["values"] == json::array({2.0, 4.0, 8.0, 16.0}));
         // Two spellings of 10 Gbit/s are two legend entries, each as written.
-        CHECK(strings(d["legend"]) == std::vector<std::string>{"network.bandwidth=10Gbps", "network.bandwidth=1.25GBps"});
+        CHECK(strings(d["legend"]) ==
+              std::vector<std::string>{"network.bandwidth=10Gbps", "network.bandwidth=1.25GBps"});
     }
     SUBCASE("geometric bandwidth range: log axis in Gbit/s; a JSON object legend reads key.field=value") {
-        const auto o = plot_options(dir, {"network.bandwidth=1.25GBps..5GBps:x2",
-                                          R"(architecture={"kind":"allreduce","algorithm":"ring"},)"
-                                          R"({"kind":"allreduce","algorithm":"tree"})"});
+        const auto o = plot_options(
+            dir, {"network.bandwidth=1.25GBps..5GBps:x2", R"(architecture={"kind":"allreduce","algorithm":"ring"},)"
+                                                          R"({"kind":"allreduce","algorithm":"tree"})"});
         if (!sweep_and_plot(o)) return;
         const json d = read_json(o.plot_describe);
         CHECK(d["x"]["scale"] == "log");
@@ -174,8 +175,8 @@ TEST_CASE("sweep plot: --relative-to divides by the baseline point") {
 }
 
 TEST_CASE("sweep plot: --relative-to names a varied key and one of its values, else exit 2 before running") {
-    const std::vector<tools::VarySpec> specs{
-        tools::parse_vary("workers=2,4"), tools::parse_vary(R"(architecture={"kind":"allreduce"},{"kind":"ps"})")};
+    const std::vector<tools::VarySpec> specs{tools::parse_vary("workers=2,4"),
+                                             tools::parse_vary(R"(architecture={"kind":"allreduce"},{"kind":"ps"})")};
     CHECK(tools::resolve_relative_to(specs, "workers=4") == "workers=4");
     CHECK(tools::resolve_relative_to(specs, R"(architecture={ "kind": "ps" })") == R"(architecture={"kind":"ps"})");
     CHECK_THROWS_WITH_AS(tools::resolve_relative_to(specs, "batch_size=8"),

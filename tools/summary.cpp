@@ -84,6 +84,18 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
                        scenario::describe_sync(spec));
     out += fmt::format("  compression   {}; overlap {}\n", scenario::describe_compression(spec),
                        scenario::describe_overlap(spec));
+    {
+        const auto m = scenario::job_memory(spec);
+        out += fmt::format(
+            "  memory        {} per GPU (weights {}, gradients {}, optimizer {}, activations {}, buffers {}){}\n",
+            si(m.total(), "B"), si(m.weights, "B"), si(m.gradients, "B"), si(m.optimizer, "B"), si(m.activations, "B"),
+            si(m.buffers, "B"), m.capacity ? fmt::format(" of {}", si(*m.capacity, "B")) : std::string());
+        if (m.fits() && !*m.fits())
+            out += fmt::format(
+                "  WARNING       the job needs {} per GPU but the {} has {}: it would not fit (reduce the "
+                "batch, use fp16/bf16, or a larger device)\n",
+                si(m.total(), "B"), spec.device.name, si(*m.capacity, "B"));
+    }
     if (!spec.worker_devices.empty()) out += fmt::format("  devices       heterogeneous (worker_devices)\n");
     if (spec.stragglers.any()) out += "  stragglers    yes (see the scenario's stragglers block)\n";
     out += "\n";

@@ -41,7 +41,7 @@ struct SweepOptions {
     unsigned jobs = std::max(1U, std::thread::hardware_concurrency());  ///< worker threads (per MPI rank)
     bool resume = false;  ///< keep the finished, error-free points already in `out`
     SweepFormat format = SweepFormat::csv;
-    std::string plot;      ///< FILE.png or FILE.svg: run tools/plot_sweep.py afterwards
+    std::string plot;  ///< FILE.png or FILE.svg: run tools/plot_sweep.py afterwards
     /// KEY=VALUE (with `plot`): draw every point divided by the point that differs only in KEY=VALUE.
     std::string relative_to;
     /// With `plot`: also write the plot's title, axes, labels and legend as JSON to this file (tests, scripts).

@@ -71,8 +71,8 @@ std::string resolve_relative_to(const std::vector<VarySpec>& specs, const std::s
     const std::string key = relative_to.substr(0, eq), value = relative_to.substr(eq + 1);
     const auto spec = std::find_if(specs.begin(), specs.end(), [&](const VarySpec& s) { return s.path == key; });
     if (spec == specs.end())
-        throw CliError(fmt::format("--relative-to {}: {} is not a varied key; expected one of {}", relative_to, key,
-                                   keys));
+        throw CliError(
+            fmt::format("--relative-to {}: {} is not a varied key; expected one of {}", relative_to, key, keys));
     const auto as_json = [](const std::string& text) {
         return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);  // discarded when not JSON
     };
@@ -83,8 +83,8 @@ std::string resolve_relative_to(const std::vector<VarySpec>& specs, const std::s
     }
     std::string values;
     for (const auto& v : spec->values) values += (values.empty() ? "" : ", ") + v;
-    throw CliError(fmt::format("--relative-to {}: {} is not one of the values of {} ({})", relative_to, value, key,
-                               values));
+    throw CliError(
+        fmt::format("--relative-to {}: {} is not one of the values of {} ({})", relative_to, value, key, values));
 }
 
 std::vector<std::string> sweep_plot_args(const std::vector<VarySpec>& specs, const SweepOptions& opts) {
@@ -93,10 +93,11 @@ std::vector<std::string> sweep_plot_args(const std::vector<VarySpec>& specs, con
         keys += (keys.empty() ? "" : ",") + s.path;
         if (s.geometric) log_keys += (log_keys.empty() ? "" : ",") + s.path;
     }
-    std::vector<std::string> args{opts.out, opts.plot, "--keys", keys, "--title",
-                                  fs::path(opts.scenario_file).stem().string()};
+    std::vector<std::string> args{opts.out, opts.plot, "--keys",
+                                  keys,     "--title", fs::path(opts.scenario_file).stem().string()};
     if (!log_keys.empty()) args.insert(args.end(), {"--log-keys", log_keys});
-    if (!opts.relative_to.empty()) args.insert(args.end(), {"--relative-to", resolve_relative_to(specs, opts.relative_to)});
+    if (!opts.relative_to.empty())
+        args.insert(args.end(), {"--relative-to", resolve_relative_to(specs, opts.relative_to)});
     if (!opts.plot_describe.empty()) args.insert(args.end(), {"--describe", opts.plot_describe});
     return args;
 }

@@ -27,8 +27,11 @@ using nlohmann::json;
 namespace {
 
 struct TempDir {
-    fs::path path = fs::temp_directory_path() / ("ddlsim_profile_test_" + std::to_string(::getpid()));
-    TempDir() { fs::create_directories(path); }
+    fs::path path;
+    explicit TempDir(const std::string& tag = "a")
+        : path(fs::temp_directory_path() / ("ddlsim_profile_test_" + std::to_string(::getpid()) + "_" + tag)) {
+        fs::create_directories(path);
+    }
     ~TempDir() {
         std::error_code ec;
         fs::remove_all(path, ec);
@@ -125,7 +128,8 @@ TEST_CASE("the resolved scenario carries the profile's transport and overlap slo
     CHECK(resolved.dump().find("calib.json") == std::string::npos);  // values, not the file
     CHECK(resolved.at("device").at("overlap_slowdown").get<double>() == doctest::Approx(0.05));
     CHECK(resolved.at("network").at("transport").at("efficiency").get<double>() == doctest::Approx(0.9563));
-    TempDir other;  // elsewhere: no profile file needed
+    TempDir other("b");  // elsewhere: no profile file needed
+    CHECK_FALSE(fs::exists(other.path / "calib.json"));
     CHECK(iteration_time(resolved, other.path) ==
           doctest::Approx(ddlsim::scenario::run_scenario(loaded).jobs.at(0).iteration_time_s).epsilon(1e-12));
 }
