@@ -123,6 +123,17 @@ struct JobResult {
     double machine_bytes_per_iteration = -1.0;  ///< of those, between machines (through NICs); < 0: not known
     double makespan_s = 0.0;
     double codec_time_s = 0.0;  ///< encode + decode per iteration of one worker
+    /// Per iteration, mean over workers: idle while waiting for peers (stragglers, slower devices), not for bytes
+    /// (synchronous trainers; 0 elsewhere, where waiting shows as exposed communication).
+    double waiting_time_s = 0.0;
+    /// Where an iteration goes, per worker on average; the four sum to iteration_time_s (synchronous trainers).
+    struct Breakdown {
+        double compute = 0.0;                ///< forward, backward, update (stretched beside communication)
+        double codec = 0.0;                  ///< encode + decode
+        double exposed_communication = 0.0;  ///< idle waiting for bytes
+        double waiting = 0.0;                ///< idle waiting for peers
+    };
+    std::optional<Breakdown> breakdown;
 
     /// Asynchronous schemes: the staleness of every applied update (model versions
     /// applied between the read of the model a gradient was computed on and its application).

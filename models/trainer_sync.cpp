@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
@@ -62,10 +63,43 @@ public:
         r.collectives_per_iteration = plan_.collectives() * syncs;
         r.schedule = schedule_;
         r.model_versions = job_.sync.kind == SyncKind::local_sgd ? sync_count() : job_.iterations;
+        // Waiting: a worker whose gradients are ready waits for the last worker of its round (stragglers, slower
+        // devices) before its bytes can finish; sum over rounds of (last ready - own ready), mean over workers.
+        double waiting = 0.0;
+        for (const auto& [i, rr] : ready_) waiting += rr.count * rr.last.seconds() - rr.sum_s;
+        r.waiting_time_s = waiting / job_.workers / job_.iterations;
+        // Busy time holds compute (stretched beside communication) and, with overlap, the inline encodes.
+        double busy = 0.0;
+        for (std::uint32_t w = 0; w < job_.workers; ++w) busy += clocks_[w].busy.seconds();
+        busy /= static_cast<double>(job_.workers) * job_.iterations;
+        double inline_encode = 0.0;
+        if (job_.overlap.overlapped())
+            for (const Message& m : plan_.messages()) inline_encode += plan_.work_time(m.encode, 0).seconds();
+        JobResult::Breakdown b;
+        b.compute = std::max(0.0, busy - inline_encode * syncs);
+        b.codec = r.codec_time_s;
+        const double idle = std::max(0.0, r.iteration_time_s - b.compute - b.codec);
+        b.waiting = std::min(r.waiting_time_s, idle);
+        b.exposed_communication = idle - b.waiting;
+        r.breakdown = b;
         return r;
     }
 
 private:
+    struct Readiness {
+        sim::Time last;
+        double sum_s = 0.0;
+        std::uint32_t count = 0;
+    };
+    // A worker's gradients (or model) of synchronisation round i are ready at t.
+    void note_ready(std::uint32_t i, sim::Time t) {
+        Readiness& r = ready_[i];
+        r.last = std::max(r.last, t);
+        r.sum_s += t.seconds();
+        ++r.count;
+    }
+    std::map<std::uint32_t, Readiness> ready_;
+
     enum class Mode { fifo, concurrent, coordinated };
     struct W {
         std::uint32_t iter = 0;
@@ -190,6 +224,7 @@ private:
     void backward_end(std::uint32_t w, sim::Time t) {
         W& s = ws_[w];
         s.bwd_end = t;
+        note_ready(s.iter, t);
         s.fwd_clock = t;  // the compute stream is busy until backward (and inline encodes) end
         if (priority_) {
             // The compute stream moves on to the next iteration's forward when backward ends.
@@ -269,6 +304,7 @@ private:
             W& st = ws_[w];
             if (update_first) ++clocks_[w].updates;
             if (sync) {
+                note_ready(i, engine_.now());
                 st.msgs_left = 1;
                 st.outstanding += 1;
                 message_ready(w, i, 0);

@@ -188,6 +188,21 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
     };
     if (j.machine_bytes_per_iteration >= 0.0)
         out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
+    {
+        // Where the iteration goes; the four add up to iteration_time_s.
+        models::JobResult::Breakdown b;
+        if (j.breakdown) {
+            b = *j.breakdown;
+        } else {
+            b.compute = j.compute_time_s;
+            b.codec = j.codec_time_s;
+            b.exposed_communication = std::max(0.0, j.iteration_time_s - b.compute - b.codec);
+        }
+        out["time_breakdown_s"] = {{"compute", b.compute},
+                                   {"codec", b.codec},
+                                   {"exposed_communication", b.exposed_communication},
+                                   {"waiting", b.waiting}};
+    }
     const auto mem = job_memory(spec);
     out["memory_per_gpu_bytes"] = {{"weights", mem.weights},     {"gradients", mem.gradients},
                                    {"optimizer", mem.optimizer}, {"activations", mem.activations},

@@ -298,3 +298,37 @@ TEST_CASE("memory per GPU: ZeRO's 16 bytes per parameter for mixed-precision Ada
     CHECK_FALSE(memory({{"peak_flops", "10TFLOPS"}}, "resnet50", 8).contains("memory_fits"));
     CHECK(memory({{"peak_flops", "10TFLOPS"}, {"memory", "1GB"}}, "resnet50", 8)["memory_fits"] == false);
 }
+
+TEST_CASE("time breakdown: compute + codec + exposed communication + waiting = the iteration; stragglers are waiting") {
+    // BSP ring, 8 workers, ideal 10 Gbit/s star, lognormal stragglers (sigma 1): the fast workers wait for the
+    // slowest; what is left of their idle time is the ring itself, 2(n-1)(2L + S/(nB)) per iteration.
+    json j{{"workers", 8},
+           {"model", "resnet50"},
+           {"batch_size", 64},
+           {"device", "V100"},
+           {"iterations", 5},
+           {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}, {"transport", "ideal"}}}};
+    auto breakdown = [&](const json& scen) {
+        const auto s = scenario::load_scenario(scen);
+        return scenario::result_json(s, scenario::run_scenario(s));
+    };
+    const double S = 102'228'128.0, B = 1.25e9, n = 8;
+    const double ring = 2 * (n - 1) * (2 * 5e-6 + S / (n * B));
+    for (bool stragglers : {false, true}) {
+        json scen = j;
+        if (stragglers) scen["stragglers"] = {{"distribution", "lognormal"}, {"sigma", 1.0}};
+        const json r = breakdown(scen);
+        const auto& b = r["time_breakdown_s"];
+        CAPTURE(stragglers);
+        const double sum = b["compute"].get<double>() + b["codec"].get<double>() +
+                           b["exposed_communication"].get<double>() + b["waiting"].get<double>();
+        CHECK(sum == doctest::Approx(r["iteration_time_s"].get<double>()).epsilon(1e-9));
+        if (stragglers) {
+            CHECK(b["waiting"].get<double>() > 0.2 * r["iteration_time_s"].get<double>());
+            CHECK(b["exposed_communication"].get<double>() < 1.5 * ring);
+        } else {
+            CHECK(b["waiting"].get<double>() == doctest::Approx(0.0));
+            CHECK(b["exposed_communication"].get<double>() == doctest::Approx(ring).epsilon(1e-6));
+        }
+    }
+}

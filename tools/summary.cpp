@@ -109,6 +109,14 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     out += fmt::format("  {:<32}{:>16}   ({:.1f}% of the iteration)\n", "  exposed communication",
                        ms(j.exposed_communication_time_s), 100.0 * exposed_share);
     if (j.codec_time_s > 0.0) out += fmt::format("  {:<32}{:>16}\n", "  encode + decode", ms(j.codec_time_s));
+    if (j.breakdown) {
+        const auto& b = *j.breakdown;
+        out += fmt::format("  {:<32}{:>16}\n", "breakdown (sums to the iteration)", "");
+        out += fmt::format("  {:<32}{:>16}\n", "  compute", ms(b.compute));
+        if (b.codec > 0.0) out += fmt::format("  {:<32}{:>16}\n", "  encode + decode", ms(b.codec));
+        out += fmt::format("  {:<32}{:>16}\n", "  waiting for bytes (exposed)", ms(b.exposed_communication));
+        out += fmt::format("  {:<32}{:>16}\n", "  waiting for peers", ms(b.waiting));
+    }
     out += fmt::format("  {:<32}{:>16}\n", "bytes on the wire", si(j.bytes_on_wire_per_iteration, "B"));
     out += fmt::format("  {:<32}{:>16}\n", "throughput", fmt::format("{:.1f} samples/s", j.throughput_samples_per_s));
     out += fmt::format("  {:<32}{:>16}\n", "scaling efficiency", fmt::format("{:.1f} %", 100.0 * j.scaling_efficiency));
