@@ -23,7 +23,13 @@ build/ddlsim sweep $S --vary workers=2..32:x2 --vary network.bandwidth=10Gbps,10
     --jobs 2 --no-progress --plot "$sweep_dir/a.png"
 mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 -np 2 build/ddlsim sweep $S \
     --vary workers=2..32:x2 --vary network.bandwidth=10Gbps,100Gbps --out "$sweep_dir/b.csv" --jobs 1 --no-progress
-strip_wall() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "wall_time_s") w = i } { $w = ""; print }' OFS=, "$1"; }
+# The CSV without its wall_time_s column (a real CSV parser: quoted fields may hold commas).
+strip_wall() {
+    python3 -c 'import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+w = rows[0].index("wall_time_s")
+csv.writer(sys.stdout).writerows([r[:w] + r[w + 1:] for r in rows])' "$1"
+}
 if cmp -s <(strip_wall "$sweep_dir/a.csv") <(strip_wall "$sweep_dir/b.csv") && [ -s "$sweep_dir/a.png" ]; then
     echo "sweep (threads vs 2 MPI ranks, plot): 1 passed, 0 failed"
 else
