@@ -111,7 +111,7 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     if (j.codec_time_s > 0.0) out += fmt::format("  {:<32}{:>16}\n", "  encode + decode", ms(j.codec_time_s));
     if (j.breakdown) {
         const auto& b = *j.breakdown;
-        out += fmt::format("  {:<32}{:>16}\n", "breakdown (sums to the iteration)", "");
+        out += "  breakdown (sums to the iteration)\n";
         out += fmt::format("  {:<32}{:>16}\n", "  compute", ms(b.compute));
         if (b.codec > 0.0) out += fmt::format("  {:<32}{:>16}\n", "  encode + decode", ms(b.codec));
         out += fmt::format("  {:<32}{:>16}\n", "  waiting for bytes (exposed)", ms(b.exposed_communication));
