@@ -90,21 +90,9 @@ models::DeviceProfile profile_or_throw(const json& j, const std::string& path) {
 // keys the scenario's device object gives itself.
 json merge_profile(const json& j, const std::string& path, const std::string& base_dir) {
     if (!j.is_object() || !j.contains("profile")) return j;
-    const std::string ppath = path + ".profile";
-    const std::string file = read_string(j.at("profile"), ppath);
-    const std::filesystem::path fp = std::filesystem::path(file).is_absolute() ? std::filesystem::path(file)
-                                                                               : std::filesystem::path(base_dir) / file;
-    json profile;
-    try {
-        profile = read_json_file(fp.string());
-    } catch (const ScenarioError& e) {
-        throw ScenarioError(ppath, fmt::format("{}: {}", fp.string(), e.what()));
-    }
-    if (!profile.is_object() || !profile.contains("device") || !profile.at("device").is_object())
-        throw ScenarioError(ppath, fmt::format("{}: expected a calibration profile with a \"device\" object (as "
-                                               "`ddlsim calibrate` writes)",
-                                               fp.string()));
-    json merged = profile.at("device");
+    std::string file;
+    const json profile = read_profile_member(j.at("profile"), path + ".profile", base_dir, "device", file);
+    json merged = profile;
     for (const auto& [k, v] : j.items())
         if (k != "profile") merged[k] = v;
     return merged;

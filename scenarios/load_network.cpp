@@ -146,26 +146,18 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
     // transport_source says which was used).
     if (r.has("profile")) {
         const std::string ppath = r.path("profile");
-        const std::string file = read_string(r.at("profile"), ppath);
-        const std::filesystem::path fp = std::filesystem::path(file).is_absolute()
-                                             ? std::filesystem::path(file)
-                                             : std::filesystem::path(base_dir) / file;
-        json profile;
-        try {
-            profile = read_json_file(fp.string());
-        } catch (const ScenarioError& e) {
-            throw ScenarioError(ppath, fmt::format("{}: {}", fp.string(), e.what()));
-        }
-        if (!profile.is_object() || !profile.contains("network") || !profile.at("network").is_object() ||
-            !profile.at("network").contains("transport"))
+        std::string fp;
+        const json network = read_profile_member(r.at("profile"), ppath, base_dir, "network", fp);
+        if (!network.contains("transport"))
             throw ScenarioError(ppath, fmt::format("{}: expected a calibration profile with a \"network\": "
                                                    "{{\"transport\": ...}} member (as `ddlsim calibrate` writes)",
-                                                   fp.string()));
+                                                   fp));
+        const std::string file = read_string(r.at("profile"), ppath);
         topo::TransportSpec tr;
         try {
-            tr = read_transport(profile.at("network").at("transport"), "$.network.transport");
+            tr = read_transport(network.at("transport"), "$.network.transport");
         } catch (const ScenarioError& e) {
-            throw ScenarioError(ppath, fmt::format("in profile {}: {}: {}", fp.string(), e.path(), e.what()));
+            throw ScenarioError(ppath, fmt::format("in profile {}: {}: {}", fp, e.path(), e.what()));
         }
         if (r.has("transport")) {
             out.transport_source = fmt::format("scenario (overrides the transport of network.profile {})", file);

@@ -80,8 +80,7 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
                 case topo::AllreduceAlgorithm::hierarchical:
                 case topo::AllreduceAlgorithm::torus2d: return 2.0 * n * (n - 1.0) * segments(bytes / n);
                 case topo::AllreduceAlgorithm::tree:
-                case topo::AllreduceAlgorithm::double_tree:
-                    return 4.0 * n * (seg > 0.0 ? segments(bytes) : 16.0);
+                case topo::AllreduceAlgorithm::double_tree: return 4.0 * n * (seg > 0.0 ? segments(bytes) : 16.0);
                 case topo::AllreduceAlgorithm::halving_doubling:
                     return 2.0 * n * (log_n + (seg > 0.0 ? 2.0 * bytes / seg : 0.0));
             }

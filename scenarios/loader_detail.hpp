@@ -25,6 +25,10 @@ void reject_planned_kind(const json& j, const std::string& path, const std::stri
                          const std::vector<std::string>& implemented);
 /// A number in (0, max].
 [[nodiscard]] double read_positive(const json& j, const std::string& path, double max);
+/// The calibration profile (`ddlsim calibrate`) named by the string `name` at JSON path `path`, relative to
+/// `base_dir`; its `member` object, or a ScenarioError at `path` naming the file. `file` receives the path read.
+[[nodiscard]] json read_profile_member(const json& name, const std::string& path, const std::string& base_dir,
+                                       const std::string& member, std::string& file);
 [[nodiscard]] std::string read_kind(ObjectReader& r, const std::string& key, const std::string& planned,
                                     const std::vector<std::string>& choices);
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
@@ -49,6 +50,26 @@ std::string read_kind(ObjectReader& r, const std::string& key, const std::string
     const json& v = r.at(key);
     if (!planned.empty()) reject_planned_value(v, r.path(key), planned, choices);
     return read_choice(v, r.path(key), choices);
+}
+
+json read_profile_member(const json& name, const std::string& path, const std::string& base_dir,
+                         const std::string& member, std::string& file) {
+    const std::string given = read_string(name, path);
+    const std::filesystem::path fp = std::filesystem::path(given).is_absolute()
+                                         ? std::filesystem::path(given)
+                                         : std::filesystem::path(base_dir) / given;
+    file = fp.string();
+    json profile;
+    try {
+        profile = read_json_file(file);
+    } catch (const ScenarioError& e) {
+        throw ScenarioError(path, fmt::format("{}: {}", file, e.what()));
+    }
+    if (!profile.is_object() || !profile.contains(member) || !profile.at(member).is_object())
+        throw ScenarioError(path, fmt::format("{}: expected a calibration profile with a \"{}\" object (as "
+                                              "`ddlsim calibrate` writes)",
+                                              file, member));
+    return profile.at(member);
 }
 
 }  // namespace ddlsim::scenario::detail

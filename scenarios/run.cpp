@@ -53,24 +53,30 @@ ScenarioError time_overflow_error(const Scenario& s) {
 constexpr std::size_t kBusiestLinks = 5;
 constexpr std::size_t kPerWorkerList = 256;
 
-models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric,
-                             sim::Time collective_overhead) {
-    const JobSpec& j = s.jobs[index];
-    const std::string path = s.has_jobs_list ? fmt::format("$.jobs[{}].device", index) : "$.device";
+// The job's own keys (no fabric, no compute profile): what make_job and job_memory share.
+models::TrainingJob job_keys(const JobSpec& j) {
     models::TrainingJob job;
     job.workload = j.workload;
     job.workers = j.workers;
     job.batch_size = j.batch_size;
-    job.iterations = s.iterations;
     job.bytes_per_param = j.bytes_per_param;
     job.architecture = j.architecture;
-    job.index = static_cast<std::uint32_t>(index);
-    job.seed = s.seed;
     job.sync = j.sync;
     job.overlap = j.overlap;
     job.compression = j.compression;
     job.stragglers = j.stragglers;
     job.device = j.device;
+    return job;
+}
+
+models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric,
+                             sim::Time collective_overhead) {
+    const JobSpec& j = s.jobs[index];
+    const std::string path = s.has_jobs_list ? fmt::format("$.jobs[{}].device", index) : "$.device";
+    models::TrainingJob job = job_keys(j);
+    job.iterations = s.iterations;
+    job.index = static_cast<std::uint32_t>(index);
+    job.seed = s.seed;
     job.collective_overhead = j.workers > 1 ? collective_overhead : sim::Time::zero();  // one worker: no collective
     // Overlap is not free (models/job.hpp), unless the user asked for the ideal model.
     const bool ideal = s.transports.inter && s.transports.inter->kind == topo::TransportKind::ideal;
@@ -98,7 +104,7 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     return job;
 }
 
-// Staleness, per-worker figures and model versions (SPEC §3 plus issue 5's outputs).
+// Staleness, per-worker figures and model versions (the contract's result keys for asynchronous schemes).
 void add_schedule_keys(const models::JobResult& j, nlohmann::json& out) {
     if (j.has_staleness) {
         out["staleness"] = {{"mean", j.staleness_mean}, {"max", j.staleness_max}, {"histogram", j.staleness_histogram}};
@@ -301,15 +307,7 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
 }
 
 models::MemoryEstimate job_memory(const JobSpec& j) {
-    models::TrainingJob t;
-    t.workload = j.workload;
-    t.workers = j.workers;
-    t.batch_size = j.batch_size;
-    t.bytes_per_param = j.bytes_per_param;
-    t.device = j.device;
-    t.overlap = j.overlap;
-    t.compression = j.compression;
-    return models::memory_per_gpu(t, j.optimizer);
+    return models::memory_per_gpu(job_keys(j), j.optimizer);
 }
 
 std::string describe_transports(const Scenario& s, bool with_source) {

@@ -1,5 +1,6 @@
-// Issue 14: the realism terms (transports, collective launch, compute slowdown under overlap, local
-// aggregation, BytePS partitions) against hand-derived answers, and the three defects it names.
+// The realism terms (transports, collective launch, compute slowdown under overlap, local
+// aggregation, BytePS partitions) against hand-derived answers, and three defects found on real clusters (PS sharding
+// restarting per message, "wfbp": false still overlapping, PS event estimates).
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>

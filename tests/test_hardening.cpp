@@ -1,4 +1,4 @@
-// Issue 16: results a user can trust. Safe output files (no clobbered FIFO, directory or symlink, no temporary
+// Results a user can trust. Safe output files (no clobbered FIFO, directory or symlink, no temporary
 // left by a signal), units refused without their unit and errors naming the key that is wrong, bad input that
 // never exits 1, --seeds spread, FedAvg throughput with availability, and the resolved scenario that
 // reproduces a run. Each test states the fact it checks; none compares against a stored golden only.

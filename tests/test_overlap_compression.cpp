@@ -1,4 +1,4 @@
-// Issue 6: overlap (WFBP, fusion, MG-WFBP, priority), compression on the wire, and
+// Overlap (WFBP, fusion, MG-WFBP, priority), compression on the wire, and
 // the timeline, each against a hand-derived expectation.
 #include <doctest/doctest.h>
 

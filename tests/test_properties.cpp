@@ -78,7 +78,7 @@ json random_scenario(std::mt19937_64& rng) {
            {"seed", rng() % 1000}};
     if (topology == "fat_tree" || topology == "torus2d") j["workers"] = std::min(workers, 16);
     if (rng() % 5 == 0) j["network"]["model"] = "analytic";
-    // Issue 5 and 6 dimensions, some of them invalid together on purpose (bad input must be
+    // Sync, stragglers, compression and overlap dimensions, some of them invalid together on purpose (bad input must be
     // reported with a path; valid combinations must run).
     const std::string kind = arch["kind"];
     if (rng() % 3 == 0) {
@@ -197,8 +197,8 @@ TEST_CASE("properties: metamorphic relations across architecture x sync x overla
         // 4. Event estimate.
         const double estimate = scenario::estimated_events(s);
         // (a run of a few hundred events is dominated by fixed per-iteration events: 1000 events of slack)
-        const bool replans = j.contains("overlap") && (j["overlap"].contains("cycle_time") ||
-                                                       j["overlap"].value("fusion", "") == "mgwfbp");
+        const bool replans = j.contains("overlap") &&
+                             (j["overlap"].contains("cycle_time") || j["overlap"].value("fusion", "") == "mgwfbp");
         CHECK(estimate >= static_cast<double>(r.events) / 10.0 - 1000.0);
         if (!(j.contains("overlap") && j["overlap"].value("fusion", "") == "mgwfbp"))
             CHECK(estimate <= static_cast<double>(r.events) * 10.0 + 1000.0);

@@ -1,4 +1,4 @@
-// Issue 5: synchronisation schemes, heterogeneity and stragglers, each against a
+// Synchronisation schemes, heterogeneity and stragglers, each against a
 // hand-derived invariant (see models/trainer.hpp for the semantics).
 #include <doctest/doctest.h>
 

@@ -69,7 +69,7 @@ print(f"validate ci check: {passed} passed, {len(results) - passed} failed")
 sys.exit(0 if passed == len(results) else 1)
 PY
 
-# Held out (issue 15 item 4): the network-bound held-out runs (MLP, BSP, no compression: other worker
+# Held out (calibration of the realism terms): the network-bound held-out runs (MLP, BSP, no compression: other worker
 # counts, the PS, gossip, another link rate; the calibration ran on 2 hosts at one rate) predicted from
 # scenarios as a user writes them (nominal link rate, the configured latency, the measured compute) with
 # the default transport (auto: the cited tcp preset) and with `network.profile` + `device.profile` =
