@@ -124,9 +124,10 @@ struct JobResult {
     double makespan_s = 0.0;
     double codec_time_s = 0.0;  ///< encode + decode per iteration of one worker
     /// Per iteration, mean over workers: idle while waiting for peers (stragglers, slower devices), not for bytes
-    /// (synchronous trainers; 0 elsewhere, where waiting shows as exposed communication).
+    /// (synchronous trainers; the others report their waiting in `breakdown` only).
     double waiting_time_s = 0.0;
-    /// Where an iteration goes, per worker on average; the four sum to iteration_time_s (synchronous trainers).
+    /// Where an iteration goes, per worker on average; the four sum to iteration_time_s (every trainer; the
+    /// closed form, which has no peers to wait for, leaves it empty and the result derives it).
     struct Breakdown {
         double compute = 0.0;                ///< forward, backward, update (stretched beside communication)
         double codec = 0.0;                  ///< encode + decode

@@ -169,6 +169,25 @@ void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
     r.exposed_communication_time_s = iterations > 0 ? exposed / n / iterations : 0.0;
 }
 
+JobResult::Breakdown clock_breakdown(const std::vector<WorkerClock>& clocks, std::uint32_t iterations, double codec_s) {
+    JobResult::Breakdown b;
+    if (clocks.empty() || iterations == 0) return b;
+    sim::Time makespan;
+    for (const WorkerClock& c : clocks) makespan = std::max(makespan, c.finished);
+    double busy = 0.0, waited = 0.0;
+    for (const WorkerClock& c : clocks) {
+        busy += c.busy.seconds();
+        waited += c.waited.seconds() + (makespan - c.finished).seconds();
+    }
+    const double per = static_cast<double>(clocks.size()) * iterations;
+    const double iteration = makespan.seconds() / iterations;
+    b.compute = busy / per;
+    b.waiting = std::min(waited / per, std::max(0.0, iteration - b.compute));
+    b.codec = std::min(codec_s, std::max(0.0, iteration - b.compute - b.waiting));
+    b.exposed_communication = std::max(0.0, iteration - b.compute - b.waiting - b.codec);
+    return b;
+}
+
 }  // namespace detail
 
 bool closed_form_applies(const TrainingJob& job) {

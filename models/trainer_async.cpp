@@ -64,6 +64,7 @@ public:
             r.codec_time_s = (plan_.work_time(m.encode, 0) + plan_.work_time(m.decode, 0)).seconds();
         }
         set_staleness(r, histogram_);
+        r.breakdown = clock_breakdown(clocks_, job_.iterations, r.codec_time_s);
         r.model_versions = version_;
         r.rounds = version_;
         r.max_lead = max_lead_;
@@ -79,6 +80,7 @@ private:
         std::uint32_t shards = 0;
         sim::Time comm_start;
         bool blocked = false;
+        sim::Time blocked_at;
     };
 
     std::uint32_t min_clock() const {
@@ -95,7 +97,8 @@ private:
         }
         const std::uint32_t slowest = min_clock();
         if (job_.sync.kind == SyncKind::ssp && s.iter > slowest + job_.sync.staleness) {
-            s.blocked = true;  // idle until the slowest catches up (counted as idle time)
+            s.blocked = true;  // idle until the slowest catches up (waiting, in the breakdown)
+            s.blocked_at = engine_.now();
             return;
         }
         max_lead_ = std::max(max_lead_, s.iter - slowest);
@@ -167,6 +170,7 @@ private:
                 for (std::uint32_t v = 0; v < n_; ++v)
                     if (ws_[v].blocked && ws_[v].iter <= min_clock() + job_.sync.staleness) {
                         ws_[v].blocked = false;
+                        clocks_[v].waited += engine_.now() - ws_[v].blocked_at;
                         begin(v);
                     }
             });
@@ -203,6 +207,7 @@ public:
         fill_result(job_, clocks_, job_.iterations, static_cast<double>(n_) * job_.batch_size, r);
         r.bytes_on_wire_per_iteration = wire_ / job_.iterations;
         set_staleness(r, histogram_);
+        r.breakdown = clock_breakdown(clocks_, job_.iterations, 0.0);
         r.rounds = averagings_;
         r.schedule = schedule_;
         return r;
@@ -314,6 +319,20 @@ public:
         r.rounds = round_;
         r.model_versions = round_;
         r.clients_per_round_mean = static_cast<double>(participations_) / std::max<std::uint32_t>(1, round_);
+        // Breakdown of a round as a participating client sees it: its local steps, its encode, its download and
+        // upload plus the servers' averaging (exposed communication), and the rest waiting for the round's
+        // slowest client (stragglers, slow links).
+        const double p = std::max(1.0, static_cast<double>(participations_));
+        double busy = 0.0;
+        for (const WorkerClock& w : clocks_) busy += w.busy.seconds();
+        JobResult::Breakdown b;
+        b.compute = std::min(busy / p, r.iteration_time_s);
+        b.codec = std::min(encode_total_.seconds() / p, r.iteration_time_s - b.compute);
+        b.exposed_communication =
+            std::min(r.communication_time_s + averaging_total_.seconds() / std::max<std::uint32_t>(1, round_),
+                     r.iteration_time_s - b.compute - b.codec);
+        b.waiting = std::max(0.0, r.iteration_time_s - b.compute - b.codec - b.exposed_communication);
+        r.breakdown = b;
         r.schedule = schedule_;
         return r;
     }
@@ -380,6 +399,7 @@ private:
         clocks_[w].updates += job_.sync.local_steps;
         const sim::Time enc =
             plan_.messages().empty() ? sim::Time::zero() : plan_.work_time(plan_.messages().front().encode, w);
+        encode_total_ += enc;
         engine_.at(t + enc, [this, w] {
             clocks_[w].comm_begin(engine_.now());
             const sim::Time start = engine_.now();
@@ -400,6 +420,7 @@ private:
     }
 
     void uploaded(std::uint32_t j) {
+        last_upload_ = engine_.now();
         ++server_arrivals_[j];
         --uploads_left_;
         if (server_arrivals_[j] < clients_.size()) return;
@@ -409,10 +430,12 @@ private:
             rate ? sim::transfer_time(sim::Bytes{static_cast<double>(clients_.size()) * upload_ / k_}, *rate)
                  : sim::Time::zero();
         ++servers_waiting_;
+        averaging_end_ = std::max(averaging_end_, engine_.now() + avg);
         engine_.after(avg, [this] {
             if (--servers_waiting_ > 0 || uploads_left_ > 0) return;
             if (schedule_)
                 schedule_->add(OpKind::collect, 0, schedule_->add_set(clients_), round_, engine_.now().seconds());
+            averaging_total_ += averaging_end_ - last_upload_;
             ++round_;
             begin_round();
         });
@@ -428,6 +451,9 @@ private:
     std::uint64_t participations_ = 0;
     double upload_ = 0.0, download_ = 0.0, wire_ = 0.0;
     sim::Time comm_total_;
+    sim::Time encode_total_;     ///< clients' encodes, summed over participations
+    sim::Time averaging_total_;  ///< from a round's last upload to the end of the servers' averaging
+    sim::Time last_upload_, averaging_end_;
 };
 
 }  // namespace

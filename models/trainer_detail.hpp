@@ -92,6 +92,7 @@ struct WorkerClock {
     sim::Time comm_since;  ///< start of the current in-flight interval
     std::uint32_t in_flight = 0;
     sim::Time finished;
+    sim::Time waited;  ///< held back by a staleness bound (waiting for peers, not for bytes)
     std::uint32_t iterations = 0;
     std::uint64_t updates = 0;
 
@@ -124,5 +125,10 @@ protected:
 /// communication figures from the clocks; `samples_per_iteration` is the cluster's.
 void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, std::uint32_t iterations,
                  double samples_per_iteration, JobResult& r);
+/// Where the iteration goes for trainers whose workers run on their own clocks (SSP, ASP, AD-PSGD), mean over
+/// workers and per iteration: compute = busy time; waiting = held back by a staleness bound plus the tail after
+/// a worker's last iteration until the last worker ends; codec = `codec_s`; exposed communication = the rest.
+/// The four add up to makespan / iterations.
+JobResult::Breakdown clock_breakdown(const std::vector<WorkerClock>& clocks, std::uint32_t iterations, double codec_s);
 
 }  // namespace ddlsim::models::detail

@@ -79,7 +79,7 @@ public:
         b.compute = std::max(0.0, busy - inline_encode * syncs);
         b.codec = r.codec_time_s;
         const double idle = std::max(0.0, r.iteration_time_s - b.compute - b.codec);
-        b.waiting = std::min(r.waiting_time_s, idle);
+        b.waiting = std::clamp(r.waiting_time_s, 0.0, idle);
         b.exposed_communication = idle - b.waiting;
         r.breakdown = b;
         return r;

@@ -87,6 +87,14 @@ TEST_CASE("examples: results are physically sane") {
             CHECK(job["scaling_efficiency"].get<double>() > 0);
             CHECK(job["scaling_efficiency"].get<double>() <= 1.0 + 1e-12);
             CHECK(exposed <= it * (1 + 1e-12));
+            // The breakdown's four parts are never negative and add up to the iteration.
+            double parts = 0.0;
+            for (const auto& item : job["time_breakdown_s"].items()) {
+                CAPTURE(item.key());
+                CHECK(item.value().get<double>() >= 0.0);
+                parts += item.value().get<double>();
+            }
+            CHECK(parts == doctest::Approx(it).epsilon(1e-9));
             const std::string sync = job["scenario"]["sync"];
             if (sync.rfind("fedavg", 0) == 0) continue;  // a round is E local steps, not one iteration
             CHECK(it >= compute * (1 - 1e-12));

@@ -139,6 +139,51 @@ TEST_CASE("ssp: a permanent straggler holds the others exactly s iterations ahea
     CHECK(r.workers[0].idle_s > 0.5 * 30 * 0.03);
 }
 
+TEST_CASE("ssp / asp / fedavg / ad-psgd: time held back by peers is waiting, not communication") {
+    auto sums = [](const models::JobResult& r) {
+        REQUIRE(r.breakdown);
+        const auto& b = *r.breakdown;
+        CHECK(b.compute >= 0.0);
+        CHECK(b.codec >= 0.0);
+        CHECK(b.exposed_communication >= 0.0);
+        CHECK(b.waiting >= 0.0);
+        CHECK(b.compute + b.codec + b.exposed_communication + b.waiting ==
+              doctest::Approx(r.iteration_time_s).epsilon(1e-9));
+        return b;
+    };
+    // SSP, worker 3 three times slower (f + b = 0.03 s), a fast network: the straggler paces the run at 0.09 s
+    // per iteration; the three others compute 0.03 s and are held back by the bound for the rest, so
+    // waiting = (n-1)/n (0.09 - 0.03) = 0.045 s and compute = (3 x 0.03 + 0.09) / 4 = 0.045 s.
+    json j = one_layer(4, 1e6, 0.01, 0.02, 100, kPs);
+    j["iterations"] = 40;
+    j["stragglers"] = {{"fixed", {{"3", 3.0}}}};
+    j["sync"] = {{"kind", "ssp"}, {"staleness", 2}};
+    const auto ssp = sums(run(j));
+    CHECK(ssp.compute == doctest::Approx(0.045).epsilon(1e-6));
+    CHECK(ssp.waiting == doctest::Approx(0.045).epsilon(0.05));
+    CHECK(ssp.exposed_communication < 0.005);
+    // ASP has no bound: the fast workers finish early and wait only at the end, for the straggler.
+    j["sync"] = {{"kind", "asp"}};
+    const auto asp = sums(run(j));
+    CHECK(asp.waiting == doctest::Approx(ssp.waiting).epsilon(0.05));
+    // AD-PSGD: the same tail, no barrier.
+    json g = one_layer(4, 1e6, 0.01, 0.02, 100, json{{"kind", "gossip"}, {"graph", "ring"}});
+    g["iterations"] = 40;
+    g["stragglers"] = j["stragglers"];
+    g["sync"] = {{"kind", "asp"}};
+    (void)sums(run(g));
+    // FedAvg, four clients per round, 5 local steps, client 3 three times slower: every round waits for it, so
+    // the fast clients wait 5 (0.09 - 0.03) = 0.3 s each, 0.225 s on average over the four participants.
+    json f = one_layer(4, 1e6, 0.01, 0.02, 100, kPs);
+    f["stragglers"] = {{"fixed", {{"3", 3.0}}}};
+    f["sync"] = {{"kind", "fedavg"}, {"local_steps", 5}};
+    const auto fr = run(f);
+    const auto fed = sums(fr);
+    CHECK(fed.compute == doctest::Approx(5 * 0.045).epsilon(1e-6));
+    CHECK(fed.waiting == doctest::Approx(0.225).epsilon(0.05));
+    CHECK(fed.exposed_communication == doctest::Approx(fr.communication_time_s).epsilon(1e-9));
+}
+
 TEST_CASE("local sgd: bytes per iteration are bsp's divided by H; iteration = compute + comm / H") {
     const int n = 8;
     const double S = 40e6, f = 0.01, b = 0.02;
