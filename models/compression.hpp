@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/device.hpp"
@@ -23,21 +24,6 @@
 #include "sim/units.hpp"
 
 namespace ddlsim::models {
-
-enum class CompressionKind {
-    none,
-    fp16,
-    qsgd,
-    terngrad,
-    signsgd,
-    ef_signsgd,
-    onebit,
-    topk,
-    randomk,
-    dgc,
-    gtopk,
-    powersgd
-};
 
 /// How the compressed payloads of the workers are combined.
 enum class Aggregation {
@@ -49,10 +35,10 @@ enum class Aggregation {
 
 /// The `compression` block of a scenario.
 struct CompressionSpec {
-    CompressionKind kind = CompressionKind::none;
-    std::uint32_t bits = 8;  ///< qsgd: bits per element including the sign (2..16)
-    double density = 0.01;   ///< topk, randomk, dgc, gtopk: fraction k/n of elements sent (0, 1]
-    std::uint32_t rank = 4;  ///< powersgd: r
+    std::string kind = "none";  ///< a registered compressor's name (compressors())
+    std::uint32_t bits = 8;     ///< qsgd: bits per element including the sign (2..16)
+    double density = 0.01;      ///< topk, randomk, dgc, gtopk: fraction k/n of elements sent (0, 1]
+    std::uint32_t rank = 4;     ///< powersgd: r
     /// Keep the compression error and add it to the next gradient (forced on for ef_signsgd, onebit, dgc, powersgd).
     bool error_feedback = false;
     std::uint32_t index_bits = 32;  ///< sparse payloads: bits per index
@@ -107,13 +93,66 @@ public:
     [[nodiscard]] virtual std::string describe() const = 0;
 };
 
-/// The compressor of a spec (kind none: dense, summable, no work). Throws std::invalid_argument on a
-/// parameter out of range (bits outside 2..16, density outside (0, 1], rank 0, index/value bits outside
-/// 1..64, cost_scale negative or not finite).
-[[nodiscard]] std::unique_ptr<Compressor> make_compressor(const CompressionSpec& spec);
+/// One parameter of a compressor as scenarios spell it: the loader reads it, the schema publishes it (with its
+/// default), the resolved scenario echoes it. It sets exactly one CompressionSpec field.
+struct CompressorParam {
+    enum class Type { integer, number, boolean };
+    std::string_view key;
+    Type type = Type::number;
+    double min = 0.0;            ///< smallest value (integer, number)
+    bool min_exclusive = false;  ///< min itself is out of range
+    double max = 0.0;            ///< largest value (integer, number)
+    double default_value = 0.0;  ///< booleans: 0 or 1
+    std::string_view unit;       ///< "bits", "fraction", ""
+    std::string_view description;
+    std::uint32_t CompressionSpec::*integer = nullptr;
+    double CompressionSpec::*number = nullptr;
+    bool CompressionSpec::*boolean = nullptr;
+};
 
-/// Scheme names as scenarios spell them, in CompressionKind order.
-[[nodiscard]] const std::vector<std::string_view>& compression_kind_names();
+/// Error feedback (Stich et al., NeurIPS 2018; Karimireddy et al., ICML 2019) as a compressor's paper defines it.
+enum class ErrorFeedbackRule {
+    none,      ///< no compression error to keep (the key is refused)
+    optional,  ///< off unless the scenario asks
+    on,        ///< on unless the scenario says false (the paper's own setting)
+    forced     ///< part of the method: false is refused
+};
+
+/// Everything the project knows about one compressor, in the compressor's own file; registry.cpp lists them.
+/// The loader, the schema, the resolved scenario, the event and memory estimates and `validate` read these
+/// instead of lists of names.
+struct CompressorInfo {
+    std::string_view name;                            ///< as scenarios spell it
+    std::string_view description;                     ///< one line, with the paper
+    Aggregation aggregation = Aggregation::summable;  ///< how the workers' payloads combine
+    std::vector<CompressorParam> params;              ///< the keys it takes besides `kind`
+    ErrorFeedbackRule error_feedback = ErrorFeedbackRule::optional;
+    /// Architectures it runs on (empty: every one); BytePS servers need summable payloads.
+    std::vector<std::string_view> architectures;
+    bool byteps = true;
+    /// Collectives per synchronisation (PowerSGD: P, Q and the dense parts).
+    double collectives_per_sync = 1.0;
+    /// `validate` has a real implementation to replay it (validate/codec.hpp, by this name).
+    bool replayable = false;
+    /// Parameters the replay runs at one value only (qsgd: 8 bits): other values are simulated, not replayed.
+    std::vector<std::pair<std::string_view, double>> replay_fixed;
+    std::unique_ptr<Compressor> (*make)(const CompressionSpec&) = nullptr;
+
+    [[nodiscard]] const CompressorParam* param(std::string_view key) const;
+};
+
+/// Every compressor, in registry order ("none" first).
+[[nodiscard]] const std::vector<const CompressorInfo*>& compressors();
+/// The compressor of that name, or nullptr.
+[[nodiscard]] const CompressorInfo* find_compressor(std::string_view name);
+/// The compressor of a spec; throws std::invalid_argument for an unknown name.
+[[nodiscard]] const CompressorInfo& compressor_info(const CompressionSpec& spec);
+/// A spec of that compressor with every parameter at its default (error feedback by its rule).
+[[nodiscard]] CompressionSpec default_spec(const CompressorInfo& info);
+
+/// The compressor of a spec (kind none: dense, summable, no work). Throws std::invalid_argument on an unknown
+/// kind or a parameter outside its descriptor's range (cost_scale negative or not finite).
+[[nodiscard]] std::unique_ptr<Compressor> make_compressor(const CompressionSpec& spec);
 
 /// The matrix view of a workload tensor: rows x cols as given when both are set (cols 1 for vectors);
 /// otherwise a vector when params < 1024, else a near-square factorisation rows x params / rows with rows

@@ -25,7 +25,7 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
             if (p.kind != PartKind::elementwise) kept += p.activations / 2.0;  // in-place ReLU, adds: nothing new
     m.activations = kept * job.batch_size * activation_bytes(d.precision);
     if (job.overlap.fusion == Fusion::buffer) m.buffers += m.gradients;
-    if (job.compression.kind != CompressionKind::none) {
+    if (job.compression.kind != "none") {
         const auto c = make_compressor(job.compression);
         for (const Layer& l : job.workload.layers)
             for (const Tensor& t : l.tensors)

@@ -1,7 +1,7 @@
 // Per-worker, per-iteration compute slowdowns (SPEC §2 `stragglers`). Every draw is a
-// pure function of (seed, worker, iteration) — a counter-based generator (SplitMix64,
-// Steele, Lea & Flood, OOPSLA 2014) — so results do not depend on the order in which
-// events happen to run, and the same scenario and seed give the same slowdowns.
+// pure function of (seed, worker, iteration) — counter-based draws from the "stragglers"
+// stream of sim/rng.hpp — so results do not depend on the order in which events happen
+// to run, and the same scenario and seed give the same slowdowns on any platform.
 //
 //   fixed        worker w computes `factor` times slower in every iteration
 //   lognormal    factor exp(sigma * |Z|), Z ~ N(0, 1): a log-normal slowdown folded at 1 (median
@@ -28,8 +28,5 @@ struct StepSlowdown {
 /// The slowdown of `worker`'s iteration `iteration` (a local step).
 [[nodiscard]] StepSlowdown straggler(const StragglerSpec& s, std::uint64_t seed, std::uint32_t worker,
                                      std::uint64_t iteration);
-
-/// A uniform double in (0, 1) from a counter: the n-th SplitMix64 output of `key`.
-[[nodiscard]] double counter_uniform(std::uint64_t key, std::uint64_t n);
 
 }  // namespace ddlsim::models

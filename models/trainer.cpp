@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "models/trainer_detail.hpp"
+#include "sim/rng.hpp"
 
 namespace ddlsim::models {
 
@@ -32,7 +33,8 @@ namespace {
 
 // The ECMP flow key of a connection: stable across iterations, distinct per job and pair.
 std::uint64_t flow_key(const TrainingJob& job, std::uint32_t a, std::uint32_t b) {
-    return job.seed * 0x9e3779b97f4a7c15ULL ^ (static_cast<std::uint64_t>(job.index) << 48) ^
+    // Not a random draw but the flow's identity, which each switch hashes (sim::rng::substream) to pick a port.
+    return job.seed * sim::rng::kGamma ^ (static_cast<std::uint64_t>(job.index) << 48) ^
            (static_cast<std::uint64_t>(a) << 24) ^ static_cast<std::uint64_t>(b);
 }
 

@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <numeric>
-#include <random>
+#include <span>
 
 #include "models/stragglers.hpp"
 #include "models/trainer_detail.hpp"
+#include "sim/rng.hpp"
 #include "topologies/gossip.hpp"
 
 namespace ddlsim::models::detail {
@@ -219,8 +220,8 @@ private:
             return topo::gossip_matching(n_, job_.seed, i)[w];
         const auto& nb = neighbours_[w];
         if (nb.empty()) return w;
-        const double u = counter_uniform(job_.seed ^ 0xad95ULL, static_cast<std::uint64_t>(w) * job_.iterations + i);
-        return nb[std::min<std::size_t>(nb.size() - 1, static_cast<std::size_t>(u * static_cast<double>(nb.size())))];
+        const std::uint64_t key = sim::rng::substream(sim::rng::stream(job_.seed, "gossip partner"), w);
+        return nb[sim::rng::below(key, i, nb.size())];
     }
 
     void begin(std::uint32_t w) {
@@ -340,10 +341,11 @@ public:
 private:
     std::vector<std::uint32_t> sample(std::uint32_t r) const {
         std::vector<std::uint32_t> available;
+        const std::uint64_t availability = sim::rng::substream(sim::rng::stream(job_.seed, "fedavg availability"), r);
         std::uint32_t best = 0;
         double best_u = 2.0;
         for (std::uint32_t w = 0; w < n_; ++w) {
-            const double u = counter_uniform(job_.seed ^ 0xa7a1ab1eULL, static_cast<std::uint64_t>(r) * n_ + w);
+            const double u = sim::rng::uniform01(availability, w);
             if (u < job_.sync.availability) available.push_back(w);
             if (u < best_u) {
                 best_u = u;
@@ -351,12 +353,9 @@ private:
             }
         }
         if (available.empty()) available.push_back(best);  // a round needs at least one client
-        std::mt19937_64 rng(job_.seed * 0x9e3779b97f4a7c15ULL + r);
+        sim::rng::SplitMix64 g(sim::rng::substream(sim::rng::stream(job_.seed, "fedavg clients"), r));
         const std::size_t c = std::min<std::size_t>(job_.sync.clients_per_round, available.size());
-        for (std::size_t i = 0; i < c; ++i) {  // partial Fisher–Yates
-            std::uniform_int_distribution<std::size_t> pick(i, available.size() - 1);
-            std::swap(available[i], available[pick(rng)]);
-        }
+        sim::rng::partial_shuffle(g, std::span(available), c);  // c clients uniformly among the available
         available.resize(c);
         std::sort(available.begin(), available.end());
         return available;

@@ -324,45 +324,49 @@ models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec
 models::CompressionSpec read_compression(const json& j, const std::string& path, const JobSpec& job) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.compression);
-    models::CompressionSpec c;
     const std::string kind = read_choice(r.at("kind"), r.path("kind"), t.choices.compression_kinds);
-    c.kind = static_cast<models::CompressionKind>(index_in(t.choices.compression_kinds, kind));
-    const std::vector<std::string> sparse{"topk", "randomk", "dgc", "gtopk"};
-    const std::vector<std::string> lossy{"fp16", "qsgd",    "terngrad", "signsgd", "ef_signsgd", "onebit",
-                                         "topk", "randomk", "dgc",      "gtopk",   "powersgd"};
-    forbid_other_kinds(r, kind,
-                       {{"bits", {"qsgd"}},
-                        {"density", sparse},
-                        {"rank", {"powersgd"}},
-                        {"index_bits", sparse},
-                        {"value_bits", sparse},
-                        {"error_feedback", lossy},
-                        {"cost_scale", lossy}});
-    // Forced or default error feedback (the papers' own setting).
-    c.error_feedback = kind == "ef_signsgd" || kind == "onebit" || kind == "dgc" || kind == "powersgd";
-    if (r.has("bits")) c.bits = static_cast<std::uint32_t>(read_uint(r.at("bits"), r.path("bits"), 2, 16));
-    if (r.has("density")) c.density = read_positive(r.at("density"), r.path("density"), 1.0);
-    if (r.has("rank")) c.rank = static_cast<std::uint32_t>(read_uint(r.at("rank"), r.path("rank"), 1, 1'000'000));
-    if (r.has("index_bits"))
-        c.index_bits = static_cast<std::uint32_t>(read_uint(r.at("index_bits"), r.path("index_bits"), 1, 64));
-    if (r.has("value_bits"))
-        c.value_bits = static_cast<std::uint32_t>(read_uint(r.at("value_bits"), r.path("value_bits"), 1, 64));
-    if (r.has("cost_scale")) c.cost_scale = read_positive(r.at("cost_scale"), r.path("cost_scale"), 1e6);
-    if (r.has("error_feedback")) {
-        const bool ef = read_bool(r.at("error_feedback"), r.path("error_feedback"));
-        if (!ef && (kind == "ef_signsgd" || kind == "onebit"))
-            throw ScenarioError(
-                r.path("error_feedback"),
-                fmt::format("\"{}\" is defined with error feedback; expected true (or use signsgd)", kind));
-        c.error_feedback = ef;
+    // Everything below comes from the compressor's descriptor (models/compression/<kind>.cpp).
+    const models::CompressorInfo& info = *models::find_compressor(kind);
+    models::CompressionSpec c = models::default_spec(info);
+    for (const Field& f : t.compression.fields) {
+        if (f.name == "kind" || info.param(f.name) != nullptr) continue;
+        std::vector<std::string> owners;
+        for (const models::CompressorInfo* other : models::compressors())
+            if (other->param(f.name) != nullptr) owners.emplace_back(other->name);
+        r.forbid(f.name, fmt::format("applies to kind {} only, not \"{}\"", list(owners), kind));
     }
-    const auto arch = job.architecture.kind;
-    if ((kind == "gtopk" || kind == "powersgd") && arch != topo::ArchKind::allreduce &&
-        !(kind == "powersgd" && arch == topo::ArchKind::ps))
-        throw ScenarioError(r.path("kind"), fmt::format("\"{}\" needs architecture \"allreduce\"{}", kind,
-                                                        kind == "powersgd" ? " or \"ps\"" : ""));
-    if (std::find(sparse.begin(), sparse.end(), kind) != sparse.end() && kind != "randomk" &&
-        job.architecture.style == topo::PsStyle::byteps)
+    for (const models::CompressorParam& p : info.params) {
+        if (!r.has(p.key)) continue;
+        const std::string key(p.key);
+        const json& v = r.at(key);
+        switch (p.type) {
+            case models::CompressorParam::Type::integer:
+                c.*p.integer = static_cast<std::uint32_t>(read_uint(v, r.path(key), static_cast<std::uint64_t>(p.min),
+                                                                    static_cast<std::uint64_t>(p.max)));
+                break;
+            case models::CompressorParam::Type::number:
+                c.*p.number = p.min_exclusive && p.min == 0.0 ? read_positive(v, r.path(key), p.max)
+                                                              : read_number(v, r.path(key), p.min, p.max);
+                break;
+            case models::CompressorParam::Type::boolean: {
+                const bool on = read_bool(v, r.path(key));
+                if (!on && p.boolean == &models::CompressionSpec::error_feedback &&
+                    info.error_feedback == models::ErrorFeedbackRule::forced)
+                    throw ScenarioError(r.path(key), fmt::format("\"{}\" is defined with error feedback; expected "
+                                                                 "true (or use signsgd)",
+                                                                 kind));
+                c.*p.boolean = on;
+                break;
+            }
+        }
+    }
+    const std::string arch(t.choices.arch_kinds.at(static_cast<std::size_t>(job.architecture.kind)));
+    if (!info.architectures.empty() &&
+        std::find(info.architectures.begin(), info.architectures.end(), arch) == info.architectures.end()) {
+        std::vector<std::string> allowed(info.architectures.begin(), info.architectures.end());
+        throw ScenarioError(r.path("kind"), fmt::format("\"{}\" needs architecture {}", kind, list(allowed)));
+    }
+    if (!info.byteps && job.architecture.style == topo::PsStyle::byteps)
         throw ScenarioError(r.path("kind"),
                             "sparse payloads cannot be summed by BytePS servers; expected a standard "
                             "parameter server or all-reduce");

@@ -26,8 +26,15 @@ constexpr double kMaxEvents = 1e10;     // flow-mode refusal bound (about half a
 constexpr double kMaxPlanSteps = 5e7;   // transfers in one explicit-DAG round, bounds memory
 constexpr double kMaxPlanMemory = 4e9;  // bytes of communication plans (plan_memory_bytes), the stated limit
 
+// SSP, ASP and FedAvg run on their own trainers, which send one message per iteration.
+bool asynchronous(const JobSpec& s) {
+    const auto k = s.sync.kind;
+    return k == models::SyncKind::ssp || k == models::SyncKind::asp || k == models::SyncKind::fedavg;
+}
+
 // Messages the gradient is cut into per iteration: overlap's layers, buckets or partitions.
 double messages_per_iteration(const JobSpec& s) {
+    if (asynchronous(s)) return 1.0;
     const auto& o = s.overlap;
     const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param;
     double messages = 1.0;
@@ -43,7 +50,7 @@ double messages_per_iteration(const JobSpec& s) {
 
 // Bytes one worker sends per iteration after compression (the payloads the collectives carry).
 double payload_bytes(const JobSpec& s) {
-    if (s.compression.kind == models::CompressionKind::none)
+    if (s.compression.kind == "none")
         return static_cast<double>(s.workload.params()) * s.bytes_per_param;
     const auto compressor = models::make_compressor(s.compression);
     double bytes = 0.0;
@@ -86,6 +93,9 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
             }
             return 2.0 * n * n;
         case topo::ArchKind::ps: {
+            // SSP, ASP and FedAvg exchange each worker's whole payload with every server, once per iteration
+            // (models/trainer_async.cpp): n x k pushes and pulls, whatever the sharding or per_tensor.
+            if (asynchronous(s)) return 2.0 * n * std::max(k, 1.0);
             // Per server a piece costs n pushes, one summation and n pulls. Byte sharding cuts every piece
             // over all k servers; round-robin and balanced sharding keep whole tensors on one server each;
             // BytePS partitions go whole to one server each (whole shares: every server). per_tensor: one
@@ -109,7 +119,7 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
 // Local SGD synchronises every `period` iterations, PowerSGD runs two collectives.
 double rounds_per_iteration(const JobSpec& s) {
     double messages = messages_per_iteration(s);
-    if (s.compression.kind == models::CompressionKind::powersgd) messages *= 3.0;
+    messages *= models::compressor_info(s.compression).collectives_per_sync;
     if (s.sync.kind == models::SyncKind::local_sgd) messages /= s.sync.period;  // may fall below one
     return messages;
 }
@@ -119,8 +129,14 @@ double rounds_per_iteration(const JobSpec& s) {
 double job_events(const Scenario& s, const JobSpec& j) {
     bool explicit_dag = false;
     const double layers = j.overlap.any() ? static_cast<double>(j.workload.layers.size()) * j.workers : 0.0;
-    return s.iterations *
-           (rounds_per_iteration(j) * (4.0 * round_transfers(j, explicit_dag) + 4.0 * j.workers) + layers);
+    // Local SGD synchronises floor(iterations / period) times.
+    const double syncs_per_iteration = j.sync.kind == models::SyncKind::local_sgd
+                                           ? std::floor(s.iterations / static_cast<double>(j.sync.period)) /
+                                                 std::max(1.0, static_cast<double>(s.iterations)) * j.sync.period
+                                           : 1.0;
+    return s.iterations * (syncs_per_iteration * rounds_per_iteration(j) *
+                               (4.0 * round_transfers(j, explicit_dag) + 4.0 * j.workers) +
+                           layers);
 }
 
 // The key that makes a round large: a segment size that cuts the gradient into many pieces, per-tensor
@@ -177,11 +193,11 @@ double plan_memory_bytes(const JobSpec& j) {
     const double steps = round_transfers(j, explicit_dag);
     const auto& a = j.architecture;
     double bytes = explicit_dag ? steps * (a.kind == topo::ArchKind::ps ? kPsStep : kDagStep) : 0.0;
-    const auto kind = j.compression.kind;
+    const auto aggregation = models::compressor_info(j.compression).aggregation;
     if (a.kind == topo::ArchKind::allreduce) {
-        if (kind == models::CompressionKind::topk || kind == models::CompressionKind::dgc)
+        if (aggregation == models::Aggregation::allgather)
             bytes += kDagStep * (a.algorithm == topo::AllreduceAlgorithm::ring ? n * (n - 1.0) : n * log_n);
-        else if (kind == models::CompressionKind::gtopk)
+        else if (aggregation == models::Aggregation::gtopk)
             bytes += kDagStep * 2.0 * n * log_n;
     }
     const double messages =
@@ -364,16 +380,25 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
         job.name = "job0";
         job.convergence = convergence;
         if (convergence) {
-            // What the replay can execute for real (validate/replay.hpp).
-            const std::vector<std::string> replayable{"none", "fp16", "qsgd", "signsgd", "ef_signsgd", "topk"};
-            const std::string kind(models::compression_kind_names()[static_cast<std::size_t>(job.compression.kind)]);
-            if (std::find(replayable.begin(), replayable.end(), kind) == replayable.end())
+            // What the replay can execute for real (validate/replay.hpp): the compressors marked replayable.
+            const models::CompressorInfo& info = models::compressor_info(job.compression);
+            if (!info.replayable) {
+                std::vector<std::string> replayable;
+                for (const models::CompressorInfo* c : models::compressors())
+                    if (c->replayable) replayable.emplace_back(c->name);
                 throw ScenarioError("$.compression.kind",
                                     fmt::format("convergence replay runs compression {}; \"{}\" is simulated but not "
                                                 "replayed (drop \"convergence\" to simulate it)",
-                                                detail::list(replayable), kind));
-            if (kind == "qsgd" && job.compression.bits != 8)
-                throw ScenarioError("$.compression.bits", "convergence replay runs qsgd with 8 bits; expected 8");
+                                                detail::list(replayable), info.name));
+            }
+            for (const auto& [key, value] : info.replay_fixed) {
+                const models::CompressorParam* p = info.param(key);
+                const double got = p->integer != nullptr ? job.compression.*p->integer : job.compression.*p->number;
+                if (got != value)
+                    throw ScenarioError(fmt::format("$.compression.{}", key),
+                                        fmt::format("convergence replay runs {} with {} {:g}; expected {:g}",
+                                                    info.name, key, value, value));
+            }
             if (job.workers > 64)
                 throw ScenarioError("$.workers", fmt::format("convergence replay keeps one real model per worker; "
                                                              "expected at most 64 workers, got {}",

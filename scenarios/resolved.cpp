@@ -182,19 +182,15 @@ json sync_json(const models::SyncSpec& y) {
 }
 
 json compression_json(const models::CompressionSpec& k) {
-    const std::string kind(models::compression_kind_names().at(static_cast<std::size_t>(k.kind)));
-    json out{{"kind", kind}};
-    if (k.kind == models::CompressionKind::none) return out;
-    const bool sparse = kind == "topk" || kind == "randomk" || kind == "dgc" || kind == "gtopk";
-    if (kind == "qsgd") out["bits"] = k.bits;
-    if (sparse) {
-        out["density"] = k.density;
-        out["index_bits"] = k.index_bits;
-        out["value_bits"] = k.value_bits;
+    // Every parameter the compressor's descriptor lists, at its resolved value.
+    const models::CompressorInfo& info = models::compressor_info(k);
+    json out{{"kind", k.kind}};
+    for (const models::CompressorParam& p : info.params) {
+        const std::string key(p.key);
+        if (p.integer != nullptr) out[key] = k.*p.integer;
+        if (p.number != nullptr) out[key] = k.*p.number;
+        if (p.boolean != nullptr) out[key] = k.*p.boolean;
     }
-    if (kind == "powersgd") out["rank"] = k.rank;
-    out["error_feedback"] = k.error_feedback;
-    out["cost_scale"] = k.cost_scale;
     return out;
 }
 

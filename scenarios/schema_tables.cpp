@@ -1,5 +1,8 @@
 #include "scenarios/schema_tables.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "models/compression.hpp"
@@ -20,12 +23,62 @@ json str(std::string description) {
     return {{"type", "string"}, {"description", std::move(description)}};
 }
 
+// The compression object: `kind` plus the union of every compressor's parameters, each with its range, unit,
+// the kinds that take it and its default, all from the descriptors (models/compression/<kind>.cpp).
+ObjectSchema compression_schema(const Choices& c) {
+    std::string kinds;
+    for (const models::CompressorInfo* k : models::compressors())
+        kinds += fmt::format("{}{}: {}", kinds.empty() ? "" : "; ", k->name, k->description);
+    ObjectSchema o{"compression", "gradient compression (models/compression/README.md lists the formulas)", {}};
+    o.fields.push_back({"kind", enum_schema(c.compression_kinds, kinds), true});
+    for (const models::CompressorInfo* k : models::compressors()) {
+        for (const models::CompressorParam& p : k->params) {
+            if (o.find(p.key) != nullptr) continue;
+            std::vector<std::string> owners;
+            std::vector<double> defaults;
+            std::string per_kind;
+            for (const models::CompressorInfo* other : models::compressors())
+                if (const models::CompressorParam* q = other->param(p.key)) {
+                    owners.emplace_back(other->name);
+                    if (std::find(defaults.begin(), defaults.end(), q->default_value) == defaults.end())
+                        defaults.push_back(q->default_value);
+                }
+            auto value = [&](double v) -> json {
+                if (p.type == models::CompressorParam::Type::boolean) return v != 0.0;
+                if (p.type == models::CompressorParam::Type::integer) return static_cast<std::int64_t>(v);
+                return v;
+            };
+            json schema{{"type", p.type == models::CompressorParam::Type::boolean   ? "boolean"
+                                 : p.type == models::CompressorParam::Type::integer ? "integer"
+                                                                                    : "number"}};
+            if (p.type != models::CompressorParam::Type::boolean) {
+                schema[p.min_exclusive ? "exclusiveMinimum" : "minimum"] = value(p.min);
+                schema["maximum"] = value(p.max);
+            }
+            std::string text = fmt::format("{}: {}{}", fmt::join(owners, ", "), p.description,
+                                            p.unit.empty() ? "" : fmt::format(" ({})", p.unit));
+            if (defaults.size() == 1) {
+                schema["default"] = value(defaults.front());
+            } else {
+                std::vector<std::string> parts;
+                for (const models::CompressorInfo* other : models::compressors())
+                    if (const models::CompressorParam* q = other->param(p.key))
+                        parts.push_back(fmt::format("{} {}", other->name, value(q->default_value).dump()));
+                text += fmt::format("; default: {}", fmt::join(parts, ", "));
+            }
+            schema["description"] = text;
+            o.fields.push_back({std::string(p.key), schema, false});
+        }
+    }
+    return o;
+}
+
 Tables build() {
     Tables t;
     Choices& c = t.choices;
     c.models = models::builtin_workload_names();
     for (const auto& d : models::builtin_devices()) c.devices.push_back(d.name);
-    for (auto k : models::compression_kind_names()) c.compression_kinds.emplace_back(k);
+    for (const models::CompressorInfo* k : models::compressors()) c.compression_kinds.emplace_back(k->name);
     c.transports = topo::transport_names();
 
     // The per-job keys: at the root for one job, inside each element of "jobs" for several.
@@ -315,30 +368,7 @@ Tables build() {
               {"maximum", 1},
               {"description", "fedavg: probability that a client is available in a round (default 1)"}}},
         }};
-    t.compression = {
-        "compression",
-        "gradient compression (models/compression/README.md lists the formulas)",
-        {
-            {"kind", enum_schema(c.compression_kinds, "none, or the compressor"), true},
-            {"bits", integer("qsgd: bits per element including the sign, 2..16 (default 8)", 2)},
-            {"density",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"maximum", 1},
-              {"description", "topk, randomk, dgc, gtopk: fraction of elements sent (default 0.01)"}}},
-            {"rank", integer("powersgd: rank r (default 4)", 1)},
-            {"error_feedback",
-             {{"type", "boolean"},
-              {"description",
-               "keep the compression error and add it to the next gradient (default: on for ef_signsgd, onebit, "
-               "dgc, powersgd; off otherwise)"}}},
-            {"index_bits", integer("sparse kinds: bits per index (default 32)", 1)},
-            {"value_bits", integer("sparse kinds: bits per value (default 32)", 1)},
-            {"cost_scale",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"description", "multiplies the encode/decode work (calibration; default 1)"}}},
-        }};
+    t.compression = compression_schema(c);
     t.overlap = {
         "overlap",
         "compute/communication overlap",

@@ -32,7 +32,7 @@ struct Choices {
     std::map<std::string, std::vector<std::string>> sync_allowed{{"allreduce", {"bsp", "local_sgd"}},
                                                                  {"ps", {"bsp", "ssp", "asp", "local_sgd", "fedavg"}},
                                                                  {"gossip", {"bsp", "asp"}}};
-    std::vector<std::string> compression_kinds;  ///< models::compression_kind_names()
+    std::vector<std::string> compression_kinds;  ///< models::compressors(), by name
     // Order matches models::Fusion.
     std::vector<std::string> fusions{"none", "buffer", "mgwfbp"};
     std::vector<std::string> straggler_distributions{"lognormal", "exponential", "periodic"};

@@ -14,7 +14,6 @@
 using namespace ddlsim;
 using models::Aggregation;
 using models::CompressedTensor;
-using models::CompressionKind;
 using models::CompressionSpec;
 using models::TensorShape;
 
@@ -22,10 +21,11 @@ namespace {
 
 constexpr double k_fp32 = 4.0;
 
-CompressionSpec spec_of(CompressionKind kind) {
-    CompressionSpec s;
-    s.kind = kind;
-    return s;
+// A spec of that compressor at its descriptor's defaults.
+CompressionSpec spec_of(std::string_view kind) {
+    const models::CompressorInfo* info = models::find_compressor(kind);
+    REQUIRE(info != nullptr);
+    return models::default_spec(*info);
 }
 
 TensorShape vector_of(std::uint64_t n) {
@@ -36,7 +36,7 @@ CompressedTensor compress(const CompressionSpec& s, const TensorShape& t, double
     return models::make_compressor(s)->compress(t, bytes);
 }
 
-CompressedTensor compress(CompressionKind kind, std::uint64_t n, double bytes = k_fp32) {
+CompressedTensor compress(std::string_view kind, std::uint64_t n, double bytes = k_fp32) {
     return compress(spec_of(kind), vector_of(n), bytes);
 }
 
@@ -52,32 +52,32 @@ models::DeviceSpec device(double peak, double efficiency, double memory_bytes_pe
 }  // namespace
 
 TEST_CASE("compression: none is the dense gradient, summable, free") {
-    const auto c = compress(CompressionKind::none, 1000);
+    const auto c = compress("none", 1000);
     CHECK(c.aggregation == Aggregation::summable);
     CHECK(c.payload_bytes == 4000.0);
     CHECK(c.encode.memory_bytes == 0.0);
     CHECK(c.decode_per_payload.memory_bytes == 0.0);
     CHECK(c.error_feedback_bytes == 0.0);
-    CHECK(models::make_compressor(spec_of(CompressionKind::none))->describe() == "none");
+    CHECK(models::make_compressor(spec_of("none"))->describe() == "none");
 }
 
 TEST_CASE("compression: fp16 halves an fp32 gradient and leaves an fp16 one alone") {
     // 1000 fp32 elements: 2000 bytes; encode reads 4000 and writes 2000 bytes, one cast per element; decode the
     // reverse.
-    const auto c = compress(CompressionKind::fp16, 1000);
+    const auto c = compress("fp16", 1000);
     CHECK(c.aggregation == Aggregation::summable);
     CHECK(c.payload_bytes == 2000.0);
     CHECK(c.encode.memory_bytes == 6000.0);
     CHECK(c.encode.flops == 1000.0);
     CHECK(c.decode_per_payload.memory_bytes == 6000.0);
-    const auto half = compress(CompressionKind::fp16, 1000, 2.0);
+    const auto half = compress("fp16", 1000, 2.0);
     CHECK(half.payload_bytes == 2000.0);
     CHECK(half.encode.memory_bytes == 0.0);
 }
 
 TEST_CASE("compression: qsgd sends b bits per element and one norm") {
     // 8 bits: 1000 x 8 / 8 = 1000 bytes, a quarter of the 4000 dense bytes, + a 4-byte norm = 1004.
-    const auto c = compress(CompressionKind::qsgd, 1000);
+    const auto c = compress("qsgd", 1000);
     CHECK(c.aggregation == Aggregation::summable);
     CHECK(c.payload_bytes == 1004.0);
     // Norm pass + quantise pass read 2 x 4000 bytes and write the 1004-byte payload; 2n + 5n flops.
@@ -86,7 +86,7 @@ TEST_CASE("compression: qsgd sends b bits per element and one norm") {
     // Decode reads the payload and writes 4000 bytes.
     CHECK(c.decode_per_payload.memory_bytes == 5004.0);
     // 4 bits: 500 + 4; 3 bits of 1001 elements: ceil(3003 / 8) = 376, + 4.
-    auto s = spec_of(CompressionKind::qsgd);
+    auto s = spec_of("qsgd");
     s.bits = 4;
     CHECK(compress(s, vector_of(1000)).payload_bytes == 504.0);
     s.bits = 3;
@@ -96,9 +96,9 @@ TEST_CASE("compression: qsgd sends b bits per element and one norm") {
 
 TEST_CASE("compression: terngrad, signsgd, ef_signsgd and onebit bit widths") {
     // TernGrad: 2 bits x 1000 = 250 bytes + 4-byte scale.
-    CHECK(compress(CompressionKind::terngrad, 1000).payload_bytes == 254.0);
+    CHECK(compress("terngrad", 1000).payload_bytes == 254.0);
     // signSGD: ceil(1001 / 8) = 126 bytes + 4-byte scale.
-    const auto sign = compress(CompressionKind::signsgd, 1001);
+    const auto sign = compress("signsgd", 1001);
     CHECK(sign.aggregation == Aggregation::summable);
     CHECK(sign.payload_bytes == 130.0);
     CHECK(sign.error_feedback_bytes == 0.0);
@@ -106,13 +106,13 @@ TEST_CASE("compression: terngrad, signsgd, ef_signsgd and onebit bit widths") {
     CHECK(sign.encode.memory_bytes == 8138.0);
     CHECK(sign.encode.flops == 4004.0);
     // EF-signSGD: the same payload, error feedback always on: + 5 x 4004 bytes, + 2n flops, residual 4004 bytes.
-    const auto ef = compress(CompressionKind::ef_signsgd, 1001);
+    const auto ef = compress("ef_signsgd", 1001);
     CHECK(ef.payload_bytes == 130.0);
     CHECK(ef.encode.memory_bytes == 8138.0 + 20020.0);
     CHECK(ef.encode.flops == 4004.0 + 2002.0);
     CHECK(ef.error_feedback_bytes == 4004.0);
     // 1-bit SGD: 126 bytes + two 4-byte reconstruction values; error feedback always on.
-    const auto onebit = compress(CompressionKind::onebit, 1001);
+    const auto onebit = compress("onebit", 1001);
     CHECK(onebit.aggregation == Aggregation::summable);
     CHECK(onebit.payload_bytes == 134.0);
     CHECK(onebit.error_feedback_bytes == 4004.0);
@@ -120,7 +120,7 @@ TEST_CASE("compression: terngrad, signsgd, ef_signsgd and onebit bit widths") {
 
 TEST_CASE("compression: error feedback adds its residual and two passes") {
     // qsgd 8 bits on 1000 fp32 elements, with and without: + 3Bn (add) + 2Bn (store) = 20000 bytes, + 2n flops.
-    auto s = spec_of(CompressionKind::qsgd);
+    auto s = spec_of("qsgd");
     const auto plain = compress(s, vector_of(1000));
     s.error_feedback = true;
     const auto ef = compress(s, vector_of(1000));
@@ -134,7 +134,7 @@ TEST_CASE("compression: error feedback adds its residual and two passes") {
 
 TEST_CASE("compression: topk sends k (value, index) pairs, gathered") {
     // n = 10000, density 0.01: k = 100 pairs of 32 + 32 bits = 800 bytes.
-    auto s = spec_of(CompressionKind::topk);
+    auto s = spec_of("topk");
     const auto c = compress(s, vector_of(10000));
     CHECK(c.aggregation == Aggregation::allgather);
     CHECK(c.payload_bytes == 800.0);
@@ -173,7 +173,7 @@ TEST_CASE("compression: topk sends k (value, index) pairs, gathered") {
 
 TEST_CASE("compression: randomk sends k values at shared indices, summable") {
     // n = 10000, density 0.01: k = 100 values x 4 bytes.
-    const auto c = compress(CompressionKind::randomk, 10000);
+    const auto c = compress("randomk", 10000);
     CHECK(c.aggregation == Aggregation::summable);
     CHECK(c.payload_bytes == 400.0);
     // Gather 100 values (400 read, 400 written), 4 flops per index.
@@ -185,7 +185,7 @@ TEST_CASE("compression: randomk sends k values at shared indices, summable") {
 
 TEST_CASE("compression: dgc samples its threshold, keeps momentum and residual") {
     // n = 10000, density 0.01: k = 100 pairs, 800 bytes; sample s = 100.
-    const auto c = compress(CompressionKind::dgc, 10000);
+    const auto c = compress("dgc", 10000);
     CHECK(c.aggregation == Aggregation::allgather);
     CHECK(c.payload_bytes == 800.0);
     // 10Bn + sB + kB + P = 400000 + 400 + 400 + 800.
@@ -194,13 +194,13 @@ TEST_CASE("compression: dgc samples its threshold, keeps momentum and residual")
     CHECK(c.encode.flops == doctest::Approx(60000.0 + 100.0 * std::log2(100.0)));
     CHECK(c.error_feedback_bytes == 40000.0);
     CHECK(c.decode_per_payload.memory_bytes == 1600.0);
-    CHECK(models::make_compressor(spec_of(CompressionKind::dgc))->describe() == "dgc (density 0.01, error feedback)");
+    CHECK(models::make_compressor(spec_of("dgc"))->describe() == "dgc (density 0.01, error feedback)");
 }
 
 TEST_CASE("compression: gtopk merges and re-selects k pairs at each step") {
     // n = 10000, k = 100, P = 800. Per step: read 2 x 800, 200 merge flops; radix select over 200 4-byte values:
     // read 5 x 800 (charged x 3.56/0.5: 28480), write 800, (3 x 4 + 2) x 200 flops.
-    const auto c = compress(CompressionKind::gtopk, 10000);
+    const auto c = compress("gtopk", 10000);
     CHECK(c.aggregation == Aggregation::gtopk);
     CHECK(c.payload_bytes == 800.0);
     CHECK(c.decode_per_payload.memory_bytes == doctest::Approx(1600.0 + 28480.0 + 800.0).epsilon(1e-12));
@@ -211,7 +211,7 @@ TEST_CASE("compression: gtopk merges and re-selects k pairs at each step") {
 
 TEST_CASE("compression: powersgd sends P and Q of a matrix, vectors dense") {
     // 1000 x 500, rank 4: P = 1000 x 4 x 4 bytes, Q = 500 x 4 x 4 bytes.
-    const auto s = spec_of(CompressionKind::powersgd);
+    const auto s = spec_of("powersgd");
     const auto c = compress(s, TensorShape{500000, 1000, 500});
     CHECK(c.aggregation == Aggregation::lowrank);
     CHECK(c.p_bytes == 16000.0);
@@ -255,30 +255,51 @@ TEST_CASE("compression: codec_time is memory at bandwidth plus flops at the sust
     CHECK(models::codec_time(w, d, 2.0).seconds() == doctest::Approx(6e-3));
     CHECK(models::codec_time(models::CodecWork{}, d, 1.0).ps() == 0);
     // qsgd 8 bits encode of 1000 fp32 elements: 9004 bytes / 1e9 + 7000 flops / 5e11 = 9.004 us + 14 ns.
-    const auto c = compress(CompressionKind::qsgd, 1000);
+    const auto c = compress("qsgd", 1000);
     CHECK(models::codec_time(c.encode, d, 1.0).seconds() == doctest::Approx(9.018e-6));
     CHECK_THROWS_AS((void)models::codec_time(w, d, -1.0), std::invalid_argument);
 }
 
-TEST_CASE("compression: every name round-trips through make_compressor") {
-    const auto& names = models::compression_kind_names();
-    REQUIRE(names.size() == 12);
-    CHECK(names.front() == "none");
-    CHECK(names.back() == "powersgd");
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        const auto compressor = models::make_compressor(spec_of(static_cast<CompressionKind>(i)));
+TEST_CASE("compression: every descriptor round-trips through make_compressor, with sane parameters") {
+    const auto& all = models::compressors();
+    REQUIRE(all.size() == 12);
+    CHECK(all.front()->name == "none");
+    for (const models::CompressorInfo* info : all) {
+        CAPTURE(info->name);
+        CHECK(models::find_compressor(info->name) == info);
+        CHECK(!info->description.empty());
+        const auto compressor = models::make_compressor(models::default_spec(*info));
         REQUIRE(compressor != nullptr);
         const std::string description = compressor->describe();
         CAPTURE(description);
-        CHECK(description.substr(0, description.find(' ')) == names[i]);
+        CHECK(description.substr(0, description.find(' ')) == info->name);
         CHECK(compressor->compress(vector_of(4096), k_fp32).payload_bytes +
                   compressor->compress(vector_of(4096), k_fp32).dense_bytes >
               0.0);
+        // What the descriptor says about aggregation is what the compressor does.
+        const auto t = compressor->compress(TensorShape{1 << 20, 1024, 1024}, k_fp32);
+        CHECK(t.aggregation == info->aggregation);
+        for (const models::CompressorParam& p : info->params) {
+            CAPTURE(p.key);
+            CHECK(!p.description.empty());
+            CHECK((p.integer != nullptr) + (p.number != nullptr) + (p.boolean != nullptr) == 1);
+            if (p.type != models::CompressorParam::Type::boolean) {
+                CHECK(p.min <= p.default_value);
+                CHECK(p.default_value <= p.max);
+            }
+        }
+        // Forced error feedback cannot be switched off; a lossless "none" has none to keep.
+        if (info->error_feedback == models::ErrorFeedbackRule::forced) {
+            auto off = models::default_spec(*info);
+            off.error_feedback = false;
+            CHECK_THROWS_AS((void)models::make_compressor(off), std::invalid_argument);
+        }
+        CHECK((info->param("error_feedback") == nullptr) == (info->error_feedback == models::ErrorFeedbackRule::none));
     }
 }
 
 TEST_CASE("compression: invalid parameters throw") {
-    auto qsgd = spec_of(CompressionKind::qsgd);
+    auto qsgd = spec_of("qsgd");
     for (const std::uint32_t bits : {0U, 1U, 17U}) {
         qsgd.bits = bits;
         CHECK_THROWS_AS((void)models::make_compressor(qsgd), std::invalid_argument);
@@ -287,8 +308,7 @@ TEST_CASE("compression: invalid parameters throw") {
     CHECK_NOTHROW((void)models::make_compressor(qsgd));
     qsgd.bits = 16;
     CHECK_NOTHROW((void)models::make_compressor(qsgd));
-    for (const auto kind :
-         {CompressionKind::topk, CompressionKind::randomk, CompressionKind::dgc, CompressionKind::gtopk}) {
+    for (const char* kind : {"topk", "randomk", "dgc", "gtopk"}) {
         auto s = spec_of(kind);
         for (const double density : {0.0, -0.1, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
             s.density = density;
@@ -299,13 +319,15 @@ TEST_CASE("compression: invalid parameters throw") {
         s.value_bits = 0;
         CHECK_THROWS_AS((void)models::make_compressor(s), std::invalid_argument);
     }
-    auto powersgd = spec_of(CompressionKind::powersgd);
+    auto powersgd = spec_of("powersgd");
     powersgd.rank = 0;
     CHECK_THROWS_AS((void)models::make_compressor(powersgd), std::invalid_argument);
-    auto scaled = spec_of(CompressionKind::fp16);
+    auto scaled = spec_of("fp16");
     scaled.cost_scale = -1.0;
     CHECK_THROWS_AS((void)models::make_compressor(scaled), std::invalid_argument);
-    CHECK_THROWS_AS((void)models::make_compressor(spec_of(static_cast<CompressionKind>(12))), std::invalid_argument);
+    CompressionSpec unknown;
+    unknown.kind = "bogus";
+    CHECK_THROWS_AS((void)models::make_compressor(unknown), std::invalid_argument);
 }
 
 TEST_CASE("compression: tensor_shape of unshaped tensors") {

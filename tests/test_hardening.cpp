@@ -26,8 +26,8 @@
 #include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "sim/output_file.hpp"
 #include "sim/unit_parse.hpp"
-#include "tools/output_file.hpp"
 #include "tools/sweep.hpp"
 
 namespace fs = std::filesystem;
@@ -209,7 +209,7 @@ TEST_CASE("outputs: write_file_atomically keeps an existing file's permissions")
     const Dir d;
     const std::string f = d.write("r.json", "x");
     fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
-    ddlsim::tools::write_file_atomically(f, "y");
+    ddlsim::sim::write_file_atomically(f, "y");
     CHECK(slurp(f) == "y");
     CHECK((fs::status(f).permissions() & fs::perms::all) ==
           (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <limits>
-#include <random>
 
 #include "sim/max_min.hpp"
 #include "sim/network.hpp"
+#include "sim/rng.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/ring_allreduce.hpp"
@@ -29,21 +29,24 @@ struct Instance {
 };
 
 Instance random_instance(std::uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int> n_links(2, 12), n_flows(1, 40), route_len(1, 4);
-    std::uniform_real_distribution<double> cap(1e6, 1e9), lat(0.0, 1e-5), start(0.0, 5e-3), bytes(1e3, 5e6);
+    sim::rng::SplitMix64 rng(seed);
+    auto int_in = [&rng](int lo, int hi) {  // uniform in [lo, hi]
+        return lo + static_cast<int>(sim::rng::below(rng, static_cast<std::uint64_t>(hi - lo + 1)));
+    };
+    auto real_in = [&rng](double lo, double hi) { return lo + (hi - lo) * sim::rng::uniform01(rng); };
     Instance in;
-    const int L = n_links(rng);
+    const int L = int_in(2, 12);
     for (int l = 0; l < L; ++l) {
-        in.capacity.push_back(cap(rng));
-        in.latency.push_back(lat(rng));
+        in.capacity.push_back(real_in(1e6, 1e9));
+        in.latency.push_back(real_in(0.0, 1e-5));
     }
-    const int F = n_flows(rng);
+    const int F = int_in(1, 40);
     for (int f = 0; f < F; ++f) {
-        Flow fl{start(rng), {}, bytes(rng)};
-        const int len = std::min(route_len(rng), L);
+        Flow fl{real_in(0.0, 5e-3), {}, 0.0};
+        fl.bytes = real_in(1e3, 5e6);
+        const int len = std::min(int_in(1, 4), L);
         while (static_cast<int>(fl.route.size()) < len) {
-            const auto l = static_cast<std::uint32_t>(rng() % static_cast<std::uint64_t>(L));
+            const auto l = static_cast<std::uint32_t>(sim::rng::below(rng, static_cast<std::uint64_t>(L)));
             if (std::find(fl.route.begin(), fl.route.end(), l) == fl.route.end()) fl.route.push_back(l);
         }
         in.flows.push_back(fl);
@@ -126,7 +129,7 @@ TEST_CASE("incremental re-solve gives the same completions as a full re-solve (2
 TEST_CASE("ring all-reduce: the O(n) state machine matches the explicit DAG (random fabrics and gates)") {
     for (std::uint64_t seed = 1; seed <= 30; ++seed) {
         CAPTURE(seed);
-        std::mt19937_64 rng(seed);
+        sim::rng::SplitMix64 rng(seed);
         const auto n = static_cast<std::uint32_t>(2 + rng() % 9);
         // A leaf-spine with oversubscription so that hops contend, random placement (hosts may repeat).
         topo::LeafSpineSpec spec{

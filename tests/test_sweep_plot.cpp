@@ -181,10 +181,10 @@ TEST_CASE("sweep plot: --relative-to names a varied key and one of its values, e
     CHECK(tools::resolve_relative_to(specs, R"(architecture={ "kind": "ps" })") == R"(architecture={"kind":"ps"})");
     CHECK_THROWS_WITH_AS(tools::resolve_relative_to(specs, "batch_size=8"),
                          doctest::Contains("batch_size is not a varied key; expected one of workers, architecture"),
-                         tools::CliError);
+                         sim::CliError);
     CHECK_THROWS_WITH_AS(tools::resolve_relative_to(specs, "workers=3"),
-                         doctest::Contains("3 is not one of the values of workers (2, 4)"), tools::CliError);
-    CHECK_THROWS_AS(tools::resolve_relative_to(specs, "workers"), tools::CliError);
+                         doctest::Contains("3 is not one of the values of workers (2, 4)"), sim::CliError);
+    CHECK_THROWS_AS(tools::resolve_relative_to(specs, "workers"), sim::CliError);
 
     TempDir dir;
     auto o = plot_options(dir, {"workers=2,4"});

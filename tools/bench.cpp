@@ -4,6 +4,9 @@
 // runs in its own child process so that its peak resident memory is its own.
 //   build/ddlsim_bench            all cases (the 16,384-worker ring takes minutes)
 //   build/ddlsim_bench --quick    up to 4,096 workers
+//   build/ddlsim_bench --startup [DDLSIM]   only the start-up of `ddlsim check` on a small example
+// Every run ends with the start-up cost of the command line: wall time and peak resident memory of
+// `ddlsim check` on a small example scenario (fork + exec, then wait4's rusage), the median of 21 runs.
 // The collective moves 100 MB (25 M fp32 parameters, no compute) over 10 Gbit/s
 // links with 5 us latency, as tools/simgrid/ does with SimGrid.
 #include <fmt/format.h>
@@ -11,9 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
@@ -45,9 +52,56 @@ struct Case {
     int iterations;
 };
 
+// `ddlsim check` on a small example: wall milliseconds (median, min) and the largest peak RSS over `runs`
+// runs; its output goes to a pipe that is read and dropped. Returns false when a run fails.
+bool startup(const std::string& ddlsim, int runs) {
+    const std::string example = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/examples/allreduce_torus2d_4x4.json";
+    std::vector<double> wall_ms;
+    double peak_mib = 0.0;
+    for (int i = 0; i < runs; ++i) {
+        std::array<int, 2> fds{};
+        if (pipe(fds.data()) != 0) return false;
+        std::fflush(stdout);
+        const auto t0 = std::chrono::steady_clock::now();
+        const pid_t pid = fork();
+        if (pid < 0) return false;
+        if (pid == 0) {
+            dup2(fds[1], STDOUT_FILENO);
+            dup2(fds[1], STDERR_FILENO);
+            close(fds[0]);
+            close(fds[1]);
+            std::array<std::string, 3> args{ddlsim, "check", example};
+            std::array<char*, 4> argv{args[0].data(), args[1].data(), args[2].data(), nullptr};
+            execv(argv[0], argv.data());
+            _exit(127);
+        }
+        close(fds[1]);
+        std::array<char, 4096> buf{};
+        while (read(fds[0], buf.data(), buf.size()) > 0) {
+        }
+        close(fds[0]);
+        int status = 0;
+        rusage ru{};
+        if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fmt::print(stderr, "ddlsim_bench: {} check {} failed\n", ddlsim, example);
+            return false;
+        }
+        wall_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        peak_mib = std::max(peak_mib, static_cast<double>(ru.ru_maxrss) / 1024.0);
+    }
+    std::sort(wall_ms.begin(), wall_ms.end());
+    fmt::print("start-up: ddlsim check {} ({} runs): median {:.1f} ms, min {:.1f} ms, peak RSS {:.1f} MiB\n",
+               "scenarios/examples/allreduce_torus2d_4x4.json", runs, wall_ms[wall_ms.size() / 2], wall_ms.front(),
+               peak_mib);
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    constexpr int kStartupRuns = 21;
+    if (argc > 1 && std::strcmp(argv[1], "--startup") == 0)
+        return startup(argc > 2 ? argv[2] : DDLSIM_BINARY, kStartupRuns) ? 0 : 1;
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     fmt::print("{:<26}{:>13}{:>13}{:>10}{:>14}{:>12}{:>10}\n", "case (flow model)", "transfers", "events", "wall s",
                "transfers/s", "events/s", "peak MiB");
@@ -84,5 +138,5 @@ int main(int argc, char** argv) {
         fmt::print("analytic ring x{}: {:.1f} us per scenario (load + solve), iteration {:.6f} s\n", n, per * 1e6,
                    sink / reps);
     }
-    return 0;
+    return startup(DDLSIM_BINARY, kStartupRuns) ? 0 : 1;
 }

@@ -1,5 +1,5 @@
-// The ddlsim command line (SPEC §1). Only this file chooses exit codes:
-// 0 success, 2 bad input of any kind, 1 internal error.
+// The ddlsim command line (SPEC §1). Only this file (and validate_cli.cpp, for validate and calibrate)
+// chooses exit codes: 0 success, 2 bad input of any kind, 1 internal error.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -16,18 +16,18 @@
 #include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
-#include "tools/output_file.hpp"
+#include "sim/output_file.hpp"
 #include "tools/summary.hpp"
 #include "tools/sweep.hpp"
 #include "tools/sweep_plot.hpp"
-#include "validate/cli.hpp"
+#include "tools/validate_cli.hpp"
 #include "validate/convergence.hpp"
 
 namespace {
 
 using ddlsim::scenario::ScenarioError;
 
-using ddlsim::tools::CliError;
+using ddlsim::sim::CliError;
 
 // `run --seeds N`: mean, sample standard deviation, min and max of a key over the seeds' results.
 nlohmann::json spread(const std::vector<double>& v) {
@@ -85,16 +85,16 @@ std::string run_seeds(const ddlsim::scenario::Scenario& scenario, std::uint32_t 
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
                 const std::string& trace, const std::string& plot, std::uint32_t seeds) {
     // Output paths are checked before simulating, so a typo costs nothing.
-    if (!out.empty()) ddlsim::tools::check_output_path(out);
-    if (!trace.empty()) ddlsim::tools::check_output_path(trace);
+    if (!out.empty()) ddlsim::sim::check_output_path(out);
+    if (!trace.empty()) ddlsim::sim::check_output_path(trace);
     if (!plot.empty()) ddlsim::tools::check_plot_path("--plot", plot);
     // No output may replace the scenario or another output.
-    ddlsim::tools::check_distinct_files(out, "--out", file, "the scenario file");
-    ddlsim::tools::check_distinct_files(trace, "--trace", file, "the scenario file");
-    ddlsim::tools::check_distinct_files(plot, "--plot", file, "the scenario file");
-    ddlsim::tools::check_distinct_files(trace, "--trace", out, "the --out file");
-    ddlsim::tools::check_distinct_files(plot, "--plot", out, "the --out file");
-    ddlsim::tools::check_distinct_files(plot, "--plot", trace, "the --trace file");
+    ddlsim::sim::check_distinct_files(out, "--out", file, "the scenario file");
+    ddlsim::sim::check_distinct_files(trace, "--trace", file, "the scenario file");
+    ddlsim::sim::check_distinct_files(plot, "--plot", file, "the scenario file");
+    ddlsim::sim::check_distinct_files(trace, "--trace", out, "the --out file");
+    ddlsim::sim::check_distinct_files(plot, "--plot", out, "the --out file");
+    ddlsim::sim::check_distinct_files(plot, "--plot", trace, "the --trace file");
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
     const bool converge = scenario.jobs.size() == 1 && scenario.jobs[0].convergence.has_value();
     ddlsim::tools::Plotter plotter;
@@ -113,9 +113,9 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
         std::cout << ddlsim::validate::convergence_summary(keys) << std::flush;
         json.update(keys);
     }
-    if (!out.empty()) ddlsim::tools::write_file_atomically(out, json.dump(2) + "\n");
+    if (!out.empty()) ddlsim::sim::write_file_atomically(out, json.dump(2) + "\n");
     if (timeline) {
-        ddlsim::tools::write_file_atomically(trace, timeline->json());
+        ddlsim::sim::write_file_atomically(trace, timeline->json());
         std::cout << fmt::format("timeline: {} ({} events{}; open in https://ui.perfetto.dev or chrome://tracing)\n",
                                  trace, timeline->size(),
                                  timeline->dropped() > 0 ? fmt::format(", {} more dropped", timeline->dropped()) : "");
@@ -130,7 +130,7 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
 }  // namespace
 
 int main(int argc, char** argv) {
-    ddlsim::tools::remove_partial_output_on_interrupt();
+    ddlsim::sim::remove_partial_output_on_interrupt();
     CLI::App app{"ddlsim: a discrete-event simulator of data-parallel distributed deep-learning training"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "ddlsim 0.1.0");
@@ -178,7 +178,8 @@ int main(int argc, char** argv) {
 
     app.add_subcommand("schema", "print the JSON Schema of scenarios");
     app.add_subcommand("models", "list the built-in model workloads and device profiles");
-    ddlsim::validate::add_validate_commands(app);
+    ddlsim::tools::ValidateCliOptions validate_opts;
+    ddlsim::tools::add_validate_commands(app, validate_opts);
 
     try {
         app.parse(argc, argv);
@@ -201,7 +202,7 @@ int main(int argc, char** argv) {
     }
 
     try {
-        if (const auto code = ddlsim::validate::run_validate_commands(app)) return *code;
+        if (const auto code = ddlsim::tools::run_validate_commands(validate_opts)) return *code;
         if (run->parsed()) return run_command(file, sets, out, trace, plot, seeds);
         if (sweep->parsed()) {
             sweep_opts.extra_keys = [](const ddlsim::scenario::Scenario& s, const ddlsim::scenario::RunResult& r) {

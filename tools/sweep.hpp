@@ -19,9 +19,15 @@
 
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
-#include "tools/output_file.hpp"
+#include "sim/output_file.hpp"
 
 namespace ddlsim::tools {
+
+// Bad command-line input or an output path (exit 2), and the safe output files: sim/output_file.hpp.
+using sim::check_distinct_files;
+using sim::check_output_path;
+using sim::CliError;
+using sim::write_file_atomically;
 
 /// Exit code of a sweep that ran to the end but where at least one point failed (its row holds `error`).
 inline constexpr int kSweepSomePointsFailed = 3;

@@ -5,16 +5,9 @@
 #include <limits>
 #include <stdexcept>
 
-namespace ddlsim::topo {
+#include "sim/rng.hpp"
 
-namespace {
-std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-}  // namespace
+namespace ddlsim::topo {
 
 Vertex Fabric::add_node(std::string name, NodeKind kind) {
     if (by_name_.contains(name)) throw std::invalid_argument("duplicate node name \"" + name + "\"");
@@ -120,7 +113,7 @@ sim::Route Fabric::walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& u
                 pick = digits % options.size();
                 digits /= options.size();
             } else {
-                pick = mix(flow_key ^ mix(v)) % options.size();
+                pick = sim::rng::substream(flow_key, v) % options.size();  // a switch's hash of the flow, mod the ports
             }
         }
         const auto [u, id] = options[pick];
@@ -143,7 +136,7 @@ bool Fabric::short_route(Vertex a, Vertex b, std::uint64_t flow_key, sim::Route&
         if (options == 1) return std::size_t{0};
         unique = false;
         return static_cast<std::size_t>(routing_ == Routing::dmodk ? host_index_[b] % options
-                                                                   : mix(flow_key ^ mix(b)) % options);
+                                                                   : sim::rng::substream(flow_key, b) % options);
     };
     unique = true;
     std::vector<std::uint32_t> direct;

@@ -3,30 +3,15 @@
 #include "topologies/gossip.hpp"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 #include <utility>
+
+#include "sim/rng.hpp"
 
 namespace ddlsim::topo {
 
 namespace {
-
-// splitmix64 (Steele, Lea & Flood, OOPSLA 2014): a small, portable generator, so a
-// matching depends on (seed, round) only, not on the standard library's distributions.
-std::uint64_t splitmix64(std::uint64_t& state) {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-// Uniform in [0, bound) by rejection (no modulo bias).
-std::uint64_t draw_below(std::uint64_t& state, std::uint64_t bound) {
-    const std::uint64_t threshold = (0 - bound) % bound;
-    for (;;) {
-        const std::uint64_t x = splitmix64(state);
-        if (x >= threshold) return x % bound;
-    }
-}
 
 void add_unique(std::vector<std::uint32_t>& v, std::uint32_t self, std::uint32_t j) {
     if (j != self && std::find(v.begin(), v.end(), j) == v.end()) v.push_back(j);
@@ -102,9 +87,8 @@ std::pair<std::uint32_t, std::uint32_t> gossip_torus_shape(std::uint32_t n) {
 std::vector<std::uint32_t> gossip_matching(std::uint32_t n, std::uint64_t seed, std::uint32_t round) {
     std::vector<std::uint32_t> order(n);
     for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
-    std::uint64_t state = seed ^ (0xD1B54A32D192ED03ULL * (static_cast<std::uint64_t>(round) + 1));
-    (void)splitmix64(state);
-    for (std::uint32_t i = n; i > 1; --i) std::swap(order[i - 1], order[draw_below(state, i)]);
+    sim::rng::SplitMix64 g(sim::rng::substream(sim::rng::stream(seed, "gossip matching"), round));
+    sim::rng::shuffle(g, std::span(order));
     std::vector<std::uint32_t> partner(n);
     for (std::uint32_t i = 0; i < n; ++i) partner[i] = i;
     for (std::uint32_t i = 0; i + 1 < n; i += 2) {

@@ -14,8 +14,9 @@
 //                    τ = ⌊log2(n-1)⌋ + 1 = ⌈log2 n⌉. A worker sends only to out-neighbours.
 //   random_matching  a fresh seeded random perfect matching every round: the two workers
 //                    of a pair exchange models (d = 1); with n odd one worker idles. The
-//                    matching is a function of (seed, round) only (own splitmix64-driven
-//                    Fisher–Yates, the same on every platform).
+//                    matching is a function of (seed, round) only (a Fisher–Yates shuffle
+//                    from the "gossip matching" stream of sim/rng.hpp, the same on every
+//                    platform).
 //
 // Mixing weights (for convergence models): row i lists the models worker i averages
 // (itself and its in-neighbours) with weights summing to 1. Undirected graphs use

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "sim/rng.hpp"
 #include "validate/nn_backends.hpp"
 
 namespace ddlsim::validate {
@@ -37,7 +38,7 @@ std::size_t topk_k(const CodecSpec& s, std::size_t n) {
 class CpuCodec final : public Codec {
 public:
     CpuCodec(CodecSpec spec, std::size_t n, std::uint64_t seed)
-        : Codec(spec, n), residual_(spec.error_feedback ? n : 0, 0.0F), p_(n), rng_(splitmix64(seed) | 1) {}
+        : Codec(spec, n), residual_(spec.error_feedback ? n : 0, 0.0F), p_(n), seed_(seed) {}
 
     std::vector<std::uint8_t> encode(std::span<const float> g, const float* /*device_g*/) override {
         if (g.size() != n_) throw std::invalid_argument("codec: gradient size differs from the codec's");
@@ -110,6 +111,9 @@ public:
 
 private:
     void encode_qsgd(std::vector<std::uint8_t>& out) {
+        // Element i rounds up with the counter-based draw uniform01(key, i), key one per call: the
+        // draws of the CUDA kernel (cuda_kernels.cu, uniform_hash), so both backends write one payload.
+        const std::uint64_t key = sim::rng::substream(seed_, ++calls_);
         const std::size_t buckets = (n_ + kQsgdBucket - 1) / kQsgdBucket;
         for (std::size_t b = 0; b < buckets; ++b) {
             const std::size_t first = b * kQsgdBucket, end = std::min(n_, first + kQsgdBucket);
@@ -123,7 +127,7 @@ private:
                     const float level = std::fabs(p_[i]) / norm * kQsgdLevels;
                     const float floor = std::floor(level);
                     q = static_cast<std::uint8_t>(
-                        std::min(kQsgdLevels, floor + (uniform_float() < level - floor ? 1.0F : 0.0F)));
+                        std::min(kQsgdLevels, floor + (sim::rng::uniform01(key, i) < level - floor ? 1.0F : 0.0F)));
                 }
                 out[4 * buckets + i] = static_cast<std::uint8_t>(q | (p_[i] < 0.0F ? 0x80 : 0));
             }
@@ -149,21 +153,21 @@ private:
         }
     }
 
-    // xorshift64* (Vigna 2016): a uniform float in [0, 1) per element, cheap enough for every element.
-    float uniform_float() {
-        rng_ ^= rng_ >> 12;
-        rng_ ^= rng_ << 25;
-        rng_ ^= rng_ >> 27;
-        return static_cast<float>((rng_ * 0x2545F4914F6CDD1DULL) >> 40) * 0x1.0p-24F;
-    }
-
     std::vector<float> residual_;
     std::vector<float> p_;
     std::vector<std::uint32_t> order_;
-    std::uint64_t rng_;
+    std::uint64_t seed_;
+    std::uint64_t calls_ = 0;
 };
 
 }  // namespace
+
+std::optional<CodecKind> codec_kind(std::string_view compressor) {
+    if (compressor == "ef_signsgd") return CodecKind::signsgd;
+    for (CodecKind k : {CodecKind::none, CodecKind::fp16, CodecKind::qsgd, CodecKind::signsgd, CodecKind::topk})
+        if (compressor == codec_name(k)) return k;
+    return std::nullopt;
+}
 
 const char* codec_name(CodecKind k) {
     switch (k) {

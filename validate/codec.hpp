@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "validate/nn.hpp"
@@ -32,6 +34,9 @@ struct CodecSpec {
 
 /// The scheme's name as scenarios spell it ("none", "fp16", "qsgd", "signsgd", "topk").
 [[nodiscard]] const char* codec_name(CodecKind k);
+/// The real codec of a compressor name (models/compression descriptors spell it the same), if there is one;
+/// "ef_signsgd" is signsgd with error feedback.
+[[nodiscard]] std::optional<CodecKind> codec_kind(std::string_view compressor);
 /// "topk (density 0.01, error feedback)".
 [[nodiscard]] std::string describe(const CodecSpec& s);
 /// Whether payloads of this scheme are summed in flight by a ring all-reduce or a server (decode,

@@ -6,6 +6,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "sim/rng.hpp"
+
 namespace ddlsim::validate {
 namespace {
 
@@ -40,7 +42,8 @@ void ring_allreduce(Mesh& mesh, std::uint32_t rank, std::uint32_t n, std::span<f
     CodecSpec plain = spec != nullptr ? *spec : CodecSpec{};
     plain.error_feedback = false;
     for (std::uint32_t c = 0; c < n; ++c)
-        if (!chunk(c).empty()) codecs[c] = make_codec(plain, chunk(c).size(), Backend::cpu, seed * 1000003 + c);
+        if (!chunk(c).empty())
+            codecs[c] = make_codec(plain, chunk(c).size(), Backend::cpu, sim::rng::substream(seed, c));
     auto encode = [&](std::uint32_t c, std::vector<std::uint8_t>& out) {
         if (codecs[c])
             out = codecs[c]->encode(chunk(c));

@@ -65,24 +65,17 @@ CodecSpec replay_codec(const models::CompressionSpec& c) {
     CodecSpec s;
     s.error_feedback = c.error_feedback;
     s.density = c.density;
-    s.bits = 8;
-    switch (c.kind) {
-        case models::CompressionKind::none: s.kind = CodecKind::none; break;
-        case models::CompressionKind::fp16: s.kind = CodecKind::fp16; break;
-        case models::CompressionKind::qsgd:
-            if (c.bits != 8) throw std::invalid_argument("convergence replay runs qsgd with 8 bits only");
-            s.kind = CodecKind::qsgd;
-            break;
-        case models::CompressionKind::signsgd: s.kind = CodecKind::signsgd; break;
-        case models::CompressionKind::ef_signsgd:
-            s.kind = CodecKind::signsgd;
-            s.error_feedback = true;
-            break;
-        case models::CompressionKind::topk: s.kind = CodecKind::topk; break;
-        default:
-            throw std::invalid_argument(
-                fmt::format("convergence replay cannot run compression \"{}\"",
-                            models::compression_kind_names()[static_cast<std::size_t>(c.kind)]));
+    s.bits = c.bits;
+    const models::CompressorInfo& info = models::compressor_info(c);
+    const auto kind = codec_kind(info.name);
+    if (!info.replayable || !kind)
+        throw std::invalid_argument(fmt::format("convergence replay cannot run compression \"{}\"", info.name));
+    s.kind = *kind;
+    for (const auto& [key, value] : info.replay_fixed) {
+        const models::CompressorParam* p = info.param(key);
+        const double got = p->integer != nullptr ? c.*p->integer : c.*p->number;
+        if (got != value)
+            throw std::invalid_argument(fmt::format("convergence replay runs {} with {} {:g} only", info.name, key, value));
     }
     return s;
 }

@@ -27,7 +27,7 @@ void check(const char* what) {
 }
 
 __device__ double uniform_hash(unsigned long long seed, unsigned long long i) {
-    unsigned long long z = seed + (i + 1) * 0x9e3779b97f4a7c15ULL;  // SplitMix64 of (seed, i)
+    unsigned long long z = seed + (i + 1) * 0x9e3779b97f4a7c15ULL;  // sim::rng::uniform01(seed, i): the CPU codec's draw
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;

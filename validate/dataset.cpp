@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <numbers>
 #include <stdexcept>
 
 namespace ddlsim::validate {
@@ -111,39 +110,25 @@ Dataset load_fashion_mnist(const std::string& dir, const std::string& split, std
     return d;
 }
 
-std::uint64_t splitmix64(std::uint64_t& state) {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-double uniform01(std::uint64_t& state) {
-    return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-}
-
 Dataset synthetic_dataset(std::size_t n, std::uint64_t seed) {
     Dataset d;
     const std::size_t dim = d.dim();
-    std::uint64_t s = seed;
+    sim::rng::SplitMix64 g(seed, "synthetic dataset");
     std::vector<float> prototypes(10 * dim);
-    for (auto& p : prototypes) p = uniform01(s) < 0.3 ? 1.5F : -0.5F;
-    auto gaussian = [&s] {  // Box-Muller
-        const double u = std::max(uniform01(s), 1e-300), v = uniform01(s);
-        return static_cast<float>(std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * std::numbers::pi * v));
-    };
+    for (auto& p : prototypes) p = sim::rng::uniform01(g) < 0.3 ? 1.5F : -0.5F;
     d.images.resize(n * dim);
     d.labels.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
-        const auto label = static_cast<std::uint8_t>(splitmix64(s) % 10);
+        const auto label = static_cast<std::uint8_t>(sim::rng::below(g, 10));
         d.labels[i] = label;
-        for (std::size_t k = 0; k < dim; ++k) d.images[i * dim + k] = prototypes[label * dim + k] + gaussian();
+        for (std::size_t k = 0; k < dim; ++k)
+            d.images[i * dim + k] = prototypes[label * dim + k] + static_cast<float>(sim::rng::normal(g));
     }
     return d;
 }
 
 ShardSampler::ShardSampler(std::size_t size, std::uint32_t workers, std::uint32_t rank, std::uint64_t seed)
-    : state_(seed * 0x100000001b3ULL + rank) {
+    : rng_(sim::rng::substream(sim::rng::stream(seed, "shard sampler"), rank)) {
     if (workers == 0 || rank >= workers || size < workers)
         throw std::invalid_argument(fmt::format("cannot shard {} samples over {} workers", size, workers));
     for (std::size_t i = rank; i < size; i += workers) shard_.push_back(static_cast<std::uint32_t>(i));
@@ -151,8 +136,7 @@ ShardSampler::ShardSampler(std::size_t size, std::uint32_t workers, std::uint32_
 }
 
 void ShardSampler::reshuffle() {
-    for (std::size_t i = shard_.size() - 1; i > 0; --i)  // Fisher-Yates
-        std::swap(shard_[i], shard_[splitmix64(state_) % (i + 1)]);
+    sim::rng::shuffle(rng_, std::span(shard_));
     pos_ = 0;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/rng.hpp"
+
 namespace ddlsim::validate {
 
 /// Where Debian's dataset-fashion-mnist package installs the IDX files.
@@ -61,12 +63,7 @@ private:
     void reshuffle();
     std::vector<std::uint32_t> shard_;
     std::size_t pos_ = 0;
-    std::uint64_t state_;
+    sim::rng::SplitMix64 rng_;
 };
-
-/// A 64-bit mixing step (SplitMix64, Steele et al., OOPSLA 2014): the validation's deterministic RNG.
-[[nodiscard]] std::uint64_t splitmix64(std::uint64_t& state);
-/// A uniform double in [0, 1) from `state`.
-[[nodiscard]] double uniform01(std::uint64_t& state);
 
 }  // namespace ddlsim::validate

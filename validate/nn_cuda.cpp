@@ -6,6 +6,9 @@
 // residual there; decoding a received payload (host memory) is the CPU codec's.
 //
 // A CUDA context does not survive fork(): the validation calls all of this in child processes.
+//
+// This file and cuda_kernels.cu make libddlsim_cuda.so, which ddlsim opens only for --backend cuda
+// (nn_cuda_loader.cpp); it exports nothing but ddlsim_cuda_backend() (the table of nn_backends.hpp).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -16,6 +19,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "sim/rng.hpp"
 #include "validate/cuda_kernels.hpp"
 #include "validate/nn_backends.hpp"
 
@@ -316,7 +320,7 @@ public:
                 const std::size_t buckets = (out.size() - n_) / 4;
                 norms_.resize(buckets);
                 codes_.resize(n_);
-                k::qsgd_encode(p_.data(), norms_.data(), codes_.data(), n_, seed_ + 0x9e37ULL * ++calls_);
+                k::qsgd_encode(p_.data(), norms_.data(), codes_.data(), n_, sim::rng::substream(seed_, ++calls_));
                 norms_.download(reinterpret_cast<float*>(out.data()), buckets);
                 codes_.download(out.data() + 4 * buckets, n_);
                 break;
@@ -408,9 +412,7 @@ private:
     std::uint64_t calls_ = 0;
 };
 
-}  // namespace
-
-bool cuda_backend_available(std::string* why) {
+bool gpu_available(std::string* why) {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
@@ -429,15 +431,15 @@ bool cuda_backend_available(std::string* why) {
     return true;
 }
 
-std::unique_ptr<Model> make_cuda_model(ModelSpec spec) {
+std::unique_ptr<Model> new_model(ModelSpec spec) {
     return std::make_unique<CudaModel>(std::move(spec));
 }
 
-std::unique_ptr<Codec> make_cuda_codec(const CodecSpec& spec, std::size_t n, std::uint64_t seed) {
+std::unique_ptr<Codec> new_codec(const CodecSpec& spec, std::size_t n, std::uint64_t seed) {
     return std::make_unique<CudaCodec>(spec, n, seed);
 }
 
-double cuda_memory_bandwidth() {
+double device_memory_bandwidth() {
     const std::size_t n = std::size_t{1} << 26;  // 256 MB of floats
     DeviceBuffer<float> a(n), b(n);
     ck(cudaMemset(a.data(), 0, n * sizeof(float)), "memset");
@@ -459,11 +461,21 @@ double cuda_memory_bandwidth() {
     return 2.0 * static_cast<double>(n * sizeof(float)) / (best_ms * 1e-3);
 }
 
-std::string cuda_device_name() {
+std::string gpu_name() {
     int device = 0;
     cudaDeviceProp prop{};
     if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "GPU";
     return prop.name;
 }
 
+}  // namespace
+
 }  // namespace ddlsim::validate
+
+// The one symbol of libddlsim_cuda.so that nn_cuda_loader.cpp looks up.
+extern "C" __attribute__((visibility("default"))) const ddlsim::validate::CudaBackendApi* ddlsim_cuda_backend() {
+    using namespace ddlsim::validate;
+    static const CudaBackendApi api{kCudaBackendAbi, sizeof(CudaBackendApi),   &gpu_available, &new_model,
+                                    &new_codec,      &device_memory_bandwidth, &gpu_name};
+    return &api;
+}

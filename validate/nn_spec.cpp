@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/rng.hpp"
 #include "validate/nn.hpp"
 #include "validate/nn_backends.hpp"
 
@@ -105,13 +106,13 @@ ModelSpec model_spec(ModelKind k) {
 
 std::vector<float> initial_params(const ModelSpec& spec, std::uint64_t seed) {
     std::vector<float> p(spec.params, 0.0F);
-    std::uint64_t s = seed ^ 0x5eedULL;
+    sim::rng::SplitMix64 g(seed, "initial parameters");
     for (const auto& op : spec.ops) {
         if (op.weights == 0) continue;
         const double fan_in = static_cast<double>(op.weights) / op.out_c;
         const double limit = std::sqrt(6.0 / fan_in);
         for (std::size_t i = 0; i < op.weights; ++i)
-            p[op.offset + i] = static_cast<float>((2.0 * uniform01(s) - 1.0) * limit);
+            p[op.offset + i] = static_cast<float>((2.0 * sim::rng::uniform01(g) - 1.0) * limit);
     }
     return p;
 }

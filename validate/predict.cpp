@@ -30,58 +30,13 @@ json layers_json(const Calibration& cal, double slowdown, double param_scale, do
     return layers;
 }
 
-// Fallback while the simulator does not implement a run's sync scheme or compressor (remove it
-// once it does): the BSP run that moves the same bytes per iteration, with the measured codec work
-// added to the update.
-//   local SGD (H)      parameters / H: one all-reduce of the model every H iterations
-//   fp16 (summable)    half the bytes; codec: encode + decode of the gradient (cores shared), and of
-//                      every chunk of every ring step (not shared: the others wait on the network)
-//   all-gather codecs  (n-1) payloads per worker = the ring all-reduce of n x payload / 2 bytes;
-//                      codec: one encode and n decodes of the gradient (cores shared)
-Prediction fallback(const RunConfig& c, const Calibration& cal, double slowdown, json scenario) {
-    scenario.erase("sync");
-    scenario.erase("compression");
-    const auto params = static_cast<double>(model_spec(c.model).params);
-    double scale = 1.0, codec_s = 0.0;
-    std::string note;
-    if (c.sync == SyncScheme::local_sgd) {
-        scale = 1.0 / c.period;
-        note = fmt::format("simulator: local_sgd not implemented; predicted as BSP with 1/{} of the bytes", c.period);
-    } else if (c.codec.kind != CodecKind::none) {
-        const auto& cp = cal.codecs.at(codec_name(c.codec.kind));
-        const double n = c.workers;
-        const double per_element = cp.encode_s_per_element + cp.decode_s_per_element;
-        if (summable(c.codec.kind)) {
-            // All workers encode and decode their gradient at once (shared cores: x slowdown); the
-            // per-chunk re-encoding of the ring steps interleaves with waiting on the network (x 1).
-            scale = 0.5;
-            codec_s = params * per_element * slowdown + params * per_element * 2.0 * (n - 1.0) / n;
-        } else {
-            scale = n * static_cast<double>(payload_bytes(c.codec, model_spec(c.model).params)) / 2.0 / (4.0 * params);
-            codec_s = params * (cp.encode_s_per_element + n * cp.decode_s_per_element) * slowdown;
-        }
-        note = fmt::format(
-            "simulator: compression not implemented; predicted as BSP ring all-reduce of the same bytes "
-            "(x{:.4f}) plus {:.2f} ms of measured codec work",
-            scale, codec_s * 1e3);
-    }
-    scenario["model"] = {{"layers", layers_json(cal, slowdown, scale, codec_s)}};
-    const auto s = scenario::load_scenario(scenario, ".");
-    return {scenario::run_scenario(s).jobs.at(0).iteration_time_s, note, scenario};
-}
-
 // The simulator derives codec time from memory traffic and arithmetic at the device's rates; its
 // `cost_scale` is fitted here so that its encode + decode of the model's tensors takes what the
 // calibration measured for the run's codec work (x the sharing slowdown: every worker codes at once).
 double codec_cost_scale(const RunConfig& c, const Calibration& cal) {
     models::CompressionSpec ms;
-    switch (c.codec.kind) {
-        case CodecKind::none: return 1.0;
-        case CodecKind::fp16: ms.kind = models::CompressionKind::fp16; break;
-        case CodecKind::qsgd: ms.kind = models::CompressionKind::qsgd; break;
-        case CodecKind::signsgd: ms.kind = models::CompressionKind::signsgd; break;
-        case CodecKind::topk: ms.kind = models::CompressionKind::topk; break;
-    }
+    if (c.codec.kind == CodecKind::none) return 1.0;
+    ms.kind = codec_name(c.codec.kind);  // the real codecs carry the simulator's compressor names
     ms.bits = c.codec.bits;
     ms.density = c.codec.density;
     ms.error_feedback = c.codec.error_feedback;
@@ -159,13 +114,8 @@ json scenario_for(const RunConfig& c, const Calibration& cal) {
 
 Prediction predict(const RunConfig& c, const Calibration& cal) {
     json j = scenario_for(c, cal);
-    try {
-        const auto s = scenario::load_scenario(j, ".");
-        return {scenario::run_scenario(s).jobs.at(0).iteration_time_s, "", j};
-    } catch (const scenario::ScenarioError& e) {
-        if (std::string(e.what()).find("not implemented") == std::string::npos) throw;
-        return fallback(c, cal, cal.slowdown(c.workers), j);
-    }
+    const auto s = scenario::load_scenario(j, ".");
+    return {scenario::run_scenario(s).jobs.at(0).iteration_time_s, std::move(j)};
 }
 
 }  // namespace ddlsim::validate

@@ -19,15 +19,13 @@ namespace ddlsim::validate {
 
 struct Prediction {
     double iteration_time_s = 0.0;
-    std::string note;  ///< how the prediction was made when the simulator lacks a feature
     nlohmann::json scenario;
 };
 
 /// The scenario of run `c` under calibration `cal`.
 [[nodiscard]] nlohmann::json scenario_for(const RunConfig& c, const Calibration& cal);
 
-/// Simulates `c`; when the simulator refuses sync or compression as not implemented, predicts the
-/// equivalent BSP run instead (see prediction_note) and says so.
+/// Simulates `c` (the scenario of scenario_for).
 [[nodiscard]] Prediction predict(const RunConfig& c, const Calibration& cal);
 
 }  // namespace ddlsim::validate

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/rng.hpp"
 #include "topologies/gossip.hpp"
 
 namespace ddlsim::validate {
@@ -44,7 +45,8 @@ Replayer::Replayer(const models::Schedule& schedule, ReplayData data, ReplayOpti
     scratch_.resize(d);
     for (std::uint32_t w = 0; w < n_; ++w) {
         samplers_.emplace_back(data_.train_size, n_, w, opt_.seed);
-        codecs_.push_back(make_codec(opt_.codec, d, Backend::cpu, opt_.seed * 0x9e3779b97f4a7c15ULL + w + 1));
+        codecs_.push_back(make_codec(opt_.codec, d, Backend::cpu,
+                                     sim::rng::substream(sim::rng::stream(opt_.seed, "replay codec"), w)));
     }
     for (std::size_t first = 0; first < data_.test->size(); first += kEvalChunk)
         test_batches_.push_back(data_.test->slice(first, kEvalChunk));

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "sim/rng.hpp"
 #include "validate/collectives.hpp"
 #include "validate/processes.hpp"
 
@@ -85,7 +86,9 @@ void serve(Mesh& mesh, const RunConfig& c, std::size_t params) {
     CodecSpec plain = c.codec;
     plain.error_feedback = false;
     auto decoder = make_codec(plain, params, Backend::cpu, 0);
-    auto encoder = c.codec.kind != CodecKind::none ? make_codec(plain, params, Backend::cpu, c.seed) : nullptr;
+    auto encoder = c.codec.kind != CodecKind::none
+                       ? make_codec(plain, params, Backend::cpu, sim::rng::stream(c.seed, "server codec"))
+                       : nullptr;
     std::vector<float> sum(params);
     const float scale = 1.0F / static_cast<float>(c.workers);
     for (std::uint32_t it = 0; it < c.warmup + c.iterations; ++it) {
@@ -107,7 +110,9 @@ WorkerReport work(Mesh& mesh, const RunConfig& c, std::uint32_t rank, const Data
     const std::size_t size = model->size();
     ShardSampler sampler(train.size(), n, rank, c.seed);
     const bool compressed = c.codec.kind != CodecKind::none;
-    auto codec = compressed ? make_codec(c.codec, size, c.backend, c.seed * 7919 + rank) : nullptr;
+    auto codec = compressed ? make_codec(c.codec, size, c.backend,
+                                         sim::rng::substream(sim::rng::stream(c.seed, "worker codec"), rank))
+                            : nullptr;
     std::vector<float> avg(size), params(size);
     const float inv_n = 1.0F / static_cast<float>(n);
     WorkerReport r;
@@ -155,7 +160,8 @@ WorkerReport work(Mesh& mesh, const RunConfig& c, std::uint32_t rank, const Data
                 std::fill(avg.begin(), avg.end(), 0.0F);
                 codec->decode_add(payload, avg, 1.0F);
                 t_codec += now_s() - d0;
-                ring_allreduce(mesh, rank, n, avg, &c.codec, c.seed * 7919 + it);
+                ring_allreduce(mesh, rank, n, avg, &c.codec,
+                               sim::rng::substream(sim::rng::stream(c.seed, "ring allreduce codec"), it));
                 for (float& x : avg) x *= inv_n;
             } else {  // payloads cannot be added: all-gather them, decode each
                 const auto all = ring_allgather(mesh, rank, n, payload);

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <stdexcept>
 #include <thread>
 
-#include "tools/output_file.hpp"
 #include "validate/predict.hpp"
 #include "validate/processes.hpp"
 
@@ -111,7 +111,6 @@ json config_json(const PlannedRun& p, const RunOutcome& o, const Prediction& pre
         {"bytes_sent_per_worker_per_iteration", bytes},
         {"loss", {{"first", l.empty() ? 0.0 : l.front()}, {"last", l.empty() ? 0.0 : l.back()}}}};
     if (c.codec.error_feedback) j["residual_norm_max"] = residual;
-    if (!pred.note.empty()) j["prediction_note"] = pred.note;
     j["scenario"] = pred.scenario;  // what the simulator was given
     if (o.workers[0].accuracy >= 0) j["test_accuracy"] = o.workers[0].accuracy;
     return j;
@@ -119,11 +118,11 @@ json config_json(const PlannedRun& p, const RunOutcome& o, const Prediction& pre
 
 void print_row(std::ostream& out, const json& c) {
     const double err = c["relative_error"];
-    out << fmt::format("  {:<24} {:<8} {:>10.1f} {:>10.1f} {:>+8.1f}%  {:>5.2f} {:>5.2f}  {}\n",
+    out << fmt::format("  {:<24} {:<8} {:>10.1f} {:>10.1f} {:>+8.1f}%  {:>5.2f} {:>5.2f}  \n",
                        c["name"].get<std::string>(), c["held_out"].get<bool>() ? "yes" : "no (fit)",
                        1e3 * c["measured_iteration_time_s"].get<double>(),
                        1e3 * c["predicted_iteration_time_s"].get<double>(), 100.0 * err, c["cpu_load"].get<double>(),
-                       c["cpu_load_workers"].get<double>(), c.contains("prediction_note") ? "*" : "");
+                       c["cpu_load_workers"].get<double>());
 }
 
 json error_summary(const json& configs, bool held_out) {
@@ -271,85 +270,109 @@ EfStudy error_feedback_study(const CodecSpec& spec, Backend backend, const Datas
     return s;
 }
 
-ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std::ostream& log) {
-    const double t0 = now_s();
-    std::string why;
-    if (!probe_backend(o.backend, &why)) throw std::runtime_error(fmt::format("--backend cuda: {}", why));
-    const Data data = load_data(o.data_dir, log);
-    const auto plan = validation_plan(o.quick, o.rate_bps, o.backend);
+namespace {
+
+// run_validation in four steps: plan (data, configurations, network, calibration) -> run (predict,
+// then measure every configuration) -> checks -> report.
+
+struct Plan {
+    Data data;
+    std::vector<PlannedRun> runs;
+    std::unique_ptr<HostNetwork> net;
+    std::map<ModelKind, Calibration> cal;  ///< per model; the network measured once (with the first)
+};
+
+Plan make_plan(const ValidateOptions& o, std::ostream& log) {
+    Plan p{load_data(o.data_dir, log), validation_plan(o.quick, o.rate_bps, o.backend), nullptr, {}};
     std::uint32_t hosts = 2;
-    for (const auto& p : plan)
-        hosts = std::max(hosts, p.config.workers + (p.config.architecture == Architecture::ps ? 1U : 0U));
-    HostNetwork net(hosts, o.rate_bps, o.namespaces);
+    for (const auto& r : p.runs)
+        hosts = std::max(hosts, r.config.workers + (r.config.architecture == Architecture::ps ? 1U : 0U));
+    p.net = std::make_unique<HostNetwork>(hosts, o.rate_bps, o.namespaces);
+    HostNetwork& net = *p.net;
     log << "network: " << net.note() << "\n";
 
-    // Calibration: per model, the network once (with the first).
-    std::map<ModelKind, Calibration> cal;
     for (auto m : {ModelKind::mlp, ModelKind::cnn}) {
-        if (std::none_of(plan.begin(), plan.end(), [&](const PlannedRun& p) { return p.config.model == m; })) continue;
+        if (std::none_of(p.runs.begin(), p.runs.end(), [&](const PlannedRun& r) { return r.config.model == m; }))
+            continue;
         CalibrationOptions co;
         co.backend = o.backend;
         co.model = m;
         co.iterations = o.quick ? (m == ModelKind::mlp ? 30 : 10) : 60;
         co.sharing = o.quick ? std::vector<std::uint32_t>{1, 2, 4} : std::vector<std::uint32_t>{1, 2, 4, 8};
         co.pingpong_repeats = o.quick ? 3 : 7;
-        co.measure_network = cal.empty();
+        co.measure_network = p.cal.empty();
         if (net.namespaced()) net.set_rate(o.rate_bps);
-        Calibration c = calibrate(co, data.train, net, log);
-        if (!cal.empty()) {
-            c.network = cal.begin()->second.network;
-            c.transport = cal.begin()->second.transport;  // the overlap slowdown stays per model (its compute step)
+        Calibration c = calibrate(co, p.data.train, net, log);
+        if (!p.cal.empty()) {
+            c.network = p.cal.begin()->second.network;
+            c.transport = p.cal.begin()->second.transport;  // the overlap slowdown stays per model (its compute step)
         }
-        cal.emplace(m, std::move(c));  // the profile files are written once the whole run is complete
+        p.cal.emplace(m, std::move(c));  // the profile files are written once the whole run is complete
     }
-    const Calibration& mlp = cal.at(ModelKind::mlp);
+    const Calibration& mlp = p.cal.at(ModelKind::mlp);
     log << fmt::format("network fit: alpha {:.1f} us, beta {:.3f} MB/s ({:.1f}% of the {:.0f} Mbit/s link)\n",
                        mlp.network.latency_s * 1e6, mlp.network.bandwidth_Bps / 1e6,
                        100.0 * mlp.network.goodput_fraction, mlp.network.rate_bps / 1e6);
+    return p;
+}
 
-    ValidationResult result;
-    json configs = json::array();
+struct Measured {
+    json configs = json::array();  ///< one report row per configuration run
     std::map<std::string, RunOutcome> outcomes;
+};
+
+Measured run_plan(const ValidateOptions& o, Plan& plan, std::ostream& out, std::ostream& log) {
+    Measured m;
     out << fmt::format("\n  {:<24} {:<8} {:>10} {:>10} {:>9}  {:>11}\n", "configuration", "held out", "measured",
                        "predicted", "error", "cpu load");
     out << fmt::format("  {:<24} {:<8} {:>10} {:>10} {:>9}  {:>5} {:>5}\n", "", "", "ms/iter", "ms/iter", "", "all",
                        "ours");
-    for (const auto& p : plan) {
-        if (!net.namespaced() && p.config.rate_bps != o.rate_bps) {
+    for (const auto& p : plan.runs) {
+        if (!plan.net->namespaced() && p.config.rate_bps != o.rate_bps) {
             log << p.config.name << ": skipped (loopback: link rates cannot be shaped)\n";
             continue;
         }
-        const Prediction pred = predict(p.config, cal.at(p.config.model));  // before measuring
+        const Prediction pred = predict(p.config, plan.cal.at(p.config.model));  // before measuring
         log << p.config.name << ": running" << std::flush;
-        const RunOutcome run = run_training(p.config, data.train, data.test, net);
+        const RunOutcome run = run_training(p.config, plan.data.train, plan.data.test, *plan.net);
         log << fmt::format(" ({:.1f} s)\n", run.wall_s);
         const json row = config_json(p, run, pred);
         print_row(out, row);
         out << std::flush;
-        configs.push_back(row);
-        outcomes.emplace(p.config.name, run);
+        m.configs.push_back(row);
+        m.outcomes.emplace(p.config.name, run);
     }
+    return m;
+}
 
-    // Checks.
-    const auto& fit = outcomes.at("mlp-ring-n2");
-    std::vector<double> mean_loss(fit.workers[0].losses.size(), 0.0);
+struct Checked {
+    std::vector<Check> checks;
+    std::vector<double> mean_loss;  ///< of the fitted configuration, per iteration
+    double first_loss = 0.0, last_loss = 0.0;
+    json error_feedback = json::array();
+};
+
+Check loss_check(const RunOutcome& fit, Checked& c) {
+    c.mean_loss.assign(fit.workers[0].losses.size(), 0.0);
     for (const auto& w : fit.workers)
-        for (std::size_t i = 0; i < mean_loss.size(); ++i) mean_loss[i] += w.losses[i] / fit.workers.size();
-    const double first = mean_of(mean_loss, 0, 3), last = mean_of(mean_loss, mean_loss.size() - 3, 3);
-    result.checks.push_back(
-        {"loss_decreases", std::isfinite(last) && last < first,
-         fmt::format("mean loss of the first 3 iterations {:.3f}, of the last 3 {:.3f}", first, last)});
+        for (std::size_t i = 0; i < c.mean_loss.size(); ++i) c.mean_loss[i] += w.losses[i] / fit.workers.size();
+    c.first_loss = mean_of(c.mean_loss, 0, 3);
+    c.last_loss = mean_of(c.mean_loss, c.mean_loss.size() - 3, 3);
+    return {"loss_decreases", std::isfinite(c.last_loss) && c.last_loss < c.first_loss,
+            fmt::format("mean loss of the first 3 iterations {:.3f}, of the last 3 {:.3f}", c.first_loss, c.last_loss)};
+}
 
-    const auto& ra = outcomes.at("mlp-ring-n4").workers[0].first_average;
-    const auto& pa = outcomes.at("mlp-ps-n4").workers[0].first_average;
+Check same_average_check(const Measured& m) {
+    const auto& ra = m.outcomes.at("mlp-ring-n4").workers[0].first_average;
+    const auto& pa = m.outcomes.at("mlp-ps-n4").workers[0].first_average;
     double diff = 0.0, scale = 0.0;
     for (std::size_t i = 0; i < std::min(ra.size(), pa.size()); ++i)
         diff = std::max(diff, double{std::fabs(ra[i] - pa[i])}), scale = std::max(scale, double{std::fabs(ra[i])});
-    result.checks.push_back(
-        {"ring_ps_same_average", !ra.empty() && ra.size() == pa.size() && diff <= 1e-5 * scale,
-         fmt::format("max |ring - ps| = {:.3g} over {} elements (max |g| = {:.3g})", diff, ra.size(), scale)});
+    return {"ring_ps_same_average", !ra.empty() && ra.size() == pa.size() && diff <= 1e-5 * scale,
+            fmt::format("max |ring - ps| = {:.3g} over {} elements (max |g| = {:.3g})", diff, ra.size(), scale)};
+}
 
-    json ef = json::array();
+Check error_feedback_check(const ValidateOptions& o, const Dataset& train, const Measured& m, json& report_rows) {
     bool ef_ok = true;
     std::string ef_detail;
     for (auto kind : {CodecKind::topk, CodecKind::signsgd}) {
@@ -357,11 +380,11 @@ ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std
         spec.density = 0.01;
         spec.error_feedback = true;
         const EfStudy s = ef_from_json(json::parse(in_child(600.0, [&] {
-            return ef_to_json(error_feedback_study(spec, o.backend, data.train, o.quick ? 80 : 200, 32, 5)).dump();
+            return ef_to_json(error_feedback_study(spec, o.backend, train, o.quick ? 80 : 200, 32, 5)).dump();
         })));
         // The TCP runs of the same compressor: residual within the study's bound at their gradients.
         double run_residual = 0.0, run_gradient = 0.0;
-        for (const auto& [name, run] : outcomes)
+        for (const auto& [name, run] : m.outcomes)
             if (run.config.codec.kind == kind && run.config.codec.error_feedback)
                 for (const auto& w : run.workers) {
                     for (double r : w.residual_norms) run_residual = std::max(run_residual, r);
@@ -376,76 +399,104 @@ ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std
             ef_detail.empty() ? "" : "; ", s.codec, s.contraction,
             s.theory > 0 ? fmt::format(" (theory <= {:.4f})", s.theory) : "", s.max_residual, s.bound, s.steps,
             run_residual, run_bound);
-        ef.push_back({{"compressor", s.codec},
-                      {"steps", s.steps},
-                      {"contraction", s.contraction},
-                      {"contraction_theory", s.theory},
-                      {"max_residual_norm", s.max_residual},
-                      {"max_gradient_norm", s.max_gradient},
-                      {"bound", s.bound},
-                      {"residual_norms", s.residuals},
-                      {"tcp_runs_max_residual_norm", run_residual},
-                      {"tcp_runs_bound", run_bound},
-                      {"passed", ok}});
+        report_rows.push_back({{"compressor", s.codec},
+                               {"steps", s.steps},
+                               {"contraction", s.contraction},
+                               {"contraction_theory", s.theory},
+                               {"max_residual_norm", s.max_residual},
+                               {"max_gradient_norm", s.max_gradient},
+                               {"bound", s.bound},
+                               {"residual_norms", s.residuals},
+                               {"tcp_runs_max_residual_norm", run_residual},
+                               {"tcp_runs_bound", run_bound},
+                               {"passed", ok}});
     }
-    result.checks.push_back({"error_feedback_bounded", ef_ok, ef_detail});
+    return {"error_feedback_bounded", ef_ok, ef_detail};
+}
 
+Check finite_errors_check(const json& configs) {
     bool finite = !configs.empty();
     for (const auto& c : configs)
         finite = finite && std::isfinite(c["relative_error"].get<double>()) &&
                  c["measured_iteration_time_s"].get<double>() > 0 && c["predicted_iteration_time_s"].get<double>() > 0;
-    result.checks.push_back({"finite_errors", finite, fmt::format("{} configurations", configs.size())});
+    return {"finite_errors", finite, fmt::format("{} configurations", configs.size())};
+}
 
+Checked run_checks(const ValidateOptions& o, const Plan& plan, const Measured& m) {
+    Checked c;
+    c.checks.push_back(loss_check(m.outcomes.at("mlp-ring-n2"), c));
+    c.checks.push_back(same_average_check(m));
+    c.checks.push_back(error_feedback_check(o, plan.data.train, m, c.error_feedback));
+    c.checks.push_back(finite_errors_check(m.configs));
+    return c;
+}
+
+json make_report(const ValidateOptions& o, const Plan& plan, const Measured& m, const Checked& c, double t0) {
     json checks = json::array();
-    for (const auto& c : result.checks)
-        checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+    for (const auto& k : c.checks) checks.push_back({{"name", k.name}, {"passed", k.passed}, {"detail", k.detail}});
     json calibration = json::object();
     json profiles = json::object();
-    for (const auto& [m, c] : cal) {
-        calibration[model_name(m)] = c.details_json();
-        profiles[model_name(m)] = profile_path_for(o.profile, m);
+    for (const auto& [model, cal] : plan.cal) {
+        calibration[model_name(model)] = cal.details_json();
+        profiles[model_name(model)] = profile_path_for(o.profile, model);
     }
-    const json held = error_summary(configs, true), fitted = error_summary(configs, false);
-    result.report = {{"format", "ddlsim-validation-1"},
-                     {"backend", backend_name(o.backend)},
-                     {"quick", o.quick},
-                     {"host", mlp.host},
-                     {"network",
-                      {{"mode", net.namespaced() ? "netns" : "loopback"},
-                       {"note", net.note()},
-                       {"calibration_link_rate_bps", o.rate_bps}}},
-                     {"dataset", {{"name", data.name}, {"train", data.train.size()}, {"test", data.test.size()}}},
-                     {"profile", o.profile},
-                     {"profiles", profiles},
-                     {"calibration", calibration},
-                     {"configurations", configs},
-                     {"summary", {{"held_out", held}, {"fitted", fitted}}},
-                     {"loss",
-                      {{"first", first},
-                       {"last", last},
-                       {"configuration", "mlp-ring-n2"},
-                       {"iterations", mean_loss.size()},
-                       {"curve", mean_loss},
-                       {"test_accuracy", fit.workers[0].accuracy}}},
-                     {"error_feedback", ef},
-                     {"checks", checks},
-                     {"wall_time_s", now_s() - t0}};
-    // Only a complete run replaces calib.json (each file atomically): an interrupted one leaves the old profile.
-    for (const auto& [m, c] : cal)
-        tools::write_file_atomically(profile_path_for(o.profile, m), c.profile_json().dump(2) + "\n");
+    const HostNetwork& net = *plan.net;
+    return {{"format", "ddlsim-validation-1"},
+            {"backend", backend_name(o.backend)},
+            {"quick", o.quick},
+            {"host", plan.cal.at(ModelKind::mlp).host},
+            {"network",
+             {{"mode", net.namespaced() ? "netns" : "loopback"},
+              {"note", net.note()},
+              {"calibration_link_rate_bps", o.rate_bps}}},
+            {"dataset", {{"name", plan.data.name}, {"train", plan.data.train.size()}, {"test", plan.data.test.size()}}},
+            {"profile", o.profile},
+            {"profiles", profiles},
+            {"calibration", calibration},
+            {"configurations", m.configs},
+            {"summary", {{"held_out", error_summary(m.configs, true)}, {"fitted", error_summary(m.configs, false)}}},
+            {"loss",
+             {{"first", c.first_loss},
+              {"last", c.last_loss},
+              {"configuration", "mlp-ring-n2"},
+              {"iterations", c.mean_loss.size()},
+              {"curve", c.mean_loss},
+              {"test_accuracy", m.outcomes.at("mlp-ring-n2").workers[0].accuracy}}},
+            {"error_feedback", c.error_feedback},
+            {"checks", checks},
+            {"wall_time_s", now_s() - t0}};
+}
 
+void print_summary(std::ostream& out, const json& report, const Measured& m, const Checked& c, const HostNetwork& net,
+                   double t0) {
+    const json& held = report["summary"]["held_out"];
     out << "\n";
     if (held.value("count", 0) > 0)
         out << fmt::format("  held-out configurations: {}, median |error| {:.1f}%, max {:.1f}%\n",
                            held["count"].get<int>(), 100 * held["median_abs_relative_error"].get<double>(),
                            100 * held["max_abs_relative_error"].get<double>());
-    if (std::any_of(configs.begin(), configs.end(), [](const json& c) { return c.contains("prediction_note"); }))
-        out << "  * predicted by the BSP fallback (the simulator does not implement this scheme yet; see the report)\n";
-    out << fmt::format("  loss {:.3f} -> {:.3f} over {} iterations of mlp-ring-n2, test accuracy {:.3f}\n", first, last,
-                       mean_loss.size(), fit.workers[0].accuracy);
-    for (const auto& c : result.checks)
-        out << fmt::format("  check {:<24} {}  {}\n", c.name, c.passed ? "passed" : "FAILED", c.detail);
+    out << fmt::format("  loss {:.3f} -> {:.3f} over {} iterations of mlp-ring-n2, test accuracy {:.3f}\n",
+                       c.first_loss, c.last_loss, c.mean_loss.size(), m.outcomes.at("mlp-ring-n2").workers[0].accuracy);
+    for (const auto& k : c.checks)
+        out << fmt::format("  check {:<24} {}  {}\n", k.name, k.passed ? "passed" : "FAILED", k.detail);
     out << fmt::format("  network: {}\n  wall time {:.1f} s\n", net.note(), now_s() - t0);
+}
+
+}  // namespace
+
+ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std::ostream& log) {
+    const double t0 = now_s();
+    std::string why;
+    if (!probe_backend(o.backend, &why)) throw std::runtime_error(fmt::format("--backend cuda: {}", why));
+    Plan plan = make_plan(o, log);
+    const Measured measured = run_plan(o, plan, out, log);
+    Checked checked = run_checks(o, plan, measured);
+    ValidationResult result;
+    result.report = make_report(o, plan, measured, checked, t0);
+    for (const auto& [m, c] : plan.cal)
+        result.profiles.emplace_back(profile_path_for(o.profile, m), c.profile_json().dump(2) + "\n");
+    print_summary(out, result.report, measured, checked, *plan.net, t0);
+    result.checks = std::move(checked.checks);
     return result;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,14 +52,17 @@ struct Check {
 struct ValidationResult {
     nlohmann::json report;
     std::vector<Check> checks;
+    /// The fitted profile(s): path (o.profile, and beside it one per further model) and JSON text.
+    /// The caller writes them, only once the run is complete, so an interrupted run keeps the old ones.
+    std::vector<std::pair<std::string, std::string>> profiles;
     [[nodiscard]] bool passed() const;
 };
 
 /// The configurations `validate` runs (quick: about three minutes on two cores).
 [[nodiscard]] std::vector<PlannedRun> validation_plan(bool quick, double rate_bps, Backend backend);
 
-/// Calibrates, writes the profile(s), predicts and runs the plan; prints the table on `out` and
-/// progress on `log`. The report is returned, not written.
+/// Calibrates, predicts and runs the plan, then checks the results; prints the table on `out` and
+/// progress on `log`. The report and the profile(s) are returned, not written.
 [[nodiscard]] ValidationResult run_validation(const ValidateOptions& o, std::ostream& out, std::ostream& log);
 
 /// Calibrates one model and returns the profile JSON; prints what was measured on `out`.

@@ -87,20 +87,13 @@ inline constexpr double kRadixSelectBandwidthFraction = 0.50 / 3.56;
 /// "8-bit values, 16-bit indices, " when either differs from 32, else "".
 [[nodiscard]] std::string sparse_bits(const CompressionSpec& spec);
 
-// Factories, one per file, in CompressionKind order. registry.cpp validates the spec first.
-
-[[nodiscard]] std::unique_ptr<Compressor> make_none(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_fp16(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_qsgd(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_terngrad(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_signsgd(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_ef_signsgd(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_onebit(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_topk(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_randomk(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_dgc(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_gtopk(const CompressionSpec& spec);
-[[nodiscard]] std::unique_ptr<Compressor> make_powersgd(const CompressionSpec& spec);
+// Parameters several compressors share (descriptors: models/compression.hpp).
+/// `density`: the fraction of elements a sparsifier sends (default 0.01, the papers' common setting).
+[[nodiscard]] CompressorParam density_param();
+/// `index_bits` and `value_bits` of sparse payloads (default 32 each).
+[[nodiscard]] std::vector<CompressorParam> sparse_width_params(bool with_index);
+/// `params` followed by `error_feedback` (default by `rule`) and `cost_scale`: what every lossy compressor takes.
+[[nodiscard]] std::vector<CompressorParam> lossy_params(std::vector<CompressorParam> params, ErrorFeedbackRule rule);
 
 /// The signSGD family (signsgd.cpp): 1 bit per element plus `scales` 4-byte reconstruction values.
 [[nodiscard]] CompressedTensor sign_compress(double n, double b, double scales, bool error_feedback);

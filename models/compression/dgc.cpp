@@ -51,8 +51,25 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_dgc(const CompressionSpec& spec) {
+static std::unique_ptr<Compressor> make_dgc(const CompressionSpec& spec) {
     return std::make_unique<Dgc>(spec);
+}
+
+const CompressorInfo& dgc_compressor() {
+    static const CompressorInfo info = [] {
+        std::vector<CompressorParam> sparse{density_param()};
+        for (const CompressorParam& w : sparse_width_params(true)) sparse.push_back(w);
+        CompressorInfo c;
+        c.name = "dgc";
+        c.description = "Deep Gradient Compression: sampled threshold, momentum correction (Lin et al., ICLR 2018)";
+        c.aggregation = Aggregation::allgather;
+        c.params = lossy_params(sparse, ErrorFeedbackRule::on);
+        c.error_feedback = ErrorFeedbackRule::on;
+        c.byteps = false;  // BytePS servers sum; these payloads cannot be summed
+        c.make = make_dgc;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

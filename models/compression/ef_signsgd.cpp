@@ -20,8 +20,23 @@ public:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_ef_signsgd(const CompressionSpec& /*spec*/) {
+static std::unique_ptr<Compressor> make_ef_signsgd(const CompressionSpec& /*spec*/) {
     return std::make_unique<EfSignSgd>();
+}
+
+const CompressorInfo& ef_signsgd_compressor() {
+    static const CompressorInfo info = [] {
+        CompressorInfo c;
+        c.name = "ef_signsgd";
+        c.description = "EF-signSGD: scaled sign with error feedback (Karimireddy et al., ICML 2019)";
+        c.aggregation = Aggregation::summable;
+        c.params = lossy_params({}, ErrorFeedbackRule::forced);
+        c.error_feedback = ErrorFeedbackRule::forced;
+        c.replayable = true;
+        c.make = make_ef_signsgd;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

@@ -42,8 +42,23 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_fp16(const CompressionSpec& spec) {
+static std::unique_ptr<Compressor> make_fp16(const CompressionSpec& spec) {
     return std::make_unique<Fp16>(spec.error_feedback);
+}
+
+const CompressorInfo& fp16_compressor() {
+    static const CompressorInfo info = [] {
+        CompressorInfo c;
+        c.name = "fp16";
+        c.description = "fp16 casting (Micikevicius et al., ICLR 2018; Horovod's fp16 compression)";
+        c.aggregation = Aggregation::summable;
+        c.params = lossy_params({}, ErrorFeedbackRule::optional);
+        c.error_feedback = ErrorFeedbackRule::optional;
+        c.replayable = true;
+        c.make = make_fp16;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

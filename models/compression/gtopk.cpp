@@ -41,8 +41,26 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_gtopk(const CompressionSpec& spec) {
+static std::unique_ptr<Compressor> make_gtopk(const CompressionSpec& spec) {
     return std::make_unique<GTopK>(spec);
+}
+
+const CompressorInfo& gtopk_compressor() {
+    static const CompressorInfo info = [] {
+        std::vector<CompressorParam> sparse{density_param()};
+        for (const CompressorParam& w : sparse_width_params(true)) sparse.push_back(w);
+        CompressorInfo c;
+        c.name = "gtopk";
+        c.description = "gTop-k: merge and re-select k at every tree step (Shi et al., ICDCS 2019)";
+        c.aggregation = Aggregation::gtopk;
+        c.params = lossy_params(sparse, ErrorFeedbackRule::optional);
+        c.error_feedback = ErrorFeedbackRule::optional;
+        c.byteps = false;  // BytePS servers sum; these payloads cannot be summed
+        c.architectures = {"allreduce"};
+        c.make = make_gtopk;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

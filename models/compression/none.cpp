@@ -19,8 +19,23 @@ public:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_none(const CompressionSpec& /*spec*/) {
+static std::unique_ptr<Compressor> make_none(const CompressionSpec& /*spec*/) {
     return std::make_unique<NoCompression>();
+}
+
+const CompressorInfo& none_compressor() {
+    static const CompressorInfo info = [] {
+        CompressorInfo c;
+        c.name = "none";
+        c.description = "no compression: the dense gradient, summed by the configured all-reduce or parameter server";
+        c.aggregation = Aggregation::summable;
+        c.params = {};
+        c.error_feedback = ErrorFeedbackRule::none;
+        c.replayable = true;
+        c.make = make_none;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

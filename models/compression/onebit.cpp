@@ -25,8 +25,22 @@ public:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_onebit(const CompressionSpec& /*spec*/) {
+static std::unique_ptr<Compressor> make_onebit(const CompressionSpec& /*spec*/) {
     return std::make_unique<OneBit>();
+}
+
+const CompressorInfo& onebit_compressor() {
+    static const CompressorInfo info = [] {
+        CompressorInfo c;
+        c.name = "onebit";
+        c.description = "1-bit SGD with two reconstruction means and error feedback (Seide et al., Interspeech 2014)";
+        c.aggregation = Aggregation::summable;
+        c.params = lossy_params({}, ErrorFeedbackRule::forced);
+        c.error_feedback = ErrorFeedbackRule::forced;
+        c.make = make_onebit;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

@@ -61,8 +61,29 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_powersgd(const CompressionSpec& spec) {
+static std::unique_ptr<Compressor> make_powersgd(const CompressionSpec& spec) {
     return std::make_unique<PowerSgd>(spec.rank);
+}
+
+const CompressorInfo& powersgd_compressor() {
+    static const CompressorInfo info = [] {
+        CompressorParam rank{"rank", CompressorParam::Type::integer,
+                             1,      false,
+                             1e6,    4,
+                             "",     "rank r of the P (rows x r) and Q (cols x r) factors"};
+        rank.integer = &CompressionSpec::rank;
+        CompressorInfo c;
+        c.name = "powersgd";
+        c.description = "PowerSGD rank-r power iteration, P and Q all-reduced (Vogels et al., NeurIPS 2019)";
+        c.aggregation = Aggregation::lowrank;
+        c.params = lossy_params({rank}, ErrorFeedbackRule::on);
+        c.error_feedback = ErrorFeedbackRule::on;
+        c.architectures = {"allreduce", "ps"};
+        c.collectives_per_sync = 3.0;  // all-reduce P, all-reduce Q, and the dense parts
+        c.make = make_powersgd;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

@@ -42,8 +42,27 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_qsgd(const CompressionSpec& spec) {
+static std::unique_ptr<Compressor> make_qsgd(const CompressionSpec& spec) {
     return std::make_unique<Qsgd>(spec.bits, spec.error_feedback);
+}
+
+const CompressorInfo& qsgd_compressor() {
+    static const CompressorInfo info = [] {
+        CompressorParam bits{"bits", CompressorParam::Type::integer,       2, false, 16, 8,
+                             "bits", "bits per element including the sign"};
+        bits.integer = &CompressionSpec::bits;
+        CompressorInfo c;
+        c.name = "qsgd";
+        c.description = "QSGD stochastic quantisation with one norm (Alistarh et al., NeurIPS 2017)";
+        c.aggregation = Aggregation::summable;
+        c.params = lossy_params({bits}, ErrorFeedbackRule::optional);
+        c.error_feedback = ErrorFeedbackRule::optional;
+        c.replayable = true;
+        c.replay_fixed = {{"bits", 8.0}};  // validate's real QSGD is the 8-bit codec
+        c.make = make_qsgd;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

@@ -44,8 +44,24 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_randomk(const CompressionSpec& spec) {
+static std::unique_ptr<Compressor> make_randomk(const CompressionSpec& spec) {
     return std::make_unique<RandomK>(spec);
+}
+
+const CompressorInfo& randomk_compressor() {
+    static const CompressorInfo info = [] {
+        std::vector<CompressorParam> sparse{density_param()};
+        for (const CompressorParam& w : sparse_width_params(true)) sparse.push_back(w);
+        CompressorInfo c;
+        c.name = "randomk";
+        c.description = "Random-k sparsification, indices from a shared seed, summable (Stich et al., NeurIPS 2018)";
+        c.aggregation = Aggregation::summable;
+        c.params = lossy_params(sparse, ErrorFeedbackRule::optional);
+        c.error_feedback = ErrorFeedbackRule::optional;
+        c.make = make_randomk;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

@@ -1,7 +1,6 @@
 // The compressor registry: scheme names, parameter validation and dispatch to the one-file-per-scheme factories,
 // plus the two helpers every compressor user needs: the matrix view of a tensor (PowerSGD) and the time of codec
 // work on a device (a roofline: memory traffic at the memory bandwidth plus arithmetic at the sustained rate).
-#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -14,58 +13,103 @@ namespace {
 
 namespace detail = compression_detail;
 
-using Factory = std::unique_ptr<Compressor> (*)(const CompressionSpec&);
+}  // namespace
 
-constexpr std::array<Factory, 12> k_factories{
-    detail::make_none,    detail::make_fp16,       detail::make_qsgd,   detail::make_terngrad,
-    detail::make_signsgd, detail::make_ef_signsgd, detail::make_onebit, detail::make_topk,
-    detail::make_randomk, detail::make_dgc,        detail::make_gtopk,  detail::make_powersgd,
-};
+// The registry: one line per compressor. models/compression/<name>.cpp defines
+// `const CompressorInfo& compression_detail::<name>_compressor()`, its descriptor (name, parameters with their
+// ranges and defaults, properties, factory); everything else iterates compressors().
+#define DDLSIM_COMPRESSORS(X) \
+    X(none)                   \
+    X(fp16)                   \
+    X(qsgd)                   \
+    X(terngrad)               \
+    X(signsgd)                \
+    X(ef_signsgd)             \
+    X(onebit)                 \
+    X(topk)                   \
+    X(randomk)                \
+    X(dgc)                    \
+    X(gtopk)                  \
+    X(powersgd)
+
+namespace compression_detail {
+#define DDLSIM_DECLARE_COMPRESSOR(name) const CompressorInfo& name##_compressor();
+DDLSIM_COMPRESSORS(DDLSIM_DECLARE_COMPRESSOR)
+#undef DDLSIM_DECLARE_COMPRESSOR
+}  // namespace compression_detail
+
+const std::vector<const CompressorInfo*>& compressors() {
+#define DDLSIM_LIST_COMPRESSOR(name) &compression_detail::name##_compressor(),
+    static const std::vector<const CompressorInfo*> all{DDLSIM_COMPRESSORS(DDLSIM_LIST_COMPRESSOR)};
+#undef DDLSIM_LIST_COMPRESSOR
+    return all;
+}
+#undef DDLSIM_COMPRESSORS
+
+const CompressorParam* CompressorInfo::param(std::string_view key) const {
+    for (const CompressorParam& p : params)
+        if (p.key == key) return &p;
+    return nullptr;
+}
+
+const CompressorInfo* find_compressor(std::string_view name) {
+    for (const CompressorInfo* c : compressors())
+        if (c->name == name) return c;
+    return nullptr;
+}
+
+const CompressorInfo& compressor_info(const CompressionSpec& spec) {
+    const CompressorInfo* c = find_compressor(spec.kind);
+    if (c == nullptr) throw std::invalid_argument(fmt::format("compression kind: unknown kind \"{}\"", spec.kind));
+    return *c;
+}
+
+CompressionSpec default_spec(const CompressorInfo& info) {
+    CompressionSpec spec;
+    spec.kind = std::string(info.name);
+    for (const CompressorParam& p : info.params) {
+        if (p.integer != nullptr) spec.*p.integer = static_cast<std::uint32_t>(p.default_value);
+        if (p.number != nullptr) spec.*p.number = p.default_value;
+        if (p.boolean != nullptr) spec.*p.boolean = p.default_value != 0.0;
+    }
+    return spec;
+}
+
+namespace {
 
 /// Below this many elements an unshaped tensor is treated as a vector (PowerSGD sends it dense anyway).
 constexpr std::uint64_t k_min_matrix_elements = 1024;
 
-[[nodiscard]] bool is_sparse(CompressionKind k) {
-    return k == CompressionKind::topk || k == CompressionKind::randomk || k == CompressionKind::dgc ||
-           k == CompressionKind::gtopk;
-}
-
-void check_bits(std::string_view what, std::uint32_t bits) {
-    if (bits < 1 || bits > 64)
-        throw std::invalid_argument(fmt::format("compression {}: expected 1 to 64 bits, got {}", what, bits));
-}
-
-void validate(const CompressionSpec& spec) {
-    const auto index = static_cast<std::size_t>(spec.kind);
-    if (index >= k_factories.size())
-        throw std::invalid_argument(fmt::format("compression kind: unknown kind {}", index));
+// Every parameter the compressor takes within its descriptor's range.
+void validate(const CompressorInfo& info, const CompressionSpec& spec) {
     if (!std::isfinite(spec.cost_scale) || spec.cost_scale < 0.0)
         throw std::invalid_argument(
             fmt::format("compression cost_scale: expected a finite number >= 0, got {}", spec.cost_scale));
-    if (spec.kind == CompressionKind::qsgd && (spec.bits < 2 || spec.bits > 16))
-        throw std::invalid_argument(fmt::format("compression bits: expected 2 to 16 for qsgd, got {}", spec.bits));
-    if (is_sparse(spec.kind)) {
-        if (!(spec.density > 0.0 && spec.density <= 1.0))
-            throw std::invalid_argument(
-                fmt::format("compression density: expected a fraction in (0, 1], got {}", spec.density));
-        check_bits("value_bits", spec.value_bits);
-        if (spec.kind != CompressionKind::randomk) check_bits("index_bits", spec.index_bits);
+    for (const CompressorParam& p : info.params) {
+        double v = 0.0;
+        if (p.integer != nullptr)
+            v = spec.*p.integer;
+        else if (p.number != nullptr)
+            v = spec.*p.number;
+        else
+            continue;
+        if (p.key == "cost_scale") continue;  // checked above (0 allowed here: codec work switched off)
+        const bool low = p.min_exclusive ? !(v > p.min) : !(v >= p.min);
+        if (low || !(v <= p.max) || !std::isfinite(v))
+            throw std::invalid_argument(fmt::format("compression {}: expected {}{} to {:g}{}, got {:g}", p.key,
+                                                    p.min_exclusive ? "more than " : "", p.min, p.max,
+                                                    p.unit.empty() ? "" : fmt::format(" {}", p.unit), v));
     }
-    if (spec.kind == CompressionKind::powersgd && spec.rank == 0)
-        throw std::invalid_argument("compression rank: expected a rank of at least 1, got 0");
+    if (info.error_feedback == ErrorFeedbackRule::forced && !spec.error_feedback)
+        throw std::invalid_argument(fmt::format("compression {}: error feedback is part of the method", info.name));
 }
 
 }  // namespace
 
 std::unique_ptr<Compressor> make_compressor(const CompressionSpec& spec) {
-    validate(spec);
-    return k_factories.at(static_cast<std::size_t>(spec.kind))(spec);
-}
-
-const std::vector<std::string_view>& compression_kind_names() {
-    static const std::vector<std::string_view> names{"none",   "fp16", "qsgd",    "terngrad", "signsgd", "ef_signsgd",
-                                                     "onebit", "topk", "randomk", "dgc",      "gtopk",   "powersgd"};
-    return names;
+    const CompressorInfo& info = compressor_info(spec);
+    validate(info, spec);
+    return info.make(spec);
 }
 
 TensorShape tensor_shape(const Tensor& t) {
@@ -113,6 +157,50 @@ std::string describe(std::string_view name, std::string_view parts, bool error_f
     std::string inside(parts);
     if (error_feedback) inside += inside.empty() ? "error feedback" : ", error feedback";
     return inside.empty() ? std::string(name) : fmt::format("{} ({})", name, inside);
+}
+
+CompressorParam density_param() {
+    CompressorParam p{"density",  CompressorParam::Type::number,
+                      0.0,        true,
+                      1.0,        0.01,
+                      "fraction", "fraction of elements sent, k = max(1, ceil(density n))"};
+    p.number = &CompressionSpec::density;
+    return p;
+}
+
+std::vector<CompressorParam> sparse_width_params(bool with_index) {
+    std::vector<CompressorParam> out;
+    if (with_index) {
+        CompressorParam i{"index_bits", CompressorParam::Type::integer, 1, false, 64, 32, "bits", "bits per index"};
+        i.integer = &CompressionSpec::index_bits;
+        out.push_back(i);
+    }
+    CompressorParam v{"value_bits", CompressorParam::Type::integer, 1, false, 64, 32, "bits", "bits per value"};
+    v.integer = &CompressionSpec::value_bits;
+    out.push_back(v);
+    return out;
+}
+
+std::vector<CompressorParam> lossy_params(std::vector<CompressorParam> params, ErrorFeedbackRule rule) {
+    CompressorParam ef{"error_feedback",
+                       CompressorParam::Type::boolean,
+                       0,
+                       false,
+                       1,
+                       rule == ErrorFeedbackRule::on || rule == ErrorFeedbackRule::forced ? 1.0 : 0.0,
+                       "",
+                       rule == ErrorFeedbackRule::forced
+                           ? "keep the compression error and add it to the next gradient (part of the method: true)"
+                           : "keep the compression error and add it to the next gradient"};
+    ef.boolean = &CompressionSpec::error_feedback;
+    params.push_back(ef);
+    CompressorParam cost{"cost_scale", CompressorParam::Type::number,
+                         0.0,          true,
+                         1e6,          1.0,
+                         "",           "multiplies the encode/decode work (calibration)"};
+    cost.number = &CompressionSpec::cost_scale;
+    params.push_back(cost);
+    return params;
 }
 
 std::string sparse_bits(const CompressionSpec& spec) {

@@ -42,8 +42,23 @@ CompressedTensor sign_compress(double n, double b, double scales, bool error_fee
     return c;
 }
 
-std::unique_ptr<Compressor> make_signsgd(const CompressionSpec& spec) {
+static std::unique_ptr<Compressor> make_signsgd(const CompressionSpec& spec) {
     return std::make_unique<SignSgd>(spec.error_feedback);
+}
+
+const CompressorInfo& signsgd_compressor() {
+    static const CompressorInfo info = [] {
+        CompressorInfo c;
+        c.name = "signsgd";
+        c.description = "signSGD with majority vote (Bernstein et al., ICML 2018 / ICLR 2019)";
+        c.aggregation = Aggregation::summable;
+        c.params = lossy_params({}, ErrorFeedbackRule::optional);
+        c.error_feedback = ErrorFeedbackRule::optional;
+        c.replayable = true;
+        c.make = make_signsgd;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

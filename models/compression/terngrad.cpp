@@ -39,8 +39,22 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Compressor> make_terngrad(const CompressionSpec& spec) {
+static std::unique_ptr<Compressor> make_terngrad(const CompressionSpec& spec) {
     return std::make_unique<TernGrad>(spec.error_feedback);
+}
+
+const CompressorInfo& terngrad_compressor() {
+    static const CompressorInfo info = [] {
+        CompressorInfo c;
+        c.name = "terngrad";
+        c.description = "TernGrad ternary quantisation with one scale (Wen et al., NeurIPS 2017)";
+        c.aggregation = Aggregation::summable;
+        c.params = lossy_params({}, ErrorFeedbackRule::optional);
+        c.error_feedback = ErrorFeedbackRule::optional;
+        c.make = make_terngrad;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

@@ -47,8 +47,26 @@ CompressedTensor topk_compress(const CompressionSpec& spec, double n, double b) 
     return c;
 }
 
-std::unique_ptr<Compressor> make_topk(const CompressionSpec& spec) {
+static std::unique_ptr<Compressor> make_topk(const CompressionSpec& spec) {
     return std::make_unique<TopK>(spec);
+}
+
+const CompressorInfo& topk_compressor() {
+    static const CompressorInfo info = [] {
+        std::vector<CompressorParam> sparse{density_param()};
+        for (const CompressorParam& w : sparse_width_params(true)) sparse.push_back(w);
+        CompressorInfo c;
+        c.name = "topk";
+        c.description = "Top-k sparsification, (value, index) pairs all-gathered (Aji & Heafield, EMNLP 2017)";
+        c.aggregation = Aggregation::allgather;
+        c.params = lossy_params(sparse, ErrorFeedbackRule::optional);
+        c.error_feedback = ErrorFeedbackRule::optional;
+        c.byteps = false;  // BytePS servers sum; these payloads cannot be summed
+        c.replayable = true;
+        c.make = make_topk;
+        return c;
+    }();
+    return info;
 }
 
 }  // namespace ddlsim::models::compression_detail

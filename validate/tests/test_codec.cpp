@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "sim/rng.hpp"
 #include "validate/codec.hpp"
 
 using namespace ddlsim::validate;
@@ -14,7 +15,8 @@ namespace {
 
 std::vector<float> random_vector(std::size_t n, std::uint64_t seed) {
     std::vector<float> v(n);
-    for (auto& x : v) x = static_cast<float>(2.0 * uniform01(seed) - 1.0);
+    ddlsim::sim::rng::SplitMix64 g(seed);
+    for (auto& x : v) x = static_cast<float>(2.0 * ddlsim::sim::rng::uniform01(g) - 1.0);
     return v;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/rng.hpp"
 #include "validate/codec.hpp"
 #include "validate/nn.hpp"
 
@@ -56,8 +57,8 @@ TEST_CASE("CUDA and CPU backends compute the same loss and gradient") {
 TEST_CASE("CUDA codecs write the CPU codecs' payloads") {
     if (!gpu_or_skip()) return;
     std::vector<float> g(10000);
-    std::uint64_t s = 3;
-    for (auto& x : g) x = static_cast<float>(2.0 * uniform01(s) - 1.0);
+    ddlsim::sim::rng::SplitMix64 s(3);
+    for (auto& x : g) x = static_cast<float>(2.0 * ddlsim::sim::rng::uniform01(s) - 1.0);
     for (auto kind : {CodecKind::none, CodecKind::fp16, CodecKind::signsgd, CodecKind::topk}) {
         CAPTURE(codec_name(kind));
         CodecSpec spec{kind};

@@ -323,8 +323,9 @@ TEST_CASE("replay: evaluation points at iteration 0, every eval_every iterations
     CHECK(res.curve[3].accuracy > res.curve[0].accuracy);  // it learns
     CHECK(res.curve[3].loss < res.curve[0].loss);
 
-    // A target the first point already meets: no op is applied.
-    o.target_accuracy = 0.01;
+    // A target the first point already meets (its own accuracy): no op is applied.
+    const double first_accuracy = res.curve[0].accuracy;
+    o.target_accuracy = first_accuracy;
     res = replay(sched, task_data(*sc.jobs[0].convergence), o);
     REQUIRE(res.curve.size() == 1);
     REQUIRE(res.time_to_accuracy_s.has_value());
@@ -333,7 +334,7 @@ TEST_CASE("replay: evaluation points at iteration 0, every eval_every iterations
     CHECK(res.ops_applied == 0);
 
     // A reachable target: the replay stops at the first point at or above it.
-    o.target_accuracy = 0.5 * (res.curve[0].accuracy + 1.0);
+    o.target_accuracy = 0.5 * (first_accuracy + 1.0);
     res = replay(sched, task_data(*sc.jobs[0].convergence), o);
     REQUIRE(res.iterations_to_accuracy.has_value());
     CHECK(res.curve.back().accuracy >= o.target_accuracy);
@@ -349,14 +350,15 @@ TEST_CASE("replay: the same scenario and seed give the same curve, another seed 
     const auto sc = scenario::load_scenario(jps);
     const auto a = convergence_result(sc, scenario::run_scenario(sc));
     const auto b = convergence_result(sc, scenario::run_scenario(sc));
-    CHECK(a.at("curve") == b.at("curve"));
+    // Compared as text: a diverging asynchronous run has NaN losses, which are never equal to themselves.
+    CHECK(a.at("curve").dump() == b.at("curve").dump());
     CHECK(a.at("gradients") == b.at("gradients"));
     CHECK(a.at("gradients").get<std::uint64_t>() <= 4 * 20);  // fewer when the target stops it early
     CHECK(a.at("curve").size() >= 2);
     jps["seed"] = kSeed + 1;
     const auto sc2 = scenario::load_scenario(jps);
     const auto c = convergence_result(sc2, scenario::run_scenario(sc2));
-    CHECK(a.at("curve") != c.at("curve"));
+    CHECK(a.at("curve").dump() != c.at("curve").dump());
     for (const char* k : {"task", "target_accuracy", "time_to_accuracy_s", "iterations_to_accuracy", "final_accuracy",
                           "curve", "gradients", "replay_wall_time_s"})
         CHECK(a.contains(k));

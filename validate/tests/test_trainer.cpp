@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "sim/rng.hpp"
 #include "validate/collectives.hpp"
 #include "validate/processes.hpp"
 #include "validate/trainer.hpp"
@@ -141,8 +142,8 @@ TEST_CASE("compressed ring all-reduce: every worker ends with the same values, n
     const std::size_t size = 1000;
     auto vector_of = [&](std::uint32_t w) {
         std::vector<float> v(size);
-        std::uint64_t s = 100 + w;
-        for (auto& x : v) x = static_cast<float>(2.0 * uniform01(s) - 1.0);
+        ddlsim::sim::rng::SplitMix64 s(100 + w);
+        for (auto& x : v) x = static_cast<float>(2.0 * ddlsim::sim::rng::uniform01(s) - 1.0);
         return v;
     };
     std::vector<double> exact(size, 0.0);

@@ -1,4 +1,4 @@
-#include "tools/output_file.hpp"
+#include "sim/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 #include <string_view>
 #include <thread>
 
-namespace ddlsim::tools {
+namespace ddlsim::sim {
 namespace {
 
 namespace fs = std::filesystem;
@@ -181,4 +181,4 @@ void remove_partial_output_on_interrupt() {
     for (int s : kSignals) ::sigaction(s, &sa, nullptr);
 }
 
-}  // namespace ddlsim::tools
+}  // namespace ddlsim::sim

@@ -1,4 +1,4 @@
-#include "validate/cli.hpp"
+#include "tools/validate_cli.hpp"
 
 #include <fmt/format.h>
 
@@ -7,38 +7,19 @@
 #include <string>
 
 #include "scenarios/json_reader.hpp"
-#include "tools/output_file.hpp"
+#include "sim/output_file.hpp"
+#include "validate/calibrate.hpp"
 #include "validate/validation.hpp"
 
-namespace ddlsim::validate {
+namespace ddlsim::tools {
 namespace {
 
-using tools::CliError;
+using sim::CliError;
 
-// The parsed options, kept between add_validate_commands and run_validate_commands.
-struct Options {
-    std::string backend = "cpu";
-    std::string model = "mlp";
-    std::string rate = "100Mbps";
-    std::string data = kFashionMnistDir;
-    std::string out;
-    std::string profile;
-    std::uint32_t batch = 32;
-    bool quick = false;
-    bool loopback = false;
-    CLI::App* validate = nullptr;
-    CLI::App* calibrate = nullptr;
-};
-
-Options& options() {
-    static Options o;
-    return o;
-}
-
-Backend parse_backend(const std::string& b) {
+validate::Backend parse_backend(const std::string& b) {
     std::string why;
-    const Backend backend = b == "cuda" ? Backend::cuda : Backend::cpu;
-    if (!probe_backend(backend, &why)) throw CliError(fmt::format("--backend {}: {}", b, why));
+    const validate::Backend backend = b == "cuda" ? validate::Backend::cuda : validate::Backend::cpu;
+    if (!validate::probe_backend(backend, &why)) throw CliError(fmt::format("--backend {}: {}", b, why));
     return backend;
 }
 
@@ -60,8 +41,7 @@ std::string default_profile(const std::string& out) {
 
 }  // namespace
 
-void add_validate_commands(CLI::App& app) {
-    Options& o = options();
+void add_validate_commands(CLI::App& app, ValidateCliOptions& o) {
     const auto backends = CLI::IsMember({"cpu", "cuda"});
     o.validate = app.add_subcommand("validate", "real data-parallel training: calibrate, predict, measure, compare");
     o.validate->add_option("--backend", o.backend, "cpu (Eigen, default) or cuda (cuBLAS; needs a GPU)")
@@ -84,20 +64,21 @@ void add_validate_commands(CLI::App& app) {
     o.calibrate->add_flag("--loopback", o.loopback, "loopback TCP even as root");
 }
 
-std::optional<int> run_validate_commands(CLI::App& /*app*/) {
-    Options& o = options();
+std::optional<int> run_validate_commands(const ValidateCliOptions& o) {
     if (o.validate != nullptr && o.validate->parsed()) {
-        tools::check_output_path(o.out);
-        ValidateOptions v;
+        sim::check_output_path(o.out);
+        validate::ValidateOptions v;
         v.profile = o.profile.empty() ? default_profile(o.out) : o.profile;
-        tools::check_output_path(v.profile);
+        sim::check_output_path(v.profile);
         v.backend = parse_backend(o.backend);
         v.quick = o.quick;
         v.data_dir = o.data;
         v.rate_bps = parse_rate(o.rate);
         v.namespaces = !o.loopback;
-        const auto result = run_validation(v, std::cout, std::cerr);
-        tools::write_file_atomically(o.out, result.report.dump(2) + "\n");
+        const auto result = validate::run_validation(v, std::cout, std::cerr);
+        // Only a complete run replaces calib.json (each file atomically): an interrupted one leaves the old profile.
+        for (const auto& [path, text] : result.profiles) sim::write_file_atomically(path, text);
+        sim::write_file_atomically(o.out, result.report.dump(2) + "\n");
         if (!result.passed()) {
             std::string failed;
             for (const auto& c : result.checks)
@@ -108,21 +89,21 @@ std::optional<int> run_validate_commands(CLI::App& /*app*/) {
         return 0;
     }
     if (o.calibrate != nullptr && o.calibrate->parsed()) {
-        tools::check_output_path(o.out);
-        CalibrateOptions c;
+        sim::check_output_path(o.out);
+        validate::CalibrateOptions c;
         c.backend = parse_backend(o.backend);
-        c.model = o.model == "cnn" ? ModelKind::cnn : ModelKind::mlp;
+        c.model = o.model == "cnn" ? validate::ModelKind::cnn : validate::ModelKind::mlp;
         c.batch = o.batch;
         c.quick = o.quick;
         c.data_dir = o.data;
         c.rate_bps = parse_rate(o.rate);
         c.namespaces = !o.loopback;
-        const auto profile = run_calibration(c, std::cout, std::cerr);
-        tools::write_file_atomically(o.out, profile.dump(2) + "\n");
+        const auto profile = validate::run_calibration(c, std::cout, std::cerr);
+        sim::write_file_atomically(o.out, profile.dump(2) + "\n");
         std::cout << "profile written to " << o.out << "\n";
         return 0;
     }
     return std::nullopt;
 }
 
-}  // namespace ddlsim::validate
+}  // namespace ddlsim::tools

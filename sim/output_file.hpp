@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace ddlsim::tools {
+namespace ddlsim::sim {
 
 /// Bad input outside a scenario file (a command-line value, an output path): exit code 2.
 class CliError : public std::runtime_error {
@@ -37,4 +37,4 @@ void write_file_atomically(const std::string& path, const std::string& text);
 /// Installs the handlers that remove a temporary file being written, then die of the signal.
 void remove_partial_output_on_interrupt();
 
-}  // namespace ddlsim::tools
+}  // namespace ddlsim::sim
