@@ -109,11 +109,11 @@ double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t b
 }  // namespace
 
 std::string_view optimizer_name(Optimizer o) {
-    return optimizer_names()[static_cast<std::size_t>(o)];
+    return sim::enum_name(o);
 }
 
 const std::vector<std::string>& optimizer_names() {
-    static const std::vector<std::string> names{"sgd", "momentum", "adam", "adamw", "lamb"};
+    static const std::vector<std::string> names = sim::enum_names<Optimizer>();
     return names;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,7 +17,15 @@ namespace ddlsim::models {
 /// The optimizer's update, which streams its state through memory once per step.
 enum class Optimizer { sgd, momentum, adam, adamw, lamb };
 
-/// "sgd", "momentum", ... (the scenario spelling), and all of them in enum order.
+inline constexpr sim::EnumEntry<Optimizer> k_optimizers[]{
+    {Optimizer::sgd, "sgd", "plain SGD: reads the gradient, updates the weights"},
+    {Optimizer::momentum, "momentum", "SGD with momentum: one state tensor"},
+    {Optimizer::adam, "adam", "Adam (Kingma & Ba, ICLR 2015): two state tensors"},
+    {Optimizer::adamw, "adamw", "Adam with decoupled weight decay (Loshchilov & Hutter, ICLR 2019)"},
+    {Optimizer::lamb, "lamb", "LAMB (You et al., ICLR 2020): Adam's state plus per-layer trust ratios"}};
+constexpr std::span<const sim::EnumEntry<Optimizer>> enum_entries(Optimizer) { return k_optimizers; }
+
+/// "sgd", "momentum", ... (the scenario spelling), and all of them in table order.
 [[nodiscard]] std::string_view optimizer_name(Optimizer o);
 [[nodiscard]] const std::vector<std::string>& optimizer_names();
 /// What the family usually trains with: SGD with momentum for CNNs, AdamW for transformers (compute.cpp).

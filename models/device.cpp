@@ -99,14 +99,7 @@ DeviceProfile make(const Row& r) {
 }  // namespace
 
 std::string_view precision_name(Precision p) {
-    switch (p) {
-        case Precision::fp32: return "fp32";
-        case Precision::tf32: return "tf32";
-        case Precision::fp16: return "fp16";
-        case Precision::bf16: return "bf16";
-        case Precision::fp8: return "fp8";
-    }
-    return "fp32";
+    return sim::enum_name(p);
 }
 
 double activation_bytes(Precision p) {

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/enum_info.hpp"
 #include "sim/units.hpp"
 
 namespace ddlsim::models {
@@ -14,6 +16,14 @@ namespace ddlsim::models {
 /// The arithmetic a training step runs in. fp16 and bf16 are automatic mixed precision (half-precision math,
 /// fp32 master weights); fp8 is Transformer-Engine FP8 GEMMs with bf16 elsewhere (Hopper only).
 enum class Precision { fp32, tf32, fp16, bf16, fp8 };
+
+inline constexpr sim::EnumEntry<Precision> k_precisions[]{
+    {Precision::fp32, "fp32", "IEEE single precision on CUDA cores"},
+    {Precision::tf32, "tf32", "TF32 tensor cores for convolutions and matmuls (A100 and later)"},
+    {Precision::fp16, "fp16", "automatic mixed precision, fp16 tensor cores"},
+    {Precision::bf16, "bf16", "automatic mixed precision, bf16 tensor cores"},
+    {Precision::fp8, "fp8", "Transformer Engine FP8 GEMMs, bf16 elsewhere (H100/H200)"}};
+constexpr std::span<const sim::EnumEntry<Precision>> enum_entries(Precision) { return k_precisions; }
 
 /// "fp32", "tf32", ... (the scenario spelling).
 [[nodiscard]] std::string_view precision_name(Precision p);

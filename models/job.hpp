@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "models/compute.hpp"
 #include "models/schedule.hpp"
 #include "models/workload.hpp"
+#include "sim/enum_info.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/fabric.hpp"
 
@@ -18,6 +20,14 @@ namespace ddlsim::models {
 
 /// The synchronisation scheme (SPEC §2 `sync`; the survey's first dimension).
 enum class SyncKind { bsp, ssp, asp, local_sgd, fedavg };
+
+inline constexpr sim::EnumEntry<SyncKind> k_sync_kinds[]{
+    {SyncKind::bsp, "bsp", "a barrier per iteration"},
+    {SyncKind::ssp, "ssp", "bounded staleness (Ho et al., NeurIPS 2013)"},
+    {SyncKind::asp, "asp", "fully asynchronous (ps; with gossip: AD-PSGD, Lian et al., ICML 2018)"},
+    {SyncKind::local_sgd, "local_sgd", "average every `period` steps (Lin et al., ICLR 2020)"},
+    {SyncKind::fedavg, "fedavg", "sampled clients, local steps, server averaging (McMahan et al., AISTATS 2017)"}};
+constexpr std::span<const sim::EnumEntry<SyncKind>> enum_entries(SyncKind) { return k_sync_kinds; }
 
 struct SyncSpec {
     SyncKind kind = SyncKind::bsp;
@@ -29,6 +39,12 @@ struct SyncSpec {
 };
 
 enum class Fusion { none, buffer, mgwfbp };
+
+inline constexpr sim::EnumEntry<Fusion> k_fusions[]{
+    {Fusion::none, "none", "one message per layer (with wfbp) or one per iteration"},
+    {Fusion::buffer, "buffer", "DDP buckets / Horovod fusion buffer"},
+    {Fusion::mgwfbp, "mgwfbp", "MG-WFBP merging (Shi et al., INFOCOM 2019; implies wfbp)"}};
+constexpr std::span<const sim::EnumEntry<Fusion>> enum_entries(Fusion) { return k_fusions; }
 
 /// The `overlap` block (the survey's fourth dimension).
 struct OverlapSpec {
@@ -58,6 +74,15 @@ struct OverlapSpec {
 inline constexpr double kDefaultOverlapSlowdown = 0.189;
 
 enum class StragglerDistribution { none, lognormal, exponential, periodic };
+
+/// The distributions a scenario names ("none" is the absence of the key, so it has no name here).
+inline constexpr sim::EnumEntry<StragglerDistribution> k_straggler_distributions[]{
+    {StragglerDistribution::lognormal, "lognormal", "slowdown factor exp(sigma |Z|)"},
+    {StragglerDistribution::exponential, "exponential", "added delay of mean `mean_delay`"},
+    {StragglerDistribution::periodic, "periodic", "one iteration in `every` slower by `slowdown`"}};
+constexpr std::span<const sim::EnumEntry<StragglerDistribution>> enum_entries(StragglerDistribution) {
+    return k_straggler_distributions;
+}
 
 /// Per-worker, per-iteration compute slowdowns (SPEC §2 `stragglers`).
 struct StragglerSpec {

@@ -32,13 +32,12 @@ double Workload::fwd_flops() const {
 namespace ddlsim::models {
 
 const std::vector<std::string>& part_kind_names() {
-    static const std::vector<std::string> names{"matmul",      "conv",      "attention", "norm",
-                                                "elementwise", "embedding", "pooling"};
+    static const std::vector<std::string> names = sim::enum_names<PartKind>();
     return names;
 }
 
 std::string_view part_kind_name(PartKind k) {
-    return part_kind_names()[static_cast<std::size_t>(k)];
+    return sim::enum_name(k);
 }
 
 }  // namespace ddlsim::models

@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/enum_info.hpp"
 #include "sim/units.hpp"
 
 namespace ddlsim::models {
@@ -27,7 +29,17 @@ struct Tensor {
 /// What a piece of a layer computes; decides whether it runs at a tensor-core rate or at memory bandwidth.
 enum class PartKind { matmul, conv, attention, norm, elementwise, embedding, pooling };
 
-/// The scenario spelling of `k` ("matmul", "conv", ...), and all of them in enum order.
+inline constexpr sim::EnumEntry<PartKind> k_part_kinds[]{
+    {PartKind::matmul, "matmul", "dense matrix products at the tensor rate"},
+    {PartKind::conv, "conv", "convolutions at the tensor rate (Winograd for 3x3 stride 1 on CUDA cores)"},
+    {PartKind::attention, "attention", "attention scores and context at the tensor rate"},
+    {PartKind::norm, "norm", "normalisation at memory bandwidth"},
+    {PartKind::elementwise, "elementwise", "activations and additions at memory bandwidth"},
+    {PartKind::embedding, "embedding", "table look-ups at memory bandwidth"},
+    {PartKind::pooling, "pooling", "pooling at memory bandwidth"}};
+constexpr std::span<const sim::EnumEntry<PartKind>> enum_entries(PartKind) { return k_part_kinds; }
+
+/// The scenario spelling of `k` ("matmul", "conv", ...), and all of them in table order.
 [[nodiscard]] std::string_view part_kind_name(PartKind k);
 [[nodiscard]] const std::vector<std::string>& part_kind_names();
 

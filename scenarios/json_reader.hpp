@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/enum_info.hpp"
 #include "sim/units.hpp"
 
 namespace ddlsim::scenario {
@@ -85,6 +86,13 @@ private:
 [[nodiscard]] sim::Bytes read_bytes(const json& j, const std::string& path);
 [[nodiscard]] sim::FlopRate read_flop_rate(const json& j, const std::string& path);
 [[nodiscard]] const json& read_array(const json& j, const std::string& path, std::size_t min_size);
+
+/// A string naming a value of the plain enum E (its table, sim/enum_info.hpp).
+template <typename E>
+[[nodiscard]] E read_enum(const json& j, const std::string& path) {
+    static const std::vector<std::string> names = sim::enum_names<E>();
+    return sim::enum_value<E>(read_choice(j, path, names));
+}
 
 /// JSON Schema fragments for the unit strings, shared by the schema and the docs.
 [[nodiscard]] json bandwidth_schema(std::string description);

@@ -13,8 +13,6 @@
 namespace ddlsim::scenario::detail {
 namespace {
 
-std::size_t index_in(const std::vector<std::string>& v, const std::string& x);
-
 models::Layer read_layer(const json& j, const std::string& path) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.layer);
@@ -29,8 +27,7 @@ models::Layer read_layer(const json& j, const std::string& path) {
     if (r.has("kind") || r.has("fwd_bytes")) {
         models::LayerPart part;
         if (r.has("kind"))
-            part.kind = static_cast<models::PartKind>(index_in(
-                models::part_kind_names(), read_choice(r.at("kind"), r.path("kind"), models::part_kind_names())));
+            part.kind = read_enum<models::PartKind>(r.at("kind"), r.path("kind"));
         part.flops = l.fwd_flops;
         if (r.has("fwd_bytes")) part.bytes = read_number(r.at("fwd_bytes"), r.path("fwd_bytes"), 0.0, 1e18);
         l.parts.push_back(part);
@@ -138,8 +135,7 @@ models::DeviceSpec read_device(const json& j_in, const std::string& path, const 
     const auto p = r.has("name") ? profile_or_throw(r.at("name"), r.path("name")) : *models::builtin_device("V100");
     std::optional<models::Precision> precision;
     if (r.has("precision"))
-        precision = static_cast<models::Precision>(
-            index_in(t.choices.precisions, read_choice(r.at("precision"), r.path("precision"), t.choices.precisions)));
+        precision = read_enum<models::Precision>(r.at("precision"), r.path("precision"));
     d.name = r.has("name") ? p.name : j_in.contains("profile") ? "calibrated" : "custom";
     set_precision(d, p, r.has("name"), precision, r.path("precision"));
     if (r.has("peak_flops")) {
@@ -181,31 +177,22 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     for (const auto& [owner, keys] : kind_keys)
         if (owner != kind)
             for (const auto& k : keys) r.forbid(k, fmt::format("applies to kind \"{}\" only, not \"{}\"", owner, kind));
-    auto index_of = [](const std::vector<std::string>& v, const std::string& x) {
-        return static_cast<std::size_t>(std::find(v.begin(), v.end(), x) - v.begin());
-    };
     if (kind == "allreduce") {
         a.kind = topo::ArchKind::allreduce;
         if (r.has("algorithm"))
-            a.algorithm = static_cast<topo::AllreduceAlgorithm>(
-                index_of(t.choices.algorithms, read_kind(r, "algorithm", "algorithm", t.choices.algorithms)));
+            a.algorithm = sim::enum_value<topo::AllreduceAlgorithm>(
+                read_kind(r, "algorithm", "algorithm", t.choices.algorithms));
         if (r.has("segment_size")) a.segment_size = read_bytes(r.at("segment_size"), r.path("segment_size"));
     } else if (kind == "gossip") {
         a.kind = topo::ArchKind::gossip;
         if (r.has("graph"))
-            a.graph = static_cast<topo::GossipGraph>(
-                index_of(t.choices.gossip_graphs, read_kind(r, "graph", "graph", t.choices.gossip_graphs)));
+            a.graph = sim::enum_value<topo::GossipGraph>(read_kind(r, "graph", "graph", t.choices.gossip_graphs));
     } else {
         a.kind = topo::ArchKind::ps;
         if (r.has("style"))
-            a.style = read_choice(r.at("style"), r.path("style"), t.choices.ps_styles) == "byteps"
-                          ? topo::PsStyle::byteps
-                          : topo::PsStyle::standard;
+            a.style = read_enum<topo::PsStyle>(r.at("style"), r.path("style"));
         if (r.has("placement"))
-            a.placement =
-                read_choice(r.at("placement"), r.path("placement"), t.choices.server_placements) == "colocated"
-                    ? topo::ServerPlacement::colocated
-                    : topo::ServerPlacement::dedicated;
+            a.placement = read_enum<topo::ServerPlacement>(r.at("placement"), r.path("placement"));
         // Colocated BytePS (its usual deployment without spare CPU machines): a server process on every
         // worker machine and no CPU summation server, i.e. the worker-host shares alone (k = 0).
         const bool byteps_colocated =
@@ -228,8 +215,7 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
         if (r.has("aggregation_rate"))
             a.aggregation_rate = read_bandwidth(r.at("aggregation_rate"), r.path("aggregation_rate"));
         if (r.has("sharding"))
-            a.sharding = static_cast<topo::PsSharding>(index_of(
-                t.choices.ps_shardings, read_choice(r.at("sharding"), r.path("sharding"), t.choices.ps_shardings)));
+            a.sharding = read_enum<topo::PsSharding>(r.at("sharding"), r.path("sharding"));
         if (r.has("split_size")) {
             if (a.sharding == topo::PsSharding::bytes)
                 throw ScenarioError(r.path("split_size"),
@@ -272,16 +258,12 @@ void forbid_other_kinds(ObjectReader& r, const std::string& kind,
             r.forbid(key, fmt::format("applies to kind {} only, not \"{}\"", list(kinds), kind));
 }
 
-std::size_t index_in(const std::vector<std::string>& v, const std::string& x) {
-    return static_cast<std::size_t>(std::find(v.begin(), v.end(), x) - v.begin());
-}
-
 models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec& job) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.sync);
     models::SyncSpec s;
     const std::string kind = read_choice(r.at("kind"), r.path("kind"), t.choices.sync_kinds);
-    s.kind = static_cast<models::SyncKind>(index_in(t.choices.sync_kinds, kind));
+    s.kind = sim::enum_value<models::SyncKind>(kind);
     forbid_other_kinds(r, kind,
                        {{"staleness", {"ssp"}},
                         {"period", {"local_sgd"}},
@@ -360,7 +342,7 @@ models::CompressionSpec read_compression(const json& j, const std::string& path,
             }
         }
     }
-    const std::string arch(t.choices.arch_kinds.at(static_cast<std::size_t>(job.architecture.kind)));
+    const std::string arch(sim::enum_name(job.architecture.kind));
     if (!info.architectures.empty() &&
         std::find(info.architectures.begin(), info.architectures.end(), arch) == info.architectures.end()) {
         std::vector<std::string> allowed(info.architectures.begin(), info.architectures.end());
@@ -385,8 +367,7 @@ models::OverlapSpec read_overlap(const json& j, const std::string& path, const J
     models::OverlapSpec o;
     if (r.has("wfbp")) o.wfbp = read_bool(r.at("wfbp"), r.path("wfbp"));
     if (r.has("fusion"))
-        o.fusion = static_cast<models::Fusion>(
-            index_in(t.choices.fusions, read_choice(r.at("fusion"), r.path("fusion"), t.choices.fusions)));
+        o.fusion = read_enum<models::Fusion>(r.at("fusion"), r.path("fusion"));
     if (r.has("priority")) o.priority = read_bool(r.at("priority"), r.path("priority"));
     if (o.fusion != models::Fusion::buffer) {
         for (const char* k : {"bucket_size", "cycle_time"}) r.forbid(k, "applies to fusion \"buffer\" only");
@@ -455,7 +436,7 @@ models::StragglerSpec read_stragglers(const json& j, const std::string& path, st
     if (has_dist) {
         const std::string d =
             read_choice(r.at("distribution"), r.path("distribution"), t.choices.straggler_distributions);
-        s.distribution = static_cast<models::StragglerDistribution>(1 + index_in(t.choices.straggler_distributions, d));
+        s.distribution = sim::enum_value<models::StragglerDistribution>(d);
         forbid_other_kinds(r, d,
                            {{"sigma", {"lognormal"}},
                             {"mean_delay", {"exponential"}},
@@ -522,8 +503,7 @@ JobSpec read_job(ObjectReader& r, const std::string& base_dir) {
     s.batch_size = static_cast<std::uint32_t>(read_uint(need("batch_size"), r.path("batch_size"), 1, 100'000'000));
     s.optimizer = models::default_optimizer(s.workload.family);
     if (r.has("optimizer")) {
-        s.optimizer = static_cast<models::Optimizer>(index_in(
-            models::optimizer_names(), read_choice(r.at("optimizer"), r.path("optimizer"), models::optimizer_names())));
+        s.optimizer = read_enum<models::Optimizer>(r.at("optimizer"), r.path("optimizer"));
         s.optimizer_source = models::Source::scenario;
     }
     s.device = read_device(need("device"), r.path("device"), base_dir);

@@ -35,9 +35,7 @@ topo::CustomSpec read_custom(const json& nodes, const json& links, const std::st
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         ObjectReader n(nodes[i], fmt::format("{}[{}]", nodes_path, i), t.node);
         topo::CustomNode node{read_string(n.at("name"), n.path("name")),
-                              read_choice(n.at("kind"), n.path("kind"), t.choices.node_kinds) == "switch"
-                                  ? topo::NodeKind::switch_
-                                  : topo::NodeKind::host};
+                              read_enum<topo::NodeKind>(n.at("kind"), n.path("kind"))};
         for (const auto& prev : c.nodes)
             if (prev.name == node.name)
                 throw ScenarioError(n.path("name"), fmt::format("duplicate node name \"{}\"", node.name));
@@ -127,13 +125,9 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
 
     NetworkSpec out;
     if (r.has("model"))
-        out.model = read_choice(r.at("model"), r.path("model"), t.choices.network_models) == "analytic"
-                        ? NetworkModel::analytic
-                        : NetworkModel::flow;
+        out.model = read_enum<NetworkModel>(r.at("model"), r.path("model"));
     if (r.has("routing"))
-        out.routing = read_choice(r.at("routing"), r.path("routing"), t.choices.routings) == "dmodk"
-                          ? topo::Routing::dmodk
-                          : topo::Routing::ecmp;
+        out.routing = read_enum<topo::Routing>(r.at("routing"), r.path("routing"));
     if (r.has("host_bandwidth")) {
         const json& hb = r.at("host_bandwidth");
         if (!hb.is_object() || hb.empty())

@@ -12,13 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-template <class E>
-const std::string& name_of(const std::vector<std::string>& names, E e) {
-    return names.at(static_cast<std::size_t>(e));
-}
-
 json network_json(const Scenario& s) {
-    const auto& c = tables().choices;
     json n = json::object();
     std::visit(
         [&](const auto& t) {
@@ -67,12 +61,12 @@ json network_json(const Scenario& s) {
             }
         },
         s.topology);
-    n["model"] = name_of(c.network_models, s.network_model);
-    n["routing"] = name_of(c.routings, s.routing);
+    n["model"] = std::string(sim::enum_name(s.network_model));
+    n["routing"] = std::string(sim::enum_name(s.routing));
     // Transports: the given ones, or what `auto` picks for the topology's link speeds (custom topologies,
     // whose links may differ, keep auto).
     auto transport_json = [&](const topo::TransportSpec& t) {
-        json o{{"kind", c.transports[static_cast<std::size_t>(t.kind)]},
+        json o{{"kind", std::string(sim::enum_name(t.kind))},
                {"efficiency", t.efficiency},
                {"message_overhead", sim::format_time(t.message_overhead)},
                {"collective_overhead", sim::format_time(t.collective_overhead)},
@@ -136,25 +130,24 @@ json device_json(const models::DeviceSpec& d) {
 }
 
 json architecture_json(const JobSpec& j) {
-    const auto& c = tables().choices;
     const auto& a = j.architecture;
-    json out{{"kind", name_of(c.arch_kinds, a.kind)}};
+    json out{{"kind", std::string(sim::enum_name(a.kind))}};
     switch (a.kind) {
         case topo::ArchKind::allreduce:
-            out["algorithm"] = name_of(c.algorithms, a.algorithm);
+            out["algorithm"] = std::string(sim::enum_name(a.algorithm));
             if (a.segment_size.value() > 0.0) out["segment_size"] = sim::format_bytes(a.segment_size);
             break;
-        case topo::ArchKind::gossip: out["graph"] = name_of(c.gossip_graphs, a.graph); break;
+        case topo::ArchKind::gossip: out["graph"] = std::string(sim::enum_name(a.graph)); break;
         case topo::ArchKind::ps:
-            out["style"] = name_of(c.ps_styles, a.style);
+            out["style"] = std::string(sim::enum_name(a.style));
             // Colocated BytePS has no CPU server: one server process on every worker machine.
             if (!(a.style == topo::PsStyle::byteps && a.placement == topo::ServerPlacement::colocated))
                 out["servers"] = a.servers;
-            out["placement"] = name_of(c.server_placements, a.placement);
+            out["placement"] = std::string(sim::enum_name(a.placement));
             if (a.aggregation_rate) out["aggregation_rate"] = sim::format_bandwidth(*a.aggregation_rate);
             // Only a given server placement: default dedicated servers also size the network (two_tier).
             if (!a.server_placement.empty()) out["server_placement"] = a.server_placement;
-            out["sharding"] = name_of(c.ps_shardings, a.sharding);
+            out["sharding"] = std::string(sim::enum_name(a.sharding));
             if (a.sharding != topo::PsSharding::bytes) out["split_size"] = sim::format_bytes(a.split_size);
             out["per_tensor"] = a.per_tensor;
             out["local_aggregation"] = a.local_aggregation;
@@ -166,8 +159,7 @@ json architecture_json(const JobSpec& j) {
 }
 
 json sync_json(const models::SyncSpec& y) {
-    const auto& c = tables().choices;
-    json out{{"kind", name_of(c.sync_kinds, y.kind)}};
+    json out{{"kind", std::string(sim::enum_name(y.kind))}};
     switch (y.kind) {
         case models::SyncKind::ssp: out["staleness"] = y.staleness; break;
         case models::SyncKind::local_sgd: out["period"] = y.period; break;
@@ -195,8 +187,7 @@ json compression_json(const models::CompressionSpec& k) {
 }
 
 json overlap_json(const models::OverlapSpec& o) {
-    const auto& c = tables().choices;
-    json out{{"wfbp", o.wfbp}, {"fusion", name_of(c.fusions, o.fusion)}, {"priority", o.priority}};
+    json out{{"wfbp", o.wfbp}, {"fusion", std::string(sim::enum_name(o.fusion))}, {"priority", o.priority}};
     if (o.fusion == models::Fusion::buffer) {
         out["bucket_size"] = sim::format_bytes(o.bucket_size);
         out["cycle_time"] = sim::format_time(o.cycle_time);
@@ -210,7 +201,6 @@ json overlap_json(const models::OverlapSpec& o) {
 }
 
 json stragglers_json(const models::StragglerSpec& g) {
-    const auto& c = tables().choices;
     json out = json::object();
     if (!g.fixed.empty()) {
         out["fixed"] = json::object();
@@ -225,7 +215,7 @@ json stragglers_json(const models::StragglerSpec& g) {
             out["slowdown"] = g.slowdown;
             break;
     }
-    out["distribution"] = c.straggler_distributions.at(static_cast<std::size_t>(g.distribution) - 1);
+    out["distribution"] = std::string(sim::enum_name(g.distribution));
     if (!g.workers.empty()) out["workers"] = g.workers;
     return out;
 }

@@ -314,7 +314,7 @@ std::string describe_transports(const Scenario& s, bool with_source) {
     // `given`: 1 the scenario's (or network.profile's, as transport_source says), 2 the scenario's
     // intra_transport, 0 auto.
     auto one = [&s, with_source](const topo::TransportSpec& t, int given) {
-        std::string out = topo::transport_names()[static_cast<std::size_t>(t.kind)];
+        std::string out(sim::enum_name(t.kind));
         if (with_source)
             out += given == 0                                  ? " (auto)"
                    : given == 1 && !s.transport_source.empty() ? " (" + s.transport_source + ")"
@@ -387,7 +387,7 @@ std::string describe_architecture(const JobSpec& j) {
     const auto& c = tables().choices;
     switch (a.kind) {
         case topo::ArchKind::allreduce: {
-            std::string out = c.algorithms[static_cast<std::size_t>(a.algorithm)] + " all-reduce";
+            std::string out = std::string(sim::enum_name(a.algorithm)) + " all-reduce";
             if (a.segment_size.value() > 0.0) out += fmt::format(" ({:.4g} MB segments)", a.segment_size.value() / 1e6);
             return out;
         }

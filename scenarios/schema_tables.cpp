@@ -80,6 +80,19 @@ Tables build() {
     for (const auto& d : models::builtin_devices()) c.devices.push_back(d.name);
     for (const models::CompressorInfo* k : models::compressors()) c.compression_kinds.emplace_back(k->name);
     c.transports = topo::transport_names();
+    c.network_models = sim::enum_names<NetworkModel>();
+    c.routings = sim::enum_names<topo::Routing>();
+    c.node_kinds = sim::enum_names<topo::NodeKind>();
+    c.precisions = sim::enum_names<models::Precision>();
+    c.arch_kinds = sim::enum_names<topo::ArchKind>();
+    c.algorithms = sim::enum_names<topo::AllreduceAlgorithm>();
+    c.server_placements = sim::enum_names<topo::ServerPlacement>();
+    c.gossip_graphs = sim::enum_names<topo::GossipGraph>();
+    c.ps_shardings = sim::enum_names<topo::PsSharding>();
+    c.ps_styles = sim::enum_names<topo::PsStyle>();
+    c.sync_kinds = sim::enum_names<models::SyncKind>();
+    c.fusions = sim::enum_names<models::Fusion>();
+    c.straggler_distributions = sim::enum_names<models::StragglerDistribution>();
 
     // The per-job keys: at the root for one job, inside each element of "jobs" for several.
     const std::vector<Field> job_fields{

@@ -10,32 +10,31 @@
 
 namespace ddlsim::scenario {
 
+// The names a scenario may use. Those of plain enums come from the enums' tables (sim/enum_info.hpp, beside
+// each enum); compressors, models and devices from their registries. The loader maps names to values through
+// the same tables (sim::enum_value), never by position.
 struct Choices {
     std::vector<std::string> topologies{"star", "two_tier", "fat_tree", "leaf_spine", "ring", "torus2d", "custom"};
-    std::vector<std::string> network_models{"flow", "analytic"};
-    std::vector<std::string> routings{"ecmp", "dmodk"};
-    std::vector<std::string> transports;  ///< topo::transport_names()
-    std::vector<std::string> node_kinds{"host", "switch"};
+    std::vector<std::string> network_models;  ///< scenario::NetworkModel
+    std::vector<std::string> routings;        ///< topo::Routing
+    std::vector<std::string> transports;      ///< topo::TransportKind
+    std::vector<std::string> node_kinds;      ///< topo::NodeKind
     std::vector<std::string> dtypes{"fp32", "fp16", "bf16"};
-    // Order matches models::Precision (the loader maps by position).
-    std::vector<std::string> precisions{"fp32", "tf32", "fp16", "bf16", "fp8"};
-    std::vector<std::string> arch_kinds{"allreduce", "ps", "gossip"};
-    // Order matches the enums in topologies/collectives.hpp (the loader maps by position).
-    std::vector<std::string> algorithms{"ring", "tree", "double_tree", "halving_doubling", "hierarchical", "torus2d"};
-    std::vector<std::string> server_placements{"dedicated", "colocated"};
-    std::vector<std::string> gossip_graphs{"ring", "torus", "exponential", "random_matching"};
-    std::vector<std::string> ps_shardings{"bytes", "round_robin", "balanced"};
-    std::vector<std::string> ps_styles{"standard", "byteps"};
-    // Order matches models::SyncKind.
-    std::vector<std::string> sync_kinds{"bsp", "ssp", "asp", "local_sgd", "fedavg"};
+    std::vector<std::string> precisions;         ///< models::Precision
+    std::vector<std::string> arch_kinds;         ///< topo::ArchKind
+    std::vector<std::string> algorithms;         ///< topo::AllreduceAlgorithm
+    std::vector<std::string> server_placements;  ///< topo::ServerPlacement
+    std::vector<std::string> gossip_graphs;      ///< topo::GossipGraph
+    std::vector<std::string> ps_shardings;       ///< topo::PsSharding
+    std::vector<std::string> ps_styles;          ///< topo::PsStyle
+    std::vector<std::string> sync_kinds;         ///< models::SyncKind
     /// Which sync schemes each architecture kind supports (checked once, at load).
     std::map<std::string, std::vector<std::string>> sync_allowed{{"allreduce", {"bsp", "local_sgd"}},
                                                                  {"ps", {"bsp", "ssp", "asp", "local_sgd", "fedavg"}},
                                                                  {"gossip", {"bsp", "asp"}}};
-    std::vector<std::string> compression_kinds;  ///< models::compressors(), by name
-    // Order matches models::Fusion.
-    std::vector<std::string> fusions{"none", "buffer", "mgwfbp"};
-    std::vector<std::string> straggler_distributions{"lognormal", "exponential", "periodic"};
+    std::vector<std::string> compression_kinds;        ///< models::compressors(), by name
+    std::vector<std::string> fusions;                  ///< models::Fusion
+    std::vector<std::string> straggler_distributions;  ///< models::StragglerDistribution
     std::vector<std::string> convergence_tasks{"fashion_mnist_mlp", "fashion_mnist_cnn", "synthetic_mlp"};
     std::vector<std::string> models;   ///< built-in workloads
     std::vector<std::string> devices;  ///< built-in device profiles

@@ -20,10 +20,12 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "sim/engine.hpp"
+#include "sim/enum_info.hpp"
 #include "sim/network.hpp"
 #include "sim/transfer_dag.hpp"
 #include "sim/units.hpp"
@@ -36,6 +38,52 @@ enum class ServerPlacement { dedicated, colocated };
 enum class PsSharding { bytes, round_robin, balanced };
 enum class PsStyle { standard, byteps };
 enum class GossipGraph { ring, torus, exponential, random_matching };
+
+// Their names and descriptions (sim/enum_info.hpp): the scenario loader, the schema and the summary read these.
+inline constexpr sim::EnumEntry<ArchKind> k_arch_kinds[]{
+    {ArchKind::allreduce, "allreduce", "a collective all-reduce among the workers"},
+    {ArchKind::ps, "ps", "parameter servers: workers push gradients and pull parameters"},
+    {ArchKind::gossip, "gossip", "decentralised averaging with graph neighbours (D-PSGD)"}};
+constexpr std::span<const sim::EnumEntry<ArchKind>> enum_entries(ArchKind) { return k_arch_kinds; }
+
+inline constexpr sim::EnumEntry<AllreduceAlgorithm> k_allreduce_algorithms[]{
+    {AllreduceAlgorithm::ring, "ring", "ring reduce-scatter + all-gather (Patarasuk & Yuan, JPDC 2009)"},
+    {AllreduceAlgorithm::tree, "tree", "binary tree reduce + broadcast"},
+    {AllreduceAlgorithm::double_tree, "double_tree", "NCCL's double binary tree (Sanders et al. 2009)"},
+    {AllreduceAlgorithm::halving_doubling, "halving_doubling",
+     "recursive halving/doubling (Rabenseifner; MPICH for non-powers of two)"},
+    {AllreduceAlgorithm::hierarchical, "hierarchical",
+     "intra-node reduce-scatter, inter-node rings, intra-node all-gather"},
+    {AllreduceAlgorithm::torus2d, "torus2d", "rings in X then in Y (2D torus)"}};
+constexpr std::span<const sim::EnumEntry<AllreduceAlgorithm>> enum_entries(AllreduceAlgorithm) {
+    return k_allreduce_algorithms;
+}
+
+inline constexpr sim::EnumEntry<ServerPlacement> k_server_placements[]{
+    {ServerPlacement::dedicated, "dedicated", "servers on hosts of their own"},
+    {ServerPlacement::colocated, "colocated", "servers on worker hosts"}};
+constexpr std::span<const sim::EnumEntry<ServerPlacement>> enum_entries(ServerPlacement) {
+    return k_server_placements;
+}
+
+inline constexpr sim::EnumEntry<PsSharding> k_ps_shardings[]{
+    {PsSharding::bytes, "bytes", "even shards of the flattened model"},
+    {PsSharding::round_robin, "round_robin", "whole tensors to servers in turn (PS-Lite)"},
+    {PsSharding::balanced, "balanced", "size-balanced whole tensors"}};
+constexpr std::span<const sim::EnumEntry<PsSharding>> enum_entries(PsSharding) { return k_ps_shardings; }
+
+inline constexpr sim::EnumEntry<PsStyle> k_ps_styles[]{
+    {PsStyle::standard, "standard", "every worker pushes to and pulls from the servers"},
+    {PsStyle::byteps, "byteps",
+     "k CPU summation servers plus every worker host serving, with BytePS's optimal load split"}};
+constexpr std::span<const sim::EnumEntry<PsStyle>> enum_entries(PsStyle) { return k_ps_styles; }
+
+inline constexpr sim::EnumEntry<GossipGraph> k_gossip_graphs[]{
+    {GossipGraph::ring, "ring", "two neighbours on a ring"},
+    {GossipGraph::torus, "torus", "four neighbours on a 2D torus"},
+    {GossipGraph::exponential, "exponential", "peers at distance 2^i"},
+    {GossipGraph::random_matching, "random_matching", "a seeded random matching per step"}};
+constexpr std::span<const sim::EnumEntry<GossipGraph>> enum_entries(GossipGraph) { return k_gossip_graphs; }
 
 /// The `architecture` block of a scenario.
 struct ArchitectureSpec {

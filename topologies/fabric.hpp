@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -18,6 +19,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
+#include "sim/enum_info.hpp"
 #include "sim/network.hpp"
 #include "sim/units.hpp"
 
@@ -32,6 +34,15 @@ enum class NodeKind { host, switch_ };
 ///         hop at each level walking back from the destination ("D-mod-k", the static
 ///         routing of InfiniBand fat-trees; contention-free for shift permutations).
 enum class Routing { ecmp, dmodk };
+
+inline constexpr sim::EnumEntry<NodeKind> k_node_kinds[]{{NodeKind::host, "host", "runs workers or servers"},
+                                                         {NodeKind::switch_, "switch", "forwards only"}};
+constexpr std::span<const sim::EnumEntry<NodeKind>> enum_entries(NodeKind) { return k_node_kinds; }
+
+inline constexpr sim::EnumEntry<Routing> k_routings[]{
+    {Routing::ecmp, "ecmp", "per-connection hash of the seed"},
+    {Routing::dmodk, "dmodk", "by destination index (D-mod-k)"}};
+constexpr std::span<const sim::EnumEntry<Routing>> enum_entries(Routing) { return k_routings; }
 
 struct NodeInfo {
     std::string name;

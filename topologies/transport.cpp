@@ -28,15 +28,12 @@
 namespace ddlsim::topo {
 
 const std::vector<std::string>& transport_names() {
-    static const std::vector<std::string> names{"ideal", "rdma", "tcp", "nvlink", "pcie"};
+    static const std::vector<std::string> names = sim::enum_names<TransportKind>();
     return names;
 }
 
 std::optional<TransportKind> transport_kind(std::string_view name) {
-    const auto& names = transport_names();
-    for (std::size_t i = 0; i < names.size(); ++i)
-        if (names[i] == name) return static_cast<TransportKind>(i);
-    return std::nullopt;
+    return sim::enum_from_name<TransportKind>(name);
 }
 
 TransportSpec transport_preset(TransportKind kind) {

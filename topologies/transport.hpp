@@ -25,6 +25,7 @@
 
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,14 @@
 namespace ddlsim::topo {
 
 enum class TransportKind { ideal, rdma, tcp, nvlink, pcie };
+
+inline constexpr sim::EnumEntry<TransportKind> k_transport_kinds[]{
+    {TransportKind::ideal, "ideal", "nominal links, free overlap (the closed forms)"},
+    {TransportKind::rdma, "rdma", "InfiniBand / RoCE verbs"},
+    {TransportKind::tcp, "tcp", "kernel TCP sockets"},
+    {TransportKind::nvlink, "nvlink", "NVLink inside a machine"},
+    {TransportKind::pcie, "pcie", "PCIe inside a machine"}};
+constexpr std::span<const sim::EnumEntry<TransportKind>> enum_entries(TransportKind) { return k_transport_kinds; }
 
 struct TransportSpec {
     TransportKind kind = TransportKind::ideal;
@@ -50,7 +59,7 @@ struct TransportSpec {
     }
 };
 
-/// Names of the presets, in TransportKind order.
+/// Names of the presets (k_transport_kinds, in table order).
 [[nodiscard]] const std::vector<std::string>& transport_names();
 /// The preset of `kind` with its cited defaults.
 [[nodiscard]] TransportSpec transport_preset(TransportKind kind);
