@@ -22,6 +22,13 @@ json ref(const std::string& id, std::string description) {
 json str(std::string description) {
     return {{"type", "string"}, {"description", std::move(description)}};
 }
+// A key's schema with the value the loader uses when the key is absent (a JSON Schema "default"). Only keys whose
+// default is one constant carry it; those whose default depends on other keys say so in their description.
+// tests/test_schema.cpp checks each: writing the default out changes nothing in the resolved scenario.
+json with_default(json schema, json value) {
+    schema["default"] = std::move(value);
+    return schema;
+}
 
 // The compression object: `kind` plus the union of every compressor's parameters, each with its range, unit,
 // the kinds that take it and its default, all from the descriptors (models/compression/<kind>.cpp).
@@ -130,9 +137,9 @@ Tables build() {
               "a ddlsim scenario: one training job (its keys at the root) or several sharing a network (jobs)",
               {
                   {"description", str("free text describing the scenario (not interpreted)")},
-                  {"iterations", integer("iterations to simulate, per job (default 10)", 1)},
+                  {"iterations", with_default(integer("iterations to simulate, per job (default 10)", 1), 10)},
                   {"network", ref("network", "the physical network"), true},
-                  {"seed", integer("seed of every random choice, ECMP path hashing included (default 0)", 0)},
+                  {"seed", with_default(integer("seed of every random choice, ECMP path hashing included (default 0)", 0), 0)},
                   {"convergence", ref("convergence",
                                       "train a proxy task for real under the simulated schedule and "
                                       "report time to accuracy (one job only)")},
@@ -165,7 +172,9 @@ Tables build() {
             {"gpus_per_node", integer("two_tier: GPUs per node", 1)},
             {"num_nodes", integer("two_tier: number of nodes (default: enough for the workers)", 1)},
             {"nics_per_node",
-             integer("two_tier: parallel NIC links from each node to the switch (default 1; ECMP spreads flows)", 1)},
+             with_default(
+                 integer("two_tier: parallel NIC links from each node to the switch (default 1; ECMP spreads flows)", 1),
+                 1)},
             {"intra_bandwidth", bandwidth_schema("two_tier: GPU link bandwidth on the intra-node fabric")},
             {"intra_latency", time_schema("two_tier: GPU link latency on the intra-node fabric")},
             {"k", integer("fat_tree: switch radix k (even): k^3/4 hosts", 2)},
@@ -175,6 +184,7 @@ Tables build() {
             {"oversubscription",
              {{"type", "number"},
               {"exclusiveMinimum", 0},
+              {"default", 1.0},
               {"description",
                "leaf_spine: host bandwidth / uplink bandwidth of a leaf (default 1): each uplink gets "
                "hosts_per_leaf x bandwidth / (spines x oversubscription)"}}},
@@ -189,16 +199,19 @@ Tables build() {
              {{"type", "array"}, {"items", ref("link", "a link")}, {"description", "custom: full-duplex links"}}},
             {"file", str("custom: a JSON file holding {\"nodes\", \"links\"}, relative to the scenario file")},
             {"model",
-             enum_schema(c.network_models, "flow: max-min fair sharing (default); analytic: closed-form alpha-beta")},
+             with_default(enum_schema(c.network_models,
+                                      "flow: max-min fair sharing (default); analytic: closed-form alpha-beta"),
+                          "flow")},
             {"host_bandwidth",
              {{"type", "object"},
               {"additionalProperties", bandwidth_schema("bandwidth")},
               {"description",
                "per-host link speeds: host name -> bandwidth of every link attached to that host (e.g. a "
                "straggling client on a slow uplink)"}}},
-            {"routing", enum_schema(c.routings,
-                                    "choice among equal-cost shortest paths: ecmp (per-connection hash "
-                                    "of the seed, default) or dmodk (by destination index)")},
+            {"routing", with_default(enum_schema(c.routings,
+                                                 "choice among equal-cost shortest paths: ecmp (per-connection "
+                                                 "hash of the seed, default) or dmodk (by destination index)"),
+                                     "ecmp")},
             {"transport",
              {{"description",
                "the transport between machines: a preset (ideal, rdma, tcp, nvlink, pcie) or an object; default "
@@ -260,7 +273,8 @@ Tables build() {
             {"name", enum_schema(c.models, "built-in workload (exclusive with layers)")},
             {"layers",
              {{"type", "array"}, {"items", ref("layer", "a layer")}, {"description", "layers in forward order"}}},
-            {"dtype", enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)")},
+            {"dtype",
+             with_default(enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)"), "fp32")},
         }};
     t.layer = {"layer",
                "one layer of a custom model",
@@ -320,24 +334,28 @@ Tables build() {
         "how gradients are aggregated",
         {
             {"kind", enum_schema(c.arch_kinds, "allreduce, ps (parameter server) or gossip (D-PSGD)"), true},
-            {"algorithm", enum_schema(c.algorithms,
+            {"algorithm", with_default(enum_schema(c.algorithms,
                                       "allreduce: ring (default), tree (binary tree reduce + broadcast), "
                                       "double_tree (NCCL's double binary tree), halving_doubling "
                                       "(Rabenseifner, MPICH for non-powers of two), hierarchical "
                                       "(intra-node reduce-scatter, inter-node rings, intra-node "
-                                      "all-gather), torus2d (rings in X then Y)")},
+                                      "all-gather), torus2d (rings in X then Y)"),
+                                       "ring")},
             {"segment_size", bytes_schema("allreduce: pipelining segment for large messages (default: none)")},
             {"servers", integer("ps: number of servers k (default 1 dedicated, workers colocated; byteps: CPU "
                                 "summation servers, may be 0)",
                                 0)},
-            {"placement", enum_schema(c.server_placements,
-                                      "ps: dedicated server hosts or colocated on worker hosts (default dedicated)")},
+            {"placement",
+             with_default(enum_schema(c.server_placements,
+                                      "ps: dedicated server hosts or colocated on worker hosts (default dedicated)"),
+                          "dedicated")},
             {"aggregation_rate", bandwidth_schema("ps: a server's summation throughput (default unlimited)")},
             {"server_placement",
              {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "ps: host of each server"}}},
-            {"sharding", enum_schema(c.ps_shardings,
-                                     "ps: bytes (even shards, default), round_robin (whole tensors "
-                                     "in turn, PS-Lite) or balanced (size-balanced tensors)")},
+            {"sharding", with_default(enum_schema(c.ps_shardings,
+                                                  "ps: bytes (even shards, default), round_robin (whole tensors "
+                                                  "in turn, PS-Lite) or balanced (size-balanced tensors)"),
+                                      "bytes")},
             {"split_size", bytes_schema("ps round_robin/balanced: tensors larger than this are cut evenly over all "
                                         "servers first, as MXNet's BIGARRAY_BOUND and BytePS's partitions (default: "
                                         "never)")},
@@ -348,18 +366,22 @@ Tables build() {
                "overlap pushes of later ones (default false; true for byteps)"}}},
             {"local_aggregation",
              {{"type", "boolean"},
+              {"default", true},
               {"description",
                "ps: GPUs of a machine first reduce over the machine's own fabric, each pushes and pulls a 1/g "
                "slice through the NIC, then they all-gather (BytePS, TensorFlow's replicated PS); default true"}}},
             {"partition_size",
-             bytes_schema("byteps: tensors are cut into partitions of at most this size, each pushed and pulled on "
-                          "its own (default 4096000 bytes, BYTEPS_PARTITION_BYTES)")},
-            {"style", enum_schema(c.ps_styles,
-                                  "ps: standard (default) or byteps (k CPU summation servers plus every "
-                                  "worker host serving, with BytePS's optimal load split)")},
-            {"graph", enum_schema(c.gossip_graphs,
-                                  "gossip: ring (default), torus, exponential (peers at distance "
-                                  "2^i) or random_matching (a seeded random matching per step)")},
+             with_default(bytes_schema("byteps: tensors are cut into partitions of at most this size, each pushed and "
+                                       "pulled on its own (default 4096000 bytes, BYTEPS_PARTITION_BYTES)"),
+                          "4096000B")},
+            {"style", with_default(enum_schema(c.ps_styles,
+                                               "ps: standard (default) or byteps (k CPU summation servers plus "
+                                               "every worker host serving, with BytePS's optimal load split)"),
+                                   "standard")},
+            {"graph", with_default(enum_schema(c.gossip_graphs,
+                                               "gossip: ring (default), torus, exponential (peers at distance "
+                                               "2^i) or random_matching (a seeded random matching per step)"),
+                                   "ring")},
         }};
     t.sync = {
         "sync",
@@ -374,11 +396,12 @@ Tables build() {
             {"staleness", integer("ssp (required): how many iterations a worker may run ahead of the slowest", 0)},
             {"period", integer("local_sgd (required): local steps H between model averagings", 1)},
             {"clients_per_round", integer("fedavg: clients sampled per round (default: all workers)", 1)},
-            {"local_steps", integer("fedavg: local steps E each client runs per round (default 1)", 1)},
+            {"local_steps", with_default(integer("fedavg: local steps E each client runs per round (default 1)", 1), 1)},
             {"availability",
              {{"type", "number"},
               {"exclusiveMinimum", 0},
               {"maximum", 1},
+              {"default", 1.0},
               {"description", "fedavg: probability that a client is available in a round (default 1)"}}},
         }};
     t.compression = compression_schema(c);
@@ -392,20 +415,24 @@ Tables build() {
                "wait-free backprop: a layer's gradient (or a full bucket) leaves as soon as backward produced "
                "it (default: true with fusion, mgwfbp or priority, else false; false with fusion \"buffer\" sends "
                "the buckets when backward ends)"}}},
-            {"fusion", enum_schema(c.fusions,
-                                   "none (default), buffer (DDP buckets / Horovod fusion buffer) or mgwfbp "
-                                   "(MG-WFBP merging; implies wfbp)")},
-            {"bucket_size", bytes_schema("buffer: bucket / fusion threshold (default 25MB)")},
-            {"cycle_time", time_schema("buffer: Horovod cycle time; tensors ready within one cycle are fused "
-                                       "(default 0: static DDP buckets)")},
+            {"fusion", with_default(enum_schema(c.fusions,
+                                                "none (default), buffer (DDP buckets / Horovod fusion buffer) or "
+                                                "mgwfbp (MG-WFBP merging; implies wfbp)"),
+                                    "none")},
+            {"bucket_size", with_default(bytes_schema("buffer: bucket / fusion threshold (default 25MB)"), "25MB")},
+            {"cycle_time", with_default(time_schema("buffer: Horovod cycle time; tensors ready within one cycle are "
+                                                    "fused (default 0: static DDP buckets)"),
+                                        "0s")},
             {"priority",
              {{"type", "boolean"},
               {"description",
                "P3 / ByteScheduler: partitions sent front layers "
                "first, next forward starts per layer (implies wfbp; "
-               "default false)"}}},
-            {"partition_size", bytes_schema("priority: partition size (default 4MB)")},
-            {"credit", integer("priority: partitions in flight at once, ByteScheduler's credit (default 4)", 1)},
+               "default false)"},
+              {"default", false}}},
+            {"partition_size", with_default(bytes_schema("priority: partition size (default 4MB)"), "4MB")},
+            {"credit",
+             with_default(integer("priority: partitions in flight at once, ByteScheduler's credit (default 4)", 1), 4)},
             {"compute_slowdown",
              {{"type", "number"},
               {"minimum", 0},
@@ -418,21 +445,26 @@ Tables build() {
         "convergence",
         "time to accuracy: the simulated update schedule replayed on a real proxy model (SPEC §6)",
         {
-            {"task", enum_schema(c.convergence_tasks,
-                                 "proxy task: Fashion-MNIST MLP (default) or CNN (Debian's dataset-fashion-mnist), or "
-                                 "a synthetic MLP task that needs no data")},
+            {"task", with_default(enum_schema(c.convergence_tasks,
+                                              "proxy task: Fashion-MNIST MLP (default) or CNN (Debian's "
+                                              "dataset-fashion-mnist), or a synthetic MLP task that needs no data"),
+                                  "fashion_mnist_mlp")},
             {"target_accuracy",
              {{"type", "number"},
               {"exclusiveMinimum", 0},
               {"maximum", 1},
+              {"default", 0.8},
               {"description", "test accuracy to reach (default 0.8)"}}},
             {"max_iterations", integer("iterations simulated and replayed (overrides `iterations`)", 1)},
             {"learning_rate",
-             {{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "proxy SGD learning rate (default 0.05)"}}},
-            {"batch_size", integer("proxy samples per worker per step (default 32)", 1)},
-            {"eval_every", integer("evaluate every this many iterations (default 10)", 1)},
-            {"test_samples", integer("held-out samples accuracy is measured on (default 2000)", 1)},
-            {"train_samples", integer("training samples used (default: all)", 0)},
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"default", 0.05},
+              {"description", "proxy SGD learning rate (default 0.05)"}}},
+            {"batch_size", with_default(integer("proxy samples per worker per step (default 32)", 1), 32)},
+            {"eval_every", with_default(integer("evaluate every this many iterations (default 10)", 1), 10)},
+            {"test_samples", with_default(integer("held-out samples accuracy is measured on (default 2000)", 1), 2000)},
+            {"train_samples", with_default(integer("training samples used (default 0: all)", 0), 0)},
         }};
     t.stragglers = {
         "stragglers",
@@ -445,11 +477,15 @@ Tables build() {
             {"distribution", enum_schema(c.straggler_distributions,
                                          "lognormal (slowdown factor exp(sigma |Z|)), exponential (added delay of mean "
                                          "`mean_delay`) or periodic (one iteration in `every` slower by `slowdown`)")},
-            {"sigma", {{"type", "number"}, {"minimum", 0}, {"description", "lognormal: sigma (default 0.5)"}}},
+            {"sigma",
+             {{"type", "number"}, {"minimum", 0}, {"default", 0.5}, {"description", "lognormal: sigma (default 0.5)"}}},
             {"mean_delay", time_schema("exponential: mean added delay per iteration")},
-            {"every", integer("periodic: one iteration in this many is slow (default 10)", 1)},
+            {"every", with_default(integer("periodic: one iteration in this many is slow (default 10)", 1), 10)},
             {"slowdown",
-             {{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "periodic: the slow factor (default 2)"}}},
+             {{"type", "number"},
+              {"exclusiveMinimum", 0},
+              {"default", 2.0},
+              {"description", "periodic: the slow factor (default 2)"}}},
             {"workers",
              {{"type", "array"},
               {"items", {{"type", "integer"}, {"minimum", 0}}},

@@ -6,11 +6,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <regex>
 
 #include <nlohmann/json.hpp>
 
 #include "scenarios/json_reader.hpp"
+#include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 
 using nlohmann::json;
@@ -223,4 +226,88 @@ TEST_CASE("schema: every optional key the schema documents is one the loader acc
           {{"name", "b"}, {"params", 10}, {"fwd_time", "1ms"}, {"bwd_time", "2ms"}, {"update_time", "10us"}}}}};
     CHECK(v.valid(layers));
     CHECK_NOTHROW((void)ddlsim::scenario::load_scenario(layers));
+}
+
+namespace {
+
+// Scenarios in which each object of the schema sits, each loadable; a key with a schema default is written out at
+// its default into every context that holds its object and accepts the key.
+std::vector<json> default_contexts() {
+    const json net{{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}};
+    const json base{{"workers", 4}, {"model", {{"name", "resnet50"}}}, {"batch_size", 32}, {"device", {{"name", "V100"}}},
+                    {"network", net}};
+    std::vector<json> out;
+    auto add = [&](json patch) {
+        json j = base;
+        j.merge_patch(patch);
+        out.push_back(j);
+    };
+    add({{"architecture", {{"kind", "ps"}}}, {"overlap", {{"fusion", "buffer"}}}, {"compression", {{"kind", "topk"}}},
+         {"stragglers", {{"distribution", "periodic"}}}});
+    add({{"architecture", {{"kind", "allreduce"}}}, {"overlap", {{"priority", true}}},
+         {"compression", {{"kind", "qsgd"}}}, {"stragglers", {{"distribution", "lognormal"}}}});
+    add({{"architecture", {{"kind", "ps"}, {"style", "byteps"}, {"servers", 1}}}, {"compression", {{"kind", "fp16"}}}});
+    add({{"architecture", {{"kind", "ps"}}}, {"sync", {{"kind", "fedavg"}}}, {"compression", {{"kind", "powersgd"}}}});
+    add({{"architecture", {{"kind", "gossip"}}},
+         {"convergence", {{"task", "synthetic_mlp"}}},
+         {"compression", {{"kind", "none"}}}});
+    add({{"network", {{"topology", "leaf_spine"}, {"hosts_per_leaf", 2}, {"spines", 2}}},
+         {"architecture", {{"kind", "allreduce"}}},
+         {"convergence", {{"target_accuracy", 0.5}}}});
+    add({{"network", {{"topology", "two_tier"},
+                      {"gpus_per_node", 2},
+                      {"intra_bandwidth", "100GBps"},
+                      {"intra_latency", "1us"}}},
+         {"architecture", {{"kind", "allreduce"}}},
+         {"compression", {{"kind", "randomk"}}}});
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("schema: every default is the loader's (writing it out leaves the resolved scenario unchanged)") {
+    const json schema = ddlsim::scenario::scenario_schema();
+    const std::map<std::string, std::string> where{{"network", "/network"},         {"architecture", "/architecture"},
+                                                   {"sync", "/sync"},               {"overlap", "/overlap"},
+                                                   {"convergence", "/convergence"}, {"stragglers", "/stragglers"},
+                                                   {"model", "/model"},             {"compression", "/compression"},
+                                                   {"device", "/device"}};
+    std::vector<std::pair<std::string, std::string>> keys;  // (object id, key) with a default
+    auto collect = [&](const std::string& id, const json& def) {
+        for (const auto& [key, s] : def.at("properties").items())
+            if (s.contains("default")) keys.emplace_back(id, key);
+    };
+    collect("scenario", schema);
+    for (const auto& [id, def] : schema.at("$defs").items())
+        if (def.contains("properties")) collect(id, def);
+    CHECK(keys.size() >= 38);
+    const auto contexts = default_contexts();
+    for (const auto& [id, key] : keys) {
+        const json& def = id == "scenario" ? schema : schema.at("$defs").at(id);
+        const json value = def.at("properties").at(key).at("default");
+        CAPTURE(id);
+        CAPTURE(key);
+        if (id == "job") continue;  // the job object repeats the root's keys, checked there
+        REQUIRE_MESSAGE((id == "scenario" || where.contains(id)), "no context holds object " << id);
+        const json::json_pointer at(id == "scenario" ? "" : where.at(id));
+        int accepted = 0;
+        for (const json& ctx : contexts) {
+            if (!ctx.contains(at) || ctx.at(at).contains(key)) continue;
+            json with = ctx;
+            with[at][key] = value;
+            std::optional<ddlsim::scenario::Scenario> loaded;
+            try {
+                loaded = ddlsim::scenario::load_scenario(with);
+            } catch (const ddlsim::scenario::ScenarioError&) {
+                continue;  // the key does not apply in this context
+            }
+            ++accepted;
+            const json plain = ddlsim::scenario::resolved_scenario(ddlsim::scenario::load_scenario(ctx));
+            const json explicit_default = ddlsim::scenario::resolved_scenario(*loaded);
+            CHECK(plain == explicit_default);
+            // The resolved scenario echoes the key, so the comparison above saw it.
+            CHECK(explicit_default.at(at).contains(key));
+        }
+        CHECK_MESSAGE(accepted > 0, "no context accepts " << id << "." << key << " = " << value.dump());
+    }
 }

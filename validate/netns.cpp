@@ -31,6 +31,9 @@ char g_ns_paths[kMaxNamespaces][96];
 volatile std::sig_atomic_t g_ns_count = 0;
 volatile pid_t g_children[kMaxChildren];
 volatile std::sig_atomic_t g_child_count = 0;
+// The `ip` / `tc` process run_program is waiting for (0: none). The handler kills and reaps it before removing
+// namespaces, so that an `ip netns add` interrupted half-way cannot create its namespace after the cleanup.
+volatile pid_t g_tool_child = 0;
 // Every catchable signal whose default action ends the process (SIGPIPE: `validate | head` closing the pipe).
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM};
 constexpr int kSignalSlots = 65;
@@ -49,6 +52,11 @@ void detach_namespaces() noexcept {
 extern "C" void on_cleanup_signal(int sig) {
     for (int i = 0; i < g_child_count; ++i)
         if (g_children[i] > 0) ::kill(g_children[i], SIGKILL);
+    if (const pid_t tool = g_tool_child; tool > 0) {
+        ::kill(tool, SIGKILL);
+        while (::waitpid(tool, nullptr, 0) < 0 && errno == EINTR) {
+        }
+    }
     detach_namespaces();
     if (sig > 0 && sig < kSignalSlots) ::sigaction(sig, &g_prev[sig], nullptr);
     ::raise(sig);  // delivered to the previous handler (or the default) once this one returns
@@ -158,15 +166,27 @@ int run_program(const std::vector<std::string>& argv, std::string& output) {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    // The cleanup signals stay blocked from the fork until g_tool_child names the child, so the handler
+    // never misses a tool that is running.
+    sigset_t cleanup, previous;
+    sigemptyset(&cleanup);
+    for (int sig : kCleanupSignals) sigaddset(&cleanup, sig);
+    ::sigprocmask(SIG_BLOCK, &cleanup, &previous);
     const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid < 0) {
+        ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+        throw std::runtime_error("fork failed");
+    }
     if (pid == 0) {
         reset_signals_in_child();
+        ::sigprocmask(SIG_SETMASK, &previous, nullptr);
         ::dup2(pipefd[1], 1);
         ::dup2(pipefd[1], 2);
         ::execv(exe.c_str(), args.data());
         ::_exit(127);
     }
+    g_tool_child = pid;
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     ::close(pipefd[1]);
     char buf[4096];
     for (;;) {
@@ -179,6 +199,7 @@ int run_program(const std::vector<std::string>& argv, std::string& output) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    g_tool_child = 0;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -272,13 +293,15 @@ void HostNetwork::build() {
         }
     };
     auto add_ns = [&](const std::string& name) {
-        run({"ip", "netns", "add", name});
+        // Registered for the signal handler before `ip netns add` creates it: a signal in between removes a
+        // namespace that may not exist yet (harmless) rather than miss one that does.
         const std::string path = fmt::format("{}/{}", kNetnsDir, name);
         if (g_ns_count < kMaxNamespaces && path.size() < sizeof g_ns_paths[0]) {
             std::strcpy(g_ns_paths[g_ns_count], path.c_str());
             g_ns_count = g_ns_count + 1;
         }
         names_.push_back(name);
+        run({"ip", "netns", "add", name});
     };
     const std::string sw = prefix_ + "s";
     add_ns(sw);
