@@ -85,7 +85,7 @@ CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool mode
         for (std::size_t l = 0; l < layers.size(); ++l) owner_[l].assign(layers[l].tensors.size(), topo::kCutOverAll);
         for (std::size_t i = 0; i < pieces.size(); ++i) owner_[pieces[i].layer][pieces[i].tensor] = owners[i];
     }
-    std::vector<std::vector<Piece>> groups;
+    Groups groups;
     if (model_sync || !job.overlap.any()) {
         if (!pieces.empty()) groups.push_back(pieces);
     } else {
@@ -120,120 +120,17 @@ CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool mode
     }
 }
 
-std::vector<std::vector<Piece>> CommPlan::group(const std::vector<Piece>& pieces) const {
-    const OverlapSpec& o = job_.overlap;
-    const double bpp = job_.bytes_per_param;
-    std::vector<std::vector<Piece>> groups;
-    if (o.priority) {
-        // Partitions of at most partition_size bytes; front layers first is the scheduler's job.
-        const double max_elements = std::max(1.0, std::floor(o.partition_size.value() / bpp));
-        for (const Piece& p : pieces) {
-            const auto parts = static_cast<std::uint64_t>(std::ceil(p.elements / max_elements));
-            for (std::uint64_t i = 0; i < parts; ++i) {
-                Piece part = p;
-                part.elements = std::min(max_elements, p.elements - static_cast<double>(i) * max_elements);
-                groups.push_back({part});
-            }
-        }
-        return groups;
-    }
+Groups CommPlan::group(const std::vector<Piece>& pieces) const {
     // Nominal backward completion time of each layer (worker 0, no stragglers), from backward start.
     const ComputeProfile& c = job_.compute_of(0);
-    std::vector<double> done(c.layers.size(), 0.0);
+    GroupingInput in{job_.overlap, job_.bytes_per_param, std::vector<double>(c.layers.size(), 0.0),
+                     [this] { return fit_collective(); }};
     double t = 0.0;
     for (std::size_t l = c.layers.size(); l-- > 0;) {
         t += c.layers[l].bwd.seconds();
-        done[l] = t;
+        in.ready[l] = t;
     }
-    if (o.fusion == Fusion::none) {  // wfbp: one message per layer
-        for (const Piece& p : pieces) {
-            if (groups.empty() || groups.back().back().layer != p.layer) groups.emplace_back();
-            groups.back().push_back(p);
-        }
-        return groups;
-    }
-    if (o.fusion == Fusion::buffer) {
-        const double cap = o.bucket_size.value();
-        const double cycle = o.cycle_time.seconds();
-        if (cycle <= 0.0) {  // static DDP buckets: close a bucket once it holds cap bytes
-            double bytes = 0.0;
-            for (const Piece& p : pieces) {
-                if (groups.empty() || bytes >= cap) {
-                    groups.emplace_back();
-                    bytes = 0.0;
-                }
-                groups.back().push_back(p);
-                bytes += p.elements * bpp;
-            }
-            return groups;
-        }
-        // Horovod's background loop (horovod/common/operations.cc, RunLoopOnce): a cycle starts no earlier than
-        // cycle_time after the previous one and not before the previous cycle's collectives are done; it fuses
-        // every tensor ready by then into buffers of at most bucket_size, run one after another. So while a
-        // slow collective runs, later tensors accumulate into larger buffers (fewer, bigger messages). Played
-        // on the nominal schedule with the collective's time fitted as a + b x bytes.
-        const auto [a, b] = fit_collective();
-        double prev_start = 0.0, prev_end = 0.0;
-        bool first = true;
-        std::size_t i = 0;
-        while (i < pieces.size()) {
-            double start = std::ceil(done[pieces[i].layer] / cycle - 1e-9) * cycle;
-            if (!first) start = std::max({start, prev_start + cycle, prev_end});
-            first = false;
-            double busy_until = start;
-            while (i < pieces.size() && done[pieces[i].layer] <= start + 1e-12) {
-                groups.emplace_back();
-                double bytes = 0.0;
-                while (i < pieces.size() && done[pieces[i].layer] <= start + 1e-12 &&
-                       (bytes == 0.0 || bytes + pieces[i].elements * bpp <= cap)) {
-                    groups.back().push_back(pieces[i]);
-                    bytes += pieces[i].elements * bpp;
-                    ++i;
-                }
-                busy_until += a + b * bytes;
-            }
-            prev_start = start;
-            prev_end = busy_until;
-        }
-        return groups;
-    }
-    // MG-WFBP: walking backward order, the next layer is merged while sending together ends no later.
-    const auto [a, b] = fit_collective();
-    // Per layer (backward order): ready time and bytes.
-    struct Item {
-        double ready, bytes;
-        std::vector<Piece> pieces;
-    };
-    std::vector<Item> items;
-    for (const Piece& p : pieces) {
-        if (items.empty() || items.back().pieces.back().layer != p.layer) items.push_back({done[p.layer], 0.0, {}});
-        items.back().bytes += p.elements * bpp;
-        items.back().pieces.push_back(p);
-    }
-    double prev_end = 0.0;  // when the previous group's collective ends
-    Item cur;
-    bool have = false;
-    for (Item& it : items) {
-        if (!have) {
-            cur = std::move(it);
-            have = true;
-            continue;
-        }
-        const double apart_first = std::max(cur.ready, prev_end) + a + b * cur.bytes;
-        const double apart = std::max(it.ready, apart_first) + a + b * it.bytes;
-        const double together = std::max(it.ready, prev_end) + a + b * (cur.bytes + it.bytes);
-        if (together <= apart) {
-            cur.ready = it.ready;
-            cur.bytes += it.bytes;
-            cur.pieces.insert(cur.pieces.end(), it.pieces.begin(), it.pieces.end());
-        } else {
-            prev_end = apart_first;
-            groups.push_back(std::move(cur.pieces));
-            cur = std::move(it);
-        }
-    }
-    if (have) groups.push_back(std::move(cur.pieces));
-    return groups;
+    return grouping_scheme(job_.overlap).rule(in, pieces);
 }
 
 std::pair<double, double> CommPlan::fit_collective() const {

@@ -31,18 +31,12 @@
 #include <memory>
 #include <vector>
 
+#include "models/grouping.hpp"
 #include "models/job.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/fabric.hpp"
 
 namespace ddlsim::models {
-
-/// A piece of one gradient tensor.
-struct Piece {
-    std::uint32_t layer = 0;   ///< forward index
-    std::uint32_t tensor = 0;  ///< index within the layer
-    double elements = 0.0;
-};
 
 struct Phase {
     const topo::Collective* collective = nullptr;
@@ -99,7 +93,8 @@ private:
     const topo::Collective* collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes,
                                            const std::vector<std::uint32_t>& tensor_server = {});
     void build_phases(Message& m);
-    std::vector<std::vector<Piece>> group(const std::vector<Piece>& backward_pieces) const;
+    /// The messages of one iteration, cut by the job's grouping scheme (models/grouping.hpp).
+    [[nodiscard]] Groups group(const std::vector<Piece>& backward_pieces) const;
     /// The summable collective's contention-free time on this fabric as a + b x bytes (a: seconds, b: s/byte).
     [[nodiscard]] std::pair<double, double> fit_collective() const;
 
