@@ -127,25 +127,37 @@ Groups mgwfbp(const GroupingInput& in, const std::vector<Piece>& pieces) {
     return groups;
 }
 
+// Message-count estimates: every tensor plus one partition per partition_size of the gradient; at most one bucket
+// per tensor and one per bucket_size (plus the last, partly filled); one per layer (MG-WFBP merges: at most that).
+double partition_messages(const OverlapSpec& o, const ModelShape& m) {
+    return m.tensors + std::ceil(m.bytes / o.partition_size.value());
+}
+double bucket_messages(const OverlapSpec& o, const ModelShape& m) {
+    return std::min(m.tensors, std::ceil(m.bytes / o.bucket_size.value()) + 1.0);
+}
+double layer_messages(const OverlapSpec&, const ModelShape& m) {
+    return m.layers;
+}
+
 // Exactly one applies to an overlap block that cuts messages: priority wins over fusion (the loader refuses the
 // combinations that would be ambiguous).
 constexpr std::array<GroupingScheme, 5> k_schemes{{
     {"priority_partitions", "P3 / ByteScheduler partitions of at most partition_size (Jayarajan et al., SysML 2019)",
-     [](const OverlapSpec& o) { return o.priority; }, partitions},
+     [](const OverlapSpec& o) { return o.priority; }, partitions, partition_messages},
     {"per_layer", "wait-free backprop: one message per layer (Zhang et al., USENIX ATC 2017)",
-     [](const OverlapSpec& o) { return !o.priority && o.fusion == Fusion::none; }, per_layer},
+     [](const OverlapSpec& o) { return !o.priority && o.fusion == Fusion::none; }, per_layer, layer_messages},
     {"ddp_buckets", "static buckets closed at bucket_size (PyTorch DDP, Li et al., VLDB 2020)",
      [](const OverlapSpec& o) {
          return !o.priority && o.fusion == Fusion::buffer && !(o.cycle_time > sim::Time::zero());
      },
-     ddp_buckets},
+     ddp_buckets, bucket_messages},
     {"horovod_cycles", "Horovod's fusion buffer filled per cycle (Sergeev & Del Balso, arXiv 1802.05799)",
      [](const OverlapSpec& o) {
          return !o.priority && o.fusion == Fusion::buffer && o.cycle_time > sim::Time::zero();
      },
-     horovod_cycles},
+     horovod_cycles, bucket_messages},
     {"mgwfbp", "merged-gradient WFBP (Shi, Chu & Li, INFOCOM 2019)",
-     [](const OverlapSpec& o) { return !o.priority && o.fusion == Fusion::mgwfbp; }, mgwfbp},
+     [](const OverlapSpec& o) { return !o.priority && o.fusion == Fusion::mgwfbp; }, mgwfbp, layer_messages},
 }};
 
 }  // namespace
@@ -159,6 +171,11 @@ const GroupingScheme& grouping_scheme(const OverlapSpec& overlap) {
     for (const GroupingScheme& s : k_schemes)
         if (s.applies(overlap)) return s;
     throw std::logic_error("grouping_scheme: no scheme applies");
+}
+
+double estimated_messages(const OverlapSpec& overlap, const ModelShape& model) {
+    if (!overlap.any()) return 1.0;
+    return std::max(1.0, grouping_scheme(overlap).messages(overlap, model));
 }
 
 }  // namespace ddlsim::models

@@ -38,6 +38,13 @@ struct GroupingInput {
 
 using GroupingRule = Groups (*)(const GroupingInput&, const std::vector<Piece>&);
 
+/// The model as the up-front limits see it, before the job's compute profile exists.
+struct ModelShape {
+    double bytes = 0.0;    ///< the dense gradient
+    double tensors = 1.0;  ///< gradient tensors
+    double layers = 1.0;
+};
+
 /// One overlap scheme's grouping.
 struct GroupingScheme {
     std::string_view name;         ///< "per_layer", "ddp_buckets", ...
@@ -45,11 +52,15 @@ struct GroupingScheme {
     /// Whether this scheme is the one `overlap` asks for (exactly one scheme matches an overlap that cuts messages).
     bool (*applies)(const OverlapSpec& overlap) = nullptr;
     GroupingRule rule = nullptr;
+    /// Messages per iteration (an upper estimate, for the up-front event and memory limits).
+    double (*messages)(const OverlapSpec& overlap, const ModelShape& model) = nullptr;
 };
 
 /// Every grouping scheme.
 [[nodiscard]] std::span<const GroupingScheme> grouping_schemes();
 /// The scheme of an overlap block that cuts messages (overlap.any()); throws std::logic_error otherwise.
 [[nodiscard]] const GroupingScheme& grouping_scheme(const OverlapSpec& overlap);
+/// Messages per iteration of a synchronous job's gradient: 1 without overlap, else its scheme's estimate.
+[[nodiscard]] double estimated_messages(const OverlapSpec& overlap, const ModelShape& model);
 
 }  // namespace ddlsim::models

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "models/compression.hpp"
+#include "models/grouping.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
 #include "topologies/collectives.hpp"
@@ -32,20 +33,13 @@ bool asynchronous(const JobSpec& s) {
     return k == models::SyncKind::ssp || k == models::SyncKind::asp || k == models::SyncKind::fedavg;
 }
 
-// Messages the gradient is cut into per iteration: overlap's layers, buckets or partitions.
+// Messages the gradient is cut into per iteration: overlap's layers, buckets or partitions (the grouping scheme's
+// own estimate, models/grouping.cpp); the asynchronous schemes send the whole payload at once.
 double messages_per_iteration(const JobSpec& s) {
     if (asynchronous(s)) return 1.0;
-    const auto& o = s.overlap;
-    const double bytes = static_cast<double>(s.workload.params()) * s.bytes_per_param;
-    double messages = 1.0;
-    if (o.priority)
-        messages = static_cast<double>(s.workload.tensor_count()) + std::ceil(bytes / o.partition_size.value());
-    else if (o.fusion == models::Fusion::buffer)
-        messages =
-            std::min(static_cast<double>(s.workload.tensor_count()), std::ceil(bytes / o.bucket_size.value()) + 1);
-    else if (o.any())
-        messages = static_cast<double>(s.workload.layers.size());
-    return std::max(messages, 1.0);
+    return models::estimated_messages(
+        s.overlap, {static_cast<double>(s.workload.params()) * s.bytes_per_param,
+                    static_cast<double>(s.workload.tensor_count()), static_cast<double>(s.workload.layers.size())});
 }
 
 // Bytes one worker sends per iteration after compression (the payloads the collectives carry).
@@ -63,56 +57,19 @@ double payload_bytes(const JobSpec& s) {
     return bytes;
 }
 
-// Transfers in one round of a job (one message's collective; an estimate); whether the round is held as an
-// explicit DAG. A round holds 1/messages of the gradient (after compression) and of its tensors.
+// Transfers in one round of a job (one message's collective; an estimate the architecture's own code gives,
+// topo::round_size); whether the round is held as an explicit DAG. A round holds 1/messages of the gradient (after
+// compression) and of its tensors.
 double round_transfers(const JobSpec& s, bool& explicit_dag) {
-    const auto& a = s.architecture;
-    const double n = s.workers;
-    const double k = static_cast<double>(a.servers);
-    explicit_dag = !(a.kind == topo::ArchKind::allreduce && a.algorithm == topo::AllreduceAlgorithm::ring &&
-                     a.segment_size.value() <= 0.0);
-    if (n <= 1.0 && !(a.kind == topo::ArchKind::ps && k > 0.0)) return 0.0;  // one worker alone: no traffic
-    const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
     const double messages = messages_per_iteration(s);
-    const double bytes = payload_bytes(s) / messages;
-    const double seg = a.segment_size.value();
-    // Segments per step: a ring step moves a chunk of S/n, a tree pipelines the whole S (16 segments when no
-    // segment size is given, topologies/allreduce_algorithms.cpp), halving-doubling's steps halve the data.
-    auto segments = [&](double chunk) { return seg > 0.0 ? std::max(1.0, std::ceil(chunk / seg)) : 1.0; };
-    const double tensors = std::max(1.0, std::ceil(static_cast<double>(s.workload.tensor_count()) / messages));
-    switch (a.kind) {
-        case topo::ArchKind::allreduce:
-            switch (a.algorithm) {
-                case topo::AllreduceAlgorithm::ring:
-                case topo::AllreduceAlgorithm::hierarchical:
-                case topo::AllreduceAlgorithm::torus2d: return 2.0 * n * (n - 1.0) * segments(bytes / n);
-                case topo::AllreduceAlgorithm::tree:
-                case topo::AllreduceAlgorithm::double_tree: return 4.0 * n * (seg > 0.0 ? segments(bytes) : 16.0);
-                case topo::AllreduceAlgorithm::halving_doubling:
-                    return 2.0 * n * (log_n + (seg > 0.0 ? 2.0 * bytes / seg : 0.0));
-            }
-            return 2.0 * n * n;
-        case topo::ArchKind::ps: {
-            // SSP, ASP and FedAvg exchange each worker's whole payload with every server, once per iteration
-            // (models/trainer_async.cpp): n x k pushes and pulls, whatever the sharding or per_tensor.
-            if (asynchronous(s)) return 2.0 * n * std::max(k, 1.0);
-            // Per server a piece costs n pushes, one summation and n pulls. Byte sharding cuts every piece
-            // over all k servers; round-robin and balanced sharding keep whole tensors on one server each;
-            // BytePS partitions go whole to one server each (whole shares: every server). per_tensor: one
-            // piece per tensor (BytePS: per partition).
-            if (a.style == topo::PsStyle::byteps) {
-                if (!a.per_tensor) return (2.0 * n + 1.0) * (n + k);
-                const double parts = tensors + std::ceil(bytes / a.partition_size.value());
-                return (2.0 * n + 1.0) * parts + 4.0 * n;
-            }
-            const double pieces = a.per_tensor ? tensors : 1.0;
-            const bool whole = a.sharding != topo::PsSharding::bytes && a.split_size.value() <= 0.0;
-            const double servers = whole ? (a.per_tensor ? 1.0 : std::min(k, tensors)) : std::max(k, 1.0);
-            return (2.0 * n + 1.0) * servers * pieces;
-        }
-        case topo::ArchKind::gossip: return 2.0 * n * log_n;
-    }
-    return 0.0;
+    topo::RoundShape shape;
+    shape.workers = s.workers;
+    shape.bytes = payload_bytes(s) / messages;
+    shape.tensors = std::max(1.0, std::ceil(static_cast<double>(s.workload.tensor_count()) / messages));
+    shape.whole_payload_exchange = asynchronous(s);
+    const topo::RoundSize size = topo::round_size(s.architecture, shape);
+    explicit_dag = size.explicit_dag;
+    return size.transfers;
 }
 
 // Collective rounds per iteration (an upper estimate): overlap cuts the gradient into messages,

@@ -3,6 +3,8 @@
 #include "topologies/allreduce_algorithms.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -135,26 +137,84 @@ sim::Plan torus2d_allreduce_plan(std::uint32_t n, sim::Bytes bytes, sim::Bytes s
     return plan;
 }
 
-std::unique_ptr<Collective> make_allreduce(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
-    const std::uint32_t n = ctx.workers;
-    const sim::Bytes bytes = ctx.bytes;
-    const sim::Bytes seg = spec.segment_size;
-    if (seg.value() < 0.0) throw std::invalid_argument("all-reduce: segment_size must not be negative");
-    switch (spec.algorithm) {
-        case AllreduceAlgorithm::ring:
-            if (seg.value() <= 0.0) return std::make_unique<RingAllreduce>(n, bytes);
-            return std::make_unique<PlanCollective>(segmented_ring_allreduce_plan(n, bytes, seg));
-        case AllreduceAlgorithm::tree: return std::make_unique<PlanCollective>(tree_allreduce_plan(n, bytes, seg));
-        case AllreduceAlgorithm::double_tree:
-            return std::make_unique<PlanCollective>(double_tree_allreduce_plan(n, bytes, seg));
-        case AllreduceAlgorithm::halving_doubling:
-            return std::make_unique<PlanCollective>(halving_doubling_allreduce_plan(n, bytes, seg));
-        case AllreduceAlgorithm::hierarchical:
-            return std::make_unique<PlanCollective>(hierarchical_allreduce_plan(ctx.node_of, n, bytes, seg));
-        case AllreduceAlgorithm::torus2d:
-            return std::make_unique<PlanCollective>(torus2d_allreduce_plan(n, bytes, seg));
-    }
+namespace {
+
+// Segments per step: a ring step moves a chunk of S/n, a tree pipelines the whole S (kDefaultTreeSegments per
+// tree, two trees: 16, when no segment size is given), halving-doubling's steps halve the data.
+double segments(double chunk, double segment) {
+    return segment > 0.0 ? std::max(1.0, std::ceil(chunk / segment)) : 1.0;
+}
+double log2_steps(double n) {
+    return std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
+}
+double ring_transfers(double n, double bytes, double seg) {
+    return 2.0 * n * (n - 1.0) * segments(bytes / n, seg);
+}
+double tree_transfers(double n, double bytes, double seg) {
+    return 4.0 * n * (seg > 0.0 ? segments(bytes, seg) : 2.0 * kDefaultTreeSegments);
+}
+double halving_doubling_transfers(double n, double bytes, double seg) {
+    return 2.0 * n * (log2_steps(n) + (seg > 0.0 ? 2.0 * bytes / seg : 0.0));
+}
+bool always_dag(double) {
+    return true;
+}
+
+std::unique_ptr<Collective> make_ring(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    if (spec.segment_size.value() <= 0.0) return std::make_unique<RingAllreduce>(ctx.workers, ctx.bytes);
+    return std::make_unique<PlanCollective>(segmented_ring_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+}
+std::unique_ptr<Collective> make_tree(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    return std::make_unique<PlanCollective>(tree_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+}
+std::unique_ptr<Collective> make_double_tree(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    return std::make_unique<PlanCollective>(double_tree_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+}
+std::unique_ptr<Collective> make_halving_doubling(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    return std::make_unique<PlanCollective>(
+        halving_doubling_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+}
+std::unique_ptr<Collective> make_hierarchical(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    return std::make_unique<PlanCollective>(
+        hierarchical_allreduce_plan(ctx.node_of, ctx.workers, ctx.bytes, spec.segment_size));
+}
+std::unique_ptr<Collective> make_torus2d(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    return std::make_unique<PlanCollective>(torus2d_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+}
+
+// One line per algorithm (its name and description: k_allreduce_algorithms in collectives.hpp). Hierarchical and
+// torus2d run rings of fewer workers, so the ring's count bounds theirs.
+constexpr std::array<AllreduceAlgorithmInfo, 6> k_algorithms{{
+    {AllreduceAlgorithm::ring, make_ring, ring_transfers, [](double seg) { return seg > 0.0; }},
+    {AllreduceAlgorithm::tree, make_tree, tree_transfers, always_dag},
+    {AllreduceAlgorithm::double_tree, make_double_tree, tree_transfers, always_dag},
+    {AllreduceAlgorithm::halving_doubling, make_halving_doubling, halving_doubling_transfers, always_dag},
+    {AllreduceAlgorithm::hierarchical, make_hierarchical, ring_transfers, always_dag},
+    {AllreduceAlgorithm::torus2d, make_torus2d, ring_transfers, always_dag},
+}};
+
+}  // namespace
+
+std::span<const AllreduceAlgorithmInfo> allreduce_algorithms() {
+    return k_algorithms;
+}
+
+const AllreduceAlgorithmInfo& allreduce_algorithm(AllreduceAlgorithm a) {
+    for (const AllreduceAlgorithmInfo& info : k_algorithms)
+        if (info.algorithm == a) return info;
     throw std::logic_error("unknown all-reduce algorithm");
+}
+
+std::unique_ptr<Collective> make_allreduce(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    if (spec.segment_size.value() < 0.0) throw std::invalid_argument("all-reduce: segment_size must not be negative");
+    return allreduce_algorithm(spec.algorithm).make(spec, ctx);
+}
+
+RoundSize allreduce_round_size(const ArchitectureSpec& spec, const RoundShape& shape) {
+    const AllreduceAlgorithmInfo& info = allreduce_algorithm(spec.algorithm);
+    const double seg = spec.segment_size.value();
+    if (shape.workers <= 1.0) return {0.0, info.explicit_dag(seg)};  // one worker alone: no traffic
+    return {info.transfers(shape.workers, shape.bytes, seg), info.explicit_dag(seg)};
 }
 
 }  // namespace ddlsim::topo

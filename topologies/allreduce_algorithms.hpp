@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -51,5 +52,23 @@ inline constexpr std::uint32_t kDefaultTreeSegments = 8;
 
 /// The all-reduce collective for `spec.algorithm` (any algorithm; ring with segments too).
 [[nodiscard]] std::unique_ptr<Collective> make_allreduce(const ArchitectureSpec& spec, const CollectiveContext& ctx);
+
+/// What the project knows about one all-reduce algorithm besides its name (k_allreduce_algorithms in
+/// collectives.hpp): how to build it and how large one round is. allreduce_algorithms.cpp lists them.
+struct AllreduceAlgorithmInfo {
+    AllreduceAlgorithm algorithm;
+    std::unique_ptr<Collective> (*make)(const ArchitectureSpec& spec, const CollectiveContext& ctx);
+    /// Transfers in one round of `bytes` per worker among n workers with segments of `segment` bytes (0: none);
+    /// an upper estimate, for the up-front limits.
+    double (*transfers)(double n, double bytes, double segment);
+    /// Whether rounds are held as explicit DAGs (the plain ring is a state machine).
+    bool (*explicit_dag)(double segment);
+};
+
+/// Every algorithm's descriptor.
+[[nodiscard]] std::span<const AllreduceAlgorithmInfo> allreduce_algorithms();
+[[nodiscard]] const AllreduceAlgorithmInfo& allreduce_algorithm(AllreduceAlgorithm a);
+/// round_size for an all-reduce (collectives.hpp).
+[[nodiscard]] RoundSize allreduce_round_size(const ArchitectureSpec& spec, const RoundShape& shape);
 
 }  // namespace ddlsim::topo

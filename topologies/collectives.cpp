@@ -53,11 +53,18 @@ sim::Plan ring_allreduce_plan(std::uint32_t n, sim::Bytes bytes) {
     return plan;
 }
 
+RoundSize round_size(const ArchitectureSpec& spec, const RoundShape& shape) {
+    switch (spec.kind) {
+        case ArchKind::allreduce: return allreduce_round_size(spec, shape);
+        case ArchKind::ps: return parameter_server_round_size(spec, shape);
+        case ArchKind::gossip: return gossip_round_size(spec, shape);
+    }
+    throw std::logic_error("unknown architecture kind");
+}
+
 std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
     switch (spec.kind) {
         case ArchKind::allreduce:
-            if (spec.algorithm == AllreduceAlgorithm::ring && spec.segment_size.value() <= 0.0)
-                return std::make_unique<RingAllreduce>(ctx.workers, ctx.bytes);
             return make_allreduce(spec, ctx);
         case ArchKind::ps: {
             PsOptions options;

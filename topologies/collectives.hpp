@@ -160,4 +160,22 @@ private:
 /// The collective the job's rounds run.
 [[nodiscard]] std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, const CollectiveContext& ctx);
 
+/// The size of one round, as the up-front limits see it before anything is built.
+struct RoundShape {
+    double workers = 1.0;
+    double bytes = 0.0;    ///< synchronised per worker in this round (after compression)
+    double tensors = 1.0;  ///< gradient tensors the round holds
+    /// Every worker exchanges its whole payload with every server once (SSP, ASP, FedAvg on a PS).
+    bool whole_payload_exchange = false;
+};
+
+/// How large one round of `spec` is: the transfers it holds (an upper estimate, asked of each architecture's own
+/// code: allreduce_algorithms.cpp, parameter_server.cpp, gossip.cpp) and whether it is held as an explicit DAG
+/// (every transfer in memory) rather than a state machine.
+struct RoundSize {
+    double transfers = 0.0;
+    bool explicit_dag = true;
+};
+[[nodiscard]] RoundSize round_size(const ArchitectureSpec& spec, const RoundShape& shape);
+
 }  // namespace ddlsim::topo

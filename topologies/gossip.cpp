@@ -3,6 +3,7 @@
 #include "topologies/gossip.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <span>
 #include <stdexcept>
 #include <utility>
@@ -176,6 +177,12 @@ std::unique_ptr<Collective> make_gossip(const ArchitectureSpec& spec, const Coll
     if (spec.graph == GossipGraph::random_matching)
         return std::make_unique<MatchingGossip>(ctx.workers, ctx.bytes, ctx.seed);
     return std::make_unique<PlanCollective>(gossip_exchange(gossip_neighbours(spec.graph, ctx.workers), ctx.bytes));
+}
+
+RoundSize gossip_round_size(const ArchitectureSpec&, const RoundShape& shape) {
+    const double n = shape.workers;
+    if (n <= 1.0) return {0.0, true};
+    return {2.0 * n * std::max(1.0, std::ceil(std::log2(std::max(n, 2.0)))), true};
 }
 
 }  // namespace ddlsim::topo

@@ -63,4 +63,8 @@ struct MixingWeight {
 /// The gossip collective of an `architecture` block of kind "gossip" (random_matching: a new plan every round).
 [[nodiscard]] std::unique_ptr<Collective> make_gossip(const ArchitectureSpec& spec, const CollectiveContext& ctx);
 
+/// round_size for gossip (collectives.hpp): every worker sends to each of its neighbours, at most 2 log2 n of
+/// them (the exponential graph's degree bounds the others').
+[[nodiscard]] RoundSize gossip_round_size(const ArchitectureSpec& spec, const RoundShape& shape);
+
 }  // namespace ddlsim::topo

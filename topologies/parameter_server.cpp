@@ -326,4 +326,20 @@ std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, 
         ps_plan(PsLayout{n, n + k, server_endpoint, pieces, spec.per_tensor, spec.aggregation_rate, groups}));
 }
 
+RoundSize parameter_server_round_size(const ArchitectureSpec& a, const RoundShape& shape) {
+    const double n = shape.workers;
+    const double k = static_cast<double>(a.servers);
+    if (n <= 1.0 && !(k > 0.0)) return {0.0, true};  // one worker alone: no traffic
+    if (shape.whole_payload_exchange) return {2.0 * n * std::max(k, 1.0), true};
+    if (a.style == PsStyle::byteps) {
+        if (!a.per_tensor) return {(2.0 * n + 1.0) * (n + k), true};
+        const double parts = shape.tensors + std::ceil(shape.bytes / a.partition_size.value());
+        return {(2.0 * n + 1.0) * parts + 4.0 * n, true};
+    }
+    const double pieces = a.per_tensor ? shape.tensors : 1.0;
+    const bool whole = a.sharding != PsSharding::bytes && a.split_size.value() <= 0.0;
+    const double servers = whole ? (a.per_tensor ? 1.0 : std::min(k, shape.tensors)) : std::max(k, 1.0);
+    return {(2.0 * n + 1.0) * servers * pieces, true};
+}
+
 }  // namespace ddlsim::topo

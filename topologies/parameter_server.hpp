@@ -122,6 +122,13 @@ struct PsLayout {
                                std::optional<sim::Bandwidth> aggregation_rate);
 
 /// The PS collective of an `architecture` block of kind "ps".
+/// round_size for a parameter server (collectives.hpp): per server a piece costs n pushes, one summation and n
+/// pulls; byte sharding cuts every piece over all k servers, round-robin and balanced sharding keep whole tensors
+/// on one server each, BytePS partitions go whole to one server each (whole shares: every server); per_tensor:
+/// one piece per tensor (BytePS: per partition). SSP, ASP and FedAvg exchange each worker's whole payload with
+/// every server once per iteration (models/trainer_async.cpp): n x k pushes and pulls.
+[[nodiscard]] RoundSize parameter_server_round_size(const ArchitectureSpec& spec, const RoundShape& shape);
+
 [[nodiscard]] std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec,
                                                                 const CollectiveContext& ctx,
                                                                 const PsOptions& options = {});
