@@ -11,22 +11,6 @@
 namespace ddlsim::scenario::detail {
 namespace {
 
-// Keys each topology takes (besides "topology" and "model"); * marks required ones.
-const std::map<std::string, std::vector<std::string>>& topology_keys() {
-    static const std::map<std::string, std::vector<std::string>> keys{
-        {"star", {"bandwidth*", "latency*", "hosts"}},
-        {"two_tier",
-         {"bandwidth*", "latency*", "gpus_per_node*", "intra_bandwidth*", "intra_latency*", "num_nodes",
-          "nics_per_node", "intra_transport"}},
-        {"fat_tree", {"bandwidth*", "latency*", "k*"}},
-        {"leaf_spine", {"bandwidth*", "latency*", "hosts_per_leaf*", "spines*", "leaves", "oversubscription"}},
-        {"ring", {"bandwidth*", "latency*", "hosts"}},
-        {"torus2d", {"bandwidth*", "latency*", "dims*"}},
-        {"custom", {"nodes", "links", "file"}},
-    };
-    return keys;
-}
-
 topo::CustomSpec read_custom(const json& nodes, const json& links, const std::string& nodes_path,
                              const std::string& links_path) {
     const Tables& t = tables();
@@ -101,15 +85,134 @@ topo::CustomSpec read_topology_file(const std::string& file, const std::string& 
 
 }  // namespace
 
+// What a topology's reader sees: the network block and what the jobs need of it.
+struct TopologyInput {
+    ObjectReader& r;
+    const std::string& base_dir;
+    std::size_t hosts_needed;  ///< workers plus dedicated servers
+    std::size_t gpus_hint;     ///< workers
+
+    static constexpr std::uint64_t kMaxHosts = 4 * kMaxWorkers;
+    [[nodiscard]] sim::Bandwidth bandwidth() { return read_bandwidth(r.at("bandwidth"), r.path("bandwidth")); }
+    [[nodiscard]] sim::Time latency() { return read_time(r.at("latency"), r.path("latency")); }
+    [[nodiscard]] std::size_t count(const char* key, std::uint64_t min, std::uint64_t max) {
+        return static_cast<std::size_t>(read_uint(r.at(key), r.path(key), min, max));
+    }
+};
+
+namespace {
+
+topo::TopologySpec read_star(TopologyInput& in) {
+    topo::StarSpec s{in.hosts_needed, in.bandwidth(), in.latency()};
+    if (in.r.has("hosts")) s.hosts = in.count("hosts", 1, TopologyInput::kMaxHosts);
+    return s;
+}
+
+topo::TopologySpec read_ring(TopologyInput& in) {
+    topo::RingSpec s{in.hosts_needed, in.bandwidth(), in.latency()};
+    if (in.r.has("hosts")) s.hosts = in.count("hosts", 1, TopologyInput::kMaxHosts);
+    return s;
+}
+
+topo::TopologySpec read_two_tier(TopologyInput& in) {
+    ObjectReader& r = in.r;
+    topo::TwoTierSpec s;
+    s.bandwidth = in.bandwidth();
+    s.latency = in.latency();
+    s.gpus_per_node = in.count("gpus_per_node", 1, 1024);
+    s.intra_bandwidth = read_bandwidth(r.at("intra_bandwidth"), r.path("intra_bandwidth"));
+    s.intra_latency = read_time(r.at("intra_latency"), r.path("intra_latency"));
+    s.nodes = std::max<std::size_t>(1, (in.gpus_hint + s.gpus_per_node - 1) / s.gpus_per_node);
+    if (r.has("num_nodes")) s.nodes = in.count("num_nodes", 1, kMaxWorkers);
+    if (r.has("nics_per_node")) s.nics_per_node = in.count("nics_per_node", 1, 64);
+    s.extra_hosts = in.hosts_needed - in.gpus_hint;
+    return s;
+}
+
+topo::TopologySpec read_fat_tree(TopologyInput& in) {
+    topo::FatTreeSpec s{in.count("k", 2, 64), in.bandwidth(), in.latency()};
+    if (s.k % 2 != 0) throw ScenarioError(in.r.path("k"), fmt::format("expected an even k, got {}", s.k));
+    return s;
+}
+
+topo::TopologySpec read_leaf_spine(TopologyInput& in) {
+    ObjectReader& r = in.r;
+    topo::LeafSpineSpec s;
+    s.bandwidth = in.bandwidth();
+    s.latency = in.latency();
+    s.hosts_per_leaf = in.count("hosts_per_leaf", 1, 4096);
+    s.spines = in.count("spines", 1, 4096);
+    s.leaves = std::max<std::size_t>(1, (in.hosts_needed + s.hosts_per_leaf - 1) / s.hosts_per_leaf);
+    if (r.has("leaves")) s.leaves = in.count("leaves", 1, kMaxWorkers);
+    if (r.has("oversubscription"))
+        s.oversubscription = read_positive(r.at("oversubscription"), r.path("oversubscription"), 1e6);
+    // The leaf uplinks get hosts_per_leaf x bandwidth / (spines x oversubscription): keep that finite.
+    const double min_over =
+        s.bandwidth.bytes_per_s() * static_cast<double>(s.hosts_per_leaf) / (static_cast<double>(s.spines) * 1e18);
+    if (s.oversubscription < min_over)
+        throw ScenarioError(r.path("oversubscription"),
+                            fmt::format("expected at least {:.3g} (smaller values make the leaf uplinks faster "
+                                        "than 8 Ebit/s), got {:g}",
+                                        min_over, s.oversubscription));
+    return s;
+}
+
+topo::TopologySpec read_torus2d(TopologyInput& in) {
+    ObjectReader& r = in.r;
+    const json& dims = read_array(r.at("dims"), r.path("dims"), 2);
+    if (dims.size() != 2) throw ScenarioError(r.path("dims"), fmt::format("expected [X, Y], got {} numbers", dims.size()));
+    topo::Torus2dSpec s{static_cast<std::size_t>(read_uint(dims[0], r.path("dims") + "[0]", 1, 65536)),
+                        static_cast<std::size_t>(read_uint(dims[1], r.path("dims") + "[1]", 1, 65536)), in.bandwidth(),
+                        in.latency()};
+    if (s.x * s.y > TopologyInput::kMaxHosts) throw ScenarioError(r.path("dims"), "expected at most 4,000,000 hosts");
+    return s;
+}
+
+topo::TopologySpec read_custom_topology(TopologyInput& in) {
+    ObjectReader& r = in.r;
+    if (r.has("file") == (r.has("nodes") || r.has("links")))
+        throw ScenarioError(r.path("topology"), "custom: expected either \"nodes\" and \"links\", or a topology \"file\"");
+    if (r.has("file")) return read_topology_file(read_string(r.at("file"), r.path("file")), in.base_dir, r.path("file"));
+    if (!r.has("nodes")) throw ScenarioError(r.path("nodes"), "required by topology \"custom\"");
+    if (!r.has("links")) throw ScenarioError(r.path("links"), "required by topology \"custom\"");
+    return read_custom(r.at("nodes"), r.at("links"), r.path("nodes"), r.path("links"));
+}
+
+template <class Spec>
+TopologyReader entry(std::vector<std::string_view> keys, topo::TopologySpec (*read)(TopologyInput&)) {
+    return {Spec::kName, Spec::kDescription, std::move(keys), read};
+}
+
+}  // namespace
+
+const std::vector<TopologyReader>& topology_readers() {
+    static const std::vector<TopologyReader> readers{
+        entry<topo::StarSpec>({"bandwidth*", "latency*", "hosts"}, read_star),
+        entry<topo::TwoTierSpec>({"bandwidth*", "latency*", "gpus_per_node*", "intra_bandwidth*", "intra_latency*",
+                                  "num_nodes", "nics_per_node", "intra_transport"},
+                                 read_two_tier),
+        entry<topo::FatTreeSpec>({"bandwidth*", "latency*", "k*"}, read_fat_tree),
+        entry<topo::LeafSpineSpec>(
+            {"bandwidth*", "latency*", "hosts_per_leaf*", "spines*", "leaves", "oversubscription"}, read_leaf_spine),
+        entry<topo::RingSpec>({"bandwidth*", "latency*", "hosts"}, read_ring),
+        entry<topo::Torus2dSpec>({"bandwidth*", "latency*", "dims*"}, read_torus2d),
+        entry<topo::CustomSpec>({"nodes", "links", "file"}, read_custom_topology),
+    };
+    return readers;
+}
+
 NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t hosts_needed, std::size_t gpus_hint) {
     const Tables& t = tables();
     reject_planned_keys(j, "$.network", "network");
     ObjectReader r(j, "$.network", t.network);
     const std::string topology = read_choice(r.at("topology"), r.path("topology"), t.choices.topologies);
 
+    const auto& readers = topology_readers();
+    const TopologyReader& reader =
+        *std::find_if(readers.begin(), readers.end(), [&](const TopologyReader& x) { return x.name == topology; });
     // Every key must belong to this topology; required ones must be there.
-    const auto& keys = topology_keys().at(topology);
-    std::vector<std::string> names;
+    std::vector<std::string> keys, names;
+    for (const auto k : reader.keys) keys.emplace_back(k);
     for (const auto& k : keys) names.push_back(k.back() == '*' ? k.substr(0, k.size() - 1) : k);
     for (const auto& field : t.network.fields) {
         if (field.name == "topology" || field.name == "model" || field.name == "routing" ||
@@ -166,77 +269,8 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
     } else if (out.transports.inter && out.transports.inter->kind == topo::TransportKind::ideal) {
         out.transports.intra = out.transports.inter;  // "ideal" asks for the nominal model everywhere
     }
-    auto bandwidth = [&] { return read_bandwidth(r.at("bandwidth"), r.path("bandwidth")); };
-    auto latency = [&] { return read_time(r.at("latency"), r.path("latency")); };
-    auto count = [&](const char* key, std::uint64_t min, std::uint64_t max) {
-        return static_cast<std::size_t>(read_uint(r.at(key), r.path(key), min, max));
-    };
-    constexpr std::uint64_t kMaxHosts = 4 * kMaxWorkers;
-
-    if (topology == "star") {
-        topo::StarSpec s{hosts_needed, bandwidth(), latency()};
-        if (r.has("hosts")) s.hosts = count("hosts", 1, kMaxHosts);
-        out.topology = s;
-    } else if (topology == "ring") {
-        topo::RingSpec s{hosts_needed, bandwidth(), latency()};
-        if (r.has("hosts")) s.hosts = count("hosts", 1, kMaxHosts);
-        out.topology = s;
-    } else if (topology == "two_tier") {
-        topo::TwoTierSpec s;
-        s.bandwidth = bandwidth();
-        s.latency = latency();
-        s.gpus_per_node = count("gpus_per_node", 1, 1024);
-        s.intra_bandwidth = read_bandwidth(r.at("intra_bandwidth"), r.path("intra_bandwidth"));
-        s.intra_latency = read_time(r.at("intra_latency"), r.path("intra_latency"));
-        s.nodes = std::max<std::size_t>(1, (gpus_hint + s.gpus_per_node - 1) / s.gpus_per_node);
-        if (r.has("num_nodes")) s.nodes = count("num_nodes", 1, kMaxWorkers);
-        if (r.has("nics_per_node")) s.nics_per_node = count("nics_per_node", 1, 64);
-        s.extra_hosts = hosts_needed - gpus_hint;
-        out.topology = s;
-    } else if (topology == "fat_tree") {
-        topo::FatTreeSpec s{count("k", 2, 64), bandwidth(), latency()};
-        if (s.k % 2 != 0) throw ScenarioError(r.path("k"), fmt::format("expected an even k, got {}", s.k));
-        out.topology = s;
-    } else if (topology == "leaf_spine") {
-        topo::LeafSpineSpec s;
-        s.bandwidth = bandwidth();
-        s.latency = latency();
-        s.hosts_per_leaf = count("hosts_per_leaf", 1, 4096);
-        s.spines = count("spines", 1, 4096);
-        s.leaves = std::max<std::size_t>(1, (hosts_needed + s.hosts_per_leaf - 1) / s.hosts_per_leaf);
-        if (r.has("leaves")) s.leaves = count("leaves", 1, kMaxWorkers);
-        if (r.has("oversubscription"))
-            s.oversubscription = read_positive(r.at("oversubscription"), r.path("oversubscription"), 1e6);
-        // The leaf uplinks get hosts_per_leaf x bandwidth / (spines x oversubscription): keep that finite.
-        const double min_over =
-            s.bandwidth.bytes_per_s() * static_cast<double>(s.hosts_per_leaf) / (static_cast<double>(s.spines) * 1e18);
-        if (s.oversubscription < min_over)
-            throw ScenarioError(r.path("oversubscription"),
-                                fmt::format("expected at least {:.3g} (smaller values make the leaf uplinks faster "
-                                            "than 8 Ebit/s), got {:g}",
-                                            min_over, s.oversubscription));
-        out.topology = s;
-    } else if (topology == "torus2d") {
-        const json& dims = read_array(r.at("dims"), r.path("dims"), 2);
-        if (dims.size() != 2)
-            throw ScenarioError(r.path("dims"), fmt::format("expected [X, Y], got {} numbers", dims.size()));
-        topo::Torus2dSpec s{static_cast<std::size_t>(read_uint(dims[0], r.path("dims") + "[0]", 1, 65536)),
-                            static_cast<std::size_t>(read_uint(dims[1], r.path("dims") + "[1]", 1, 65536)), bandwidth(),
-                            latency()};
-        if (s.x * s.y > kMaxHosts) throw ScenarioError(r.path("dims"), "expected at most 4,000,000 hosts");
-        out.topology = s;
-    } else {
-        if (r.has("file") == (r.has("nodes") || r.has("links")))
-            throw ScenarioError(r.path("topology"),
-                                "custom: expected either \"nodes\" and \"links\", or a topology \"file\"");
-        if (r.has("file")) {
-            out.topology = read_topology_file(read_string(r.at("file"), r.path("file")), base_dir, r.path("file"));
-        } else {
-            if (!r.has("nodes")) throw ScenarioError(r.path("nodes"), "required by topology \"custom\"");
-            if (!r.has("links")) throw ScenarioError(r.path("links"), "required by topology \"custom\"");
-            out.topology = read_custom(r.at("nodes"), r.at("links"), r.path("nodes"), r.path("links"));
-        }
-    }
+    TopologyInput in{r, base_dir, hosts_needed, gpus_hint};
+    out.topology = reader.read(in);
     r.finish();
     return out;
 }

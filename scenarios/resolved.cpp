@@ -14,15 +14,15 @@ using nlohmann::json;
 
 json network_json(const Scenario& s) {
     json n = json::object();
+    n["topology"] = std::string(topo::topology_name(s.topology));
     std::visit(
         [&](const auto& t) {
             using T = std::decay_t<decltype(t)>;
             if constexpr (std::is_same_v<T, topo::CustomSpec>) {
-                n["topology"] = "custom";
                 n["nodes"] = json::array();
                 for (const auto& node : t.nodes)
                     n["nodes"].push_back(
-                        {{"name", node.name}, {"kind", node.kind == topo::NodeKind::switch_ ? "switch" : "host"}});
+                        {{"name", node.name}, {"kind", std::string(sim::enum_name(node.kind))}});
                 n["links"] = json::array();
                 for (const auto& l : t.links)
                     n["links"].push_back({{"from", l.from},
@@ -32,30 +32,22 @@ json network_json(const Scenario& s) {
             } else {
                 n["bandwidth"] = sim::format_bandwidth(t.bandwidth);
                 n["latency"] = sim::format_time(t.latency);
-                if constexpr (std::is_same_v<T, topo::StarSpec>) {
-                    n["topology"] = "star";
-                    n["hosts"] = t.hosts;
-                } else if constexpr (std::is_same_v<T, topo::RingSpec>) {
-                    n["topology"] = "ring";
+                if constexpr (std::is_same_v<T, topo::StarSpec> || std::is_same_v<T, topo::RingSpec>) {
                     n["hosts"] = t.hosts;
                 } else if constexpr (std::is_same_v<T, topo::TwoTierSpec>) {
-                    n["topology"] = "two_tier";
                     n["gpus_per_node"] = t.gpus_per_node;
                     n["num_nodes"] = t.nodes;
                     n["nics_per_node"] = t.nics_per_node;
                     n["intra_bandwidth"] = sim::format_bandwidth(t.intra_bandwidth);
                     n["intra_latency"] = sim::format_time(t.intra_latency);
                 } else if constexpr (std::is_same_v<T, topo::FatTreeSpec>) {
-                    n["topology"] = "fat_tree";
                     n["k"] = t.k;
                 } else if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) {
-                    n["topology"] = "leaf_spine";
                     n["leaves"] = t.leaves;
                     n["hosts_per_leaf"] = t.hosts_per_leaf;
                     n["spines"] = t.spines;
                     n["oversubscription"] = t.oversubscription;
                 } else if constexpr (std::is_same_v<T, topo::Torus2dSpec>) {
-                    n["topology"] = "torus2d";
                     n["dims"] = {t.x, t.y};
                 }
             }

@@ -8,6 +8,7 @@
 #include "models/compression.hpp"
 #include "models/device.hpp"
 #include "models/workload.hpp"
+#include "scenarios/loader_detail.hpp"
 #include "scenarios/scenario.hpp"
 
 namespace ddlsim::scenario {
@@ -80,6 +81,13 @@ ObjectSchema compression_schema(const Choices& c) {
     return o;
 }
 
+std::string topology_descriptions() {
+    std::string out;
+    for (const auto& t : detail::topology_readers())
+        out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", t.name, t.description);
+    return out;
+}
+
 Tables build() {
     Tables t;
     Choices& c = t.choices;
@@ -87,6 +95,7 @@ Tables build() {
     for (const auto& d : models::builtin_devices()) c.devices.push_back(d.name);
     for (const models::CompressorInfo* k : models::compressors()) c.compression_kinds.emplace_back(k->name);
     c.transports = topo::transport_names();
+    for (const auto& topology : detail::topology_readers()) c.topologies.emplace_back(topology.name);
     c.network_models = sim::enum_names<NetworkModel>();
     c.routings = sim::enum_names<topo::Routing>();
     c.node_kinds = sim::enum_names<topo::NodeKind>();
@@ -164,7 +173,7 @@ Tables build() {
         "network",
         "the physical network",
         {
-            {"topology", enum_schema(c.topologies, "fabric shape"), true},
+            {"topology", enum_schema(c.topologies, "fabric shape: " + topology_descriptions()), true},
             {"bandwidth", bandwidth_schema("host link bandwidth (node NIC bandwidth for two_tier; every link of a "
                                            "fat_tree; leaf_spine host links)")},
             {"latency", time_schema("latency of every link but two_tier intra-node ones")},

@@ -14,7 +14,7 @@ namespace ddlsim::scenario {
 // each enum); compressors, models and devices from their registries. The loader maps names to values through
 // the same tables (sim::enum_value), never by position.
 struct Choices {
-    std::vector<std::string> topologies{"star", "two_tier", "fat_tree", "leaf_spine", "ring", "torus2d", "custom"};
+    std::vector<std::string> topologies;      ///< detail::topology_readers()
     std::vector<std::string> network_models;  ///< scenario::NetworkModel
     std::vector<std::string> routings;        ///< topo::Routing
     std::vector<std::string> transports;      ///< topo::TransportKind

@@ -5,11 +5,13 @@
 
 #include <set>
 #include <string>
+#include <variant>
 
 #include "models/compute.hpp"
 #include "models/device.hpp"
 #include "models/job.hpp"
 #include "models/workload.hpp"
+#include "scenarios/loader_detail.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/enum_info.hpp"
 #include "topologies/collectives.hpp"
@@ -114,4 +116,36 @@ TEST_CASE("enum tables: the loader maps every algorithm and sync name to its own
         INFO(e.name);
         CHECK(scenario::load_scenario(j).jobs.at(0).sync.kind == e.value);
     }
+}
+
+TEST_CASE("topology table: one reader per topology spec, named by the spec, offered by the schema") {
+    const auto& readers = scenario::detail::topology_readers();
+    REQUIRE(readers.size() == std::variant_size_v<topo::TopologySpec>);
+    std::set<std::string_view> names;
+    for (const auto& r : readers) {
+        CHECK(names.insert(r.name).second);
+        CHECK_FALSE(r.description.empty());
+        CHECK(static_cast<bool>(r.read));
+    }
+    // Every alternative of the variant has exactly one reader under its kName.
+    auto has = [&](std::string_view n) { return names.contains(n); };
+    CHECK(has(topo::StarSpec::kName));
+    CHECK(has(topo::TwoTierSpec::kName));
+    CHECK(has(topo::FatTreeSpec::kName));
+    CHECK(has(topo::LeafSpineSpec::kName));
+    CHECK(has(topo::RingSpec::kName));
+    CHECK(has(topo::Torus2dSpec::kName));
+    CHECK(has(topo::CustomSpec::kName));
+    const auto schema = scenario::scenario_schema();
+    const auto offered =
+        schema.at("$defs").at("network").at("properties").at("topology").at("enum").get<std::vector<std::string>>();
+    CHECK(offered.size() == readers.size());
+    for (std::size_t i = 0; i < readers.size(); ++i) CHECK(offered.at(i) == readers[i].name);
+    // The resolved scenario names the topology it was loaded with.
+    const nlohmann::json j{{"workers", 4},
+                           {"model", "resnet50"},
+                           {"batch_size", 32},
+                           {"device", "V100"},
+                           {"network", {{"topology", "ring"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}}};
+    CHECK(topo::topology_name(scenario::load_scenario(j).topology) == "ring");
 }

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -22,6 +23,8 @@ namespace ddlsim::topo {
 
 /// Every host on its own full-duplex link to one non-blocking switch.
 struct StarSpec {
+    static constexpr std::string_view kName = "star";
+    static constexpr std::string_view kDescription = "every host on its own link to one non-blocking switch";
     std::size_t hosts = 0;
     sim::Bandwidth bandwidth;
     sim::Time latency;
@@ -31,6 +34,8 @@ struct StarSpec {
 /// intra_bandwidth / intra_latency); each node reaches the top switch through
 /// `nics_per_node` parallel NIC links of bandwidth / latency (ECMP spreads flows).
 struct TwoTierSpec {
+    static constexpr std::string_view kName = "two_tier";
+    static constexpr std::string_view kDescription = "GPU nodes on an intra-node fabric, NICs to one top switch";
     std::size_t nodes = 0;
     std::size_t gpus_per_node = 0;
     sim::Bandwidth bandwidth;
@@ -45,6 +50,8 @@ struct TwoTierSpec {
 /// aggregation switches, (k/2)^2 core switches, k^3/4 hosts, every link alike:
 /// full bisection bandwidth.
 struct FatTreeSpec {
+    static constexpr std::string_view kName = "fat_tree";
+    static constexpr std::string_view kDescription = "k-ary fat-tree, full bisection bandwidth (Al-Fares et al., SIGCOMM 2008)";
     std::size_t k = 4;
     sim::Bandwidth bandwidth;
     sim::Time latency;
@@ -54,6 +61,8 @@ struct FatTreeSpec {
 /// linked to every one of `spines` spines. Leaf uplinks get
 /// hosts_per_leaf * bandwidth / (spines * oversubscription).
 struct LeafSpineSpec {
+    static constexpr std::string_view kName = "leaf_spine";
+    static constexpr std::string_view kDescription = "two-level Clos with an oversubscription ratio";
     std::size_t leaves = 2;
     std::size_t hosts_per_leaf = 1;
     std::size_t spines = 1;
@@ -64,6 +73,8 @@ struct LeafSpineSpec {
 
 /// Hosts joined directly in a ring (each host to the next, full duplex).
 struct RingSpec {
+    static constexpr std::string_view kName = "ring";
+    static constexpr std::string_view kDescription = "hosts joined directly in a ring";
     std::size_t hosts = 0;
     sim::Bandwidth bandwidth;
     sim::Time latency;
@@ -71,6 +82,8 @@ struct RingSpec {
 
 /// Hosts on an X x Y grid with wrap-around links in both dimensions.
 struct Torus2dSpec {
+    static constexpr std::string_view kName = "torus2d";
+    static constexpr std::string_view kDescription = "an X x Y grid with wrap-around links";
     std::size_t x = 0;
     std::size_t y = 0;
     sim::Bandwidth bandwidth;
@@ -91,11 +104,18 @@ struct CustomLink {
 
 /// Explicit nodes and links.
 struct CustomSpec {
+    static constexpr std::string_view kName = "custom";
+    static constexpr std::string_view kDescription = "explicit nodes and links, inline or in a file";
     std::vector<CustomNode> nodes;
     std::vector<CustomLink> links;
 };
 
 using TopologySpec = std::variant<StarSpec, TwoTierSpec, FatTreeSpec, LeafSpineSpec, RingSpec, Torus2dSpec, CustomSpec>;
+
+/// The scenario name of a topology ("star", ...): each spec's kName.
+[[nodiscard]] inline std::string_view topology_name(const TopologySpec& t) {
+    return std::visit([](const auto& s) { return std::decay_t<decltype(s)>::kName; }, t);
+}
 
 /// Builds and validates the fabric; throws std::invalid_argument on an invalid one.
 [[nodiscard]] Fabric build_fabric(const TopologySpec& spec);
