@@ -282,7 +282,9 @@ TEST_CASE("schema: every default is the loader's (writing it out leaves the reso
         if (def.contains("properties")) collect(id, def);
     CHECK(keys.size() >= 38);
     const auto contexts = default_contexts();
-    for (const auto& [id, key] : keys) {
+    for (const auto& entry : keys) {
+        const std::string& id = entry.first;  // not a structured binding: clang 14 cannot capture those
+        const std::string& key = entry.second;
         const json& def = id == "scenario" ? schema : schema.at("$defs").at(id);
         const json value = def.at("properties").at(key).at("default");
         CAPTURE(id);
