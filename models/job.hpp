@@ -29,6 +29,23 @@ inline constexpr sim::EnumEntry<SyncKind> k_sync_kinds[]{
     {SyncKind::fedavg, "fedavg", "sampled clients, local steps, server averaging (McMahan et al., AISTATS 2017)"}};
 constexpr std::span<const sim::EnumEntry<SyncKind>> enum_entries(SyncKind) { return k_sync_kinds; }
 
+/// What the project knows about one synchronisation scheme besides its name (models/sync_schemes.cpp lists them):
+/// the architectures it runs on, its keys, and how it moves gradients.
+struct SyncSchemeInfo {
+    SyncKind kind;
+    std::vector<topo::ArchKind> architectures;  ///< where it applies (checked once, at load)
+    bool byteps = false;                        ///< runs on BytePS (synchronous: BytePS sums one iteration at a time)
+    /// Each worker exchanges its whole payload with the servers once per iteration, without overlap (SSP, ASP,
+    /// FedAvg: models/trainer_async.cpp); otherwise the gradient follows the overlap's messages.
+    bool whole_payload = false;
+    /// Keys of the sync block besides "kind" that it takes; '*' marks a required one.
+    std::vector<std::string_view> keys;
+};
+
+/// Every scheme, in k_sync_kinds order.
+[[nodiscard]] const std::vector<SyncSchemeInfo>& sync_schemes();
+[[nodiscard]] const SyncSchemeInfo& sync_scheme(SyncKind kind);
+
 struct SyncSpec {
     SyncKind kind = SyncKind::bsp;
     std::uint32_t staleness = 0;          ///< ssp: bound s

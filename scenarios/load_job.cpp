@@ -264,23 +264,38 @@ models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec
     models::SyncSpec s;
     const std::string kind = read_choice(r.at("kind"), r.path("kind"), t.choices.sync_kinds);
     s.kind = sim::enum_value<models::SyncKind>(kind);
-    forbid_other_kinds(r, kind,
-                       {{"staleness", {"ssp"}},
-                        {"period", {"local_sgd"}},
-                        {"clients_per_round", {"fedavg"}},
-                        {"local_steps", {"fedavg"}},
-                        {"availability", {"fedavg"}}});
-    const char* arch_names[] = {"allreduce", "ps", "gossip"};
-    const std::string arch = arch_names[static_cast<int>(job.architecture.kind)];
-    const auto& allowed = t.choices.sync_allowed.at(arch);
-    if (std::find(allowed.begin(), allowed.end(), kind) == allowed.end())
+    // The scheme's descriptor (models/sync_schemes.cpp): the keys it takes, where it runs.
+    const models::SyncSchemeInfo& info = models::sync_scheme(s.kind);
+    for (const Field& f : t.sync.fields) {
+        if (f.name == "kind") continue;
+        std::vector<std::string> owners;
+        for (const models::SyncSchemeInfo& other : models::sync_schemes())
+            for (std::string_view k : other.keys)
+                if ((k.back() == '*' ? k.substr(0, k.size() - 1) : k) == f.name)
+                    owners.emplace_back(sim::enum_name(other.kind));
+        if (std::find(owners.begin(), owners.end(), kind) == owners.end())
+            r.forbid(f.name, fmt::format("applies to kind {} only, not \"{}\"", list(owners), kind));
+    }
+    const std::string arch(sim::enum_name(job.architecture.kind));
+    if (std::find(info.architectures.begin(), info.architectures.end(), job.architecture.kind) ==
+        info.architectures.end()) {
+        std::vector<std::string> allowed;
+        for (const models::SyncSchemeInfo& other : models::sync_schemes())
+            if (std::find(other.architectures.begin(), other.architectures.end(), job.architecture.kind) !=
+                other.architectures.end())
+                allowed.emplace_back(sim::enum_name(other.kind));
         throw ScenarioError(
             r.path("kind"),
             fmt::format("\"{}\" does not apply to architecture \"{}\"; expected one of {}", kind, arch, list(allowed)));
-    if (kind != "bsp" && kind != "local_sgd" && job.architecture.style == topo::PsStyle::byteps)
+    }
+    if (!info.byteps && job.architecture.style == topo::PsStyle::byteps) {
+        std::vector<std::string> synchronous;
+        for (const models::SyncSchemeInfo& other : models::sync_schemes())
+            if (other.byteps) synchronous.emplace_back(sim::enum_name(other.kind));
         throw ScenarioError(r.path("kind"), fmt::format("\"{}\" needs a standard parameter server; BytePS is "
-                                                        "synchronous (expected \"bsp\" or \"local_sgd\")",
-                                                        kind));
+                                                        "synchronous (expected {})",
+                                                        kind, list(synchronous)));
+    }
     auto need = [&](const char* key) -> const json& {
         if (!r.has(key)) throw ScenarioError(r.path(key), fmt::format("required for kind \"{}\"", kind));
         return r.at(key);

@@ -29,8 +29,7 @@ constexpr double kMaxPlanMemory = 4e9;  // bytes of communication plans (plan_me
 
 // SSP, ASP and FedAvg run on their own trainers, which send one message per iteration.
 bool asynchronous(const JobSpec& s) {
-    const auto k = s.sync.kind;
-    return k == models::SyncKind::ssp || k == models::SyncKind::asp || k == models::SyncKind::fedavg;
+    return models::sync_scheme(s.sync.kind).whole_payload;
 }
 
 // Messages the gradient is cut into per iteration: overlap's layers, buckets or partitions (the grouping scheme's

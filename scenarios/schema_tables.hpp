@@ -28,10 +28,6 @@ struct Choices {
     std::vector<std::string> ps_shardings;       ///< topo::PsSharding
     std::vector<std::string> ps_styles;          ///< topo::PsStyle
     std::vector<std::string> sync_kinds;         ///< models::SyncKind
-    /// Which sync schemes each architecture kind supports (checked once, at load).
-    std::map<std::string, std::vector<std::string>> sync_allowed{{"allreduce", {"bsp", "local_sgd"}},
-                                                                 {"ps", {"bsp", "ssp", "asp", "local_sgd", "fedavg"}},
-                                                                 {"gossip", {"bsp", "asp"}}};
     std::vector<std::string> compression_kinds;        ///< models::compressors(), by name
     std::vector<std::string> fusions;                  ///< models::Fusion
     std::vector<std::string> straggler_distributions;  ///< models::StragglerDistribution

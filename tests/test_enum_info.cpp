@@ -3,6 +3,7 @@
 // round-trips, the schema offers exactly the table's names, and the loader maps each name to its own value.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <variant>
@@ -148,4 +149,32 @@ TEST_CASE("topology table: one reader per topology spec, named by the spec, offe
                            {"device", "V100"},
                            {"network", {{"topology", "ring"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}}};
     CHECK(topo::topology_name(scenario::load_scenario(j).topology) == "ring");
+}
+
+TEST_CASE("sync schemes: the loader accepts a scheme on exactly the architectures its descriptor lists") {
+    REQUIRE(models::sync_schemes().size() == sim::enum_table<models::SyncKind>().size());
+    for (const auto& info : models::sync_schemes())
+        for (const auto& arch : sim::enum_table<topo::ArchKind>()) {
+            nlohmann::json sync{{"kind", std::string(sim::enum_name(info.kind))}};
+            for (std::string_view k : info.keys)
+                if (k.back() == '*') sync[std::string(k.substr(0, k.size() - 1))] = 2;
+            const nlohmann::json j{{"workers", 4},
+                                   {"model", "resnet50"},
+                                   {"batch_size", 32},
+                                   {"device", "V100"},
+                                   {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}},
+                                   {"architecture", {{"kind", std::string(arch.name)}}},
+                                   {"sync", sync}};
+            const bool listed = std::find(info.architectures.begin(), info.architectures.end(), arch.value) !=
+                                info.architectures.end();
+            bool loaded = true;
+            try {
+                (void)scenario::load_scenario(j);
+            } catch (const scenario::ScenarioError&) {
+                loaded = false;
+            }
+            INFO(sim::enum_name(info.kind), " on ", arch.name);
+            CHECK(loaded == listed);
+            CHECK(models::sync_scheme(info.kind).kind == info.kind);
+        }
 }
