@@ -60,7 +60,7 @@ double codec_cost_scale(const RunConfig& c, const Calibration& cal) {
     const auto& cp = cal.codecs.at(codec_name(c.codec.kind));
     const double n = c.workers;
     double measured = elements * (cp.encode_s_per_element + decodes * cp.decode_s_per_element);
-    if (summable(c.codec.kind) && c.architecture == Architecture::ring && c.workers > 1)
+    if (summable(c.codec.kind) && c.architecture == topo::ArchKind::allreduce && c.workers > 1)
         measured += elements * (cp.encode_s_per_element + 2.0 * (n - 1.0) / n * cp.decode_s_per_element);
     return modelled > 0.0 ? measured / modelled * cal.slowdown(c.workers) : 1.0;
 }
@@ -85,14 +85,14 @@ json scenario_for(const RunConfig& c, const Calibration& cal) {
     }
     json arch;
     switch (c.architecture) {
-        case Architecture::ring: arch = {{"kind", "allreduce"}, {"algorithm", "ring"}}; break;
-        case Architecture::ps: arch = {{"kind", "ps"}, {"servers", 1}, {"placement", "dedicated"}}; break;
-        case Architecture::gossip: arch = {{"kind", "gossip"}, {"graph", "ring"}}; break;
+        case topo::ArchKind::allreduce: arch = {{"kind", "allreduce"}, {"algorithm", "ring"}}; break;
+        case topo::ArchKind::ps: arch = {{"kind", "ps"}, {"servers", 1}, {"placement", "dedicated"}}; break;
+        case topo::ArchKind::gossip: arch = {{"kind", "gossip"}, {"graph", "ring"}}; break;
     }
     json j{{"description", fmt::format("ddlsim validate: {}", c.name)},
            {"workers", c.workers},
            {"batch_size", c.batch},
-           {"iterations", c.sync == SyncScheme::local_sgd ? 2 * c.period : 6},
+           {"iterations", c.sync == models::SyncKind::local_sgd ? 2 * c.period : 6},
            {"model", {{"layers", layers_json(cal, slowdown, 1.0, 0.0)}}},
            {"device",
             {{"peak_flops", cal.peak_flops},
@@ -100,7 +100,7 @@ json scenario_for(const RunConfig& c, const Calibration& cal) {
              {"memory_bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(cal.memory_bandwidth))}}},
            {"network", network},
            {"architecture", arch}};
-    if (c.sync == SyncScheme::local_sgd) j["sync"] = {{"kind", "local_sgd"}, {"period", c.period}};
+    if (c.sync == models::SyncKind::local_sgd) j["sync"] = {{"kind", "local_sgd"}, {"period", c.period}};
     if (c.codec.kind != CodecKind::none) {
         json comp{{"kind", codec_name(c.codec.kind)}};
         if (c.codec.kind == CodecKind::qsgd) comp["bits"] = c.codec.bits;

@@ -130,15 +130,15 @@ WorkerReport work(Mesh& mesh, const RunConfig& c, std::uint32_t rank, const Data
         const std::span<const float> grad = model->gradient();
         const double t1 = now_s();
         double t_codec = 0.0;
-        if (c.architecture == Architecture::gossip) {
+        if (c.architecture == topo::ArchKind::gossip) {
             model->get_params(params);
             gossip_average(mesh, rank, n, params);
             model->set_params(params);
             avg.assign(grad.begin(), grad.end());
-        } else if (c.sync == SyncScheme::local_sgd) {
+        } else if (c.sync == models::SyncKind::local_sgd) {
             avg.assign(grad.begin(), grad.end());
         } else if (!compressed) {
-            if (c.architecture == Architecture::ring) {
+            if (c.architecture == topo::ArchKind::allreduce) {
                 avg.assign(grad.begin(), grad.end());
                 ring_allreduce(mesh, rank, n, avg);
                 for (float& x : avg) x *= inv_n;
@@ -149,7 +149,7 @@ WorkerReport work(Mesh& mesh, const RunConfig& c, std::uint32_t rank, const Data
             const double e0 = now_s();
             const auto payload = codec->encode(grad, model->device_gradient());
             t_codec += now_s() - e0;
-            if (c.architecture == Architecture::ps) {  // the server sends the mean, compressed alike
+            if (c.architecture == topo::ArchKind::ps) {  // the server sends the mean, compressed alike
                 const auto reply = ps_push_pull(mesh, n, payload);
                 const double d0 = now_s();
                 std::fill(avg.begin(), avg.end(), 0.0F);
@@ -174,7 +174,7 @@ WorkerReport work(Mesh& mesh, const RunConfig& c, std::uint32_t rank, const Data
         const double t2 = now_s();
         model->apply_gradient(avg, c.lr);
         const double t3 = now_s();
-        if (c.sync == SyncScheme::local_sgd && (it + 1) % c.period == 0) {  // average the models
+        if (c.sync == models::SyncKind::local_sgd && (it + 1) % c.period == 0) {  // average the models
             model->get_params(params);
             ring_allreduce(mesh, rank, n, params);
             for (float& x : params) x *= inv_n;
@@ -206,22 +206,22 @@ void check_config(const RunConfig& c) {
     auto bad = [&](const std::string& why) { throw std::invalid_argument(fmt::format("{}: {}", c.name, why)); };
     if (c.workers < 1) bad("needs at least one worker");
     if (c.iterations < 1) bad("needs at least one measured iteration");
-    if (c.architecture == Architecture::gossip && c.workers < 3) bad("gossip on a ring needs at least 3 workers");
-    if (c.sync == SyncScheme::local_sgd && (c.architecture != Architecture::ring || c.period < 1))
+    if (c.architecture == topo::ArchKind::gossip && c.workers < 3) bad("gossip on a ring needs at least 3 workers");
+    if (c.sync == models::SyncKind::local_sgd && (c.architecture != topo::ArchKind::allreduce || c.period < 1))
         bad("local SGD runs on ring all-reduce with a period of at least 1");
-    if (c.codec.kind != CodecKind::none && c.architecture == Architecture::gossip) bad("gossip sends whole models");
-    if (c.codec.kind != CodecKind::none && c.sync == SyncScheme::local_sgd) bad("local SGD averages whole models");
-    if (c.architecture == Architecture::ps && !summable(c.codec.kind))
+    if (c.codec.kind != CodecKind::none && c.architecture == topo::ArchKind::gossip) bad("gossip sends whole models");
+    if (c.codec.kind != CodecKind::none && c.sync == models::SyncKind::local_sgd) bad("local SGD averages whole models");
+    if (c.architecture == topo::ArchKind::ps && !summable(c.codec.kind))
         bad("the parameter server sums payloads: top-k runs on ring all-reduce (all-gather)");
 }
 
 }  // namespace
 
-const char* architecture_name(Architecture a) {
+const char* architecture_name(topo::ArchKind a) {
     switch (a) {
-        case Architecture::ring: return "ring";
-        case Architecture::ps: return "ps";
-        case Architecture::gossip: return "gossip";
+        case topo::ArchKind::allreduce: return "ring";  // the one all-reduce validate runs
+        case topo::ArchKind::ps: return "ps";
+        case topo::ArchKind::gossip: return "gossip";
     }
     return "?";
 }
@@ -249,11 +249,11 @@ RunOutcome run_training(const RunConfig& c, const Dataset& train, const Dataset&
                         double timeout_s) {
     check_config(c);
     RunConfig cfg = c;
-    if (cfg.sync == SyncScheme::local_sgd) {  // whole periods only, so every window holds the same syncs
+    if (cfg.sync == models::SyncKind::local_sgd) {  // whole periods only, so every window holds the same syncs
         cfg.warmup = (cfg.warmup + cfg.period - 1) / cfg.period * cfg.period;
         cfg.iterations = (cfg.iterations + cfg.period - 1) / cfg.period * cfg.period;
     }
-    const bool ps = cfg.architecture == Architecture::ps;
+    const bool ps = cfg.architecture == topo::ArchKind::ps;
     const std::uint32_t endpoints = cfg.workers + (ps ? 1 : 0);
     if (endpoints > net.hosts())
         throw std::invalid_argument(

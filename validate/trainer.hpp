@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "models/job.hpp"
+#include "topologies/collectives.hpp"
 #include "validate/codec.hpp"
 #include "validate/dataset.hpp"
 #include "validate/netns.hpp"
@@ -24,10 +26,13 @@
 
 namespace ddlsim::validate {
 
-enum class Architecture { ring, ps, gossip };
-enum class SyncScheme { bsp, local_sgd };
+// The configurations validate runs speak the simulator's vocabulary: an architecture kind (allreduce runs the ring
+// algorithm) and a sync scheme (bsp or local_sgd), as scenarios name them.
+namespace topo = ddlsim::topo;
+namespace models = ddlsim::models;
 
-[[nodiscard]] const char* architecture_name(Architecture a);
+/// "ring", "ps" or "gossip": the configuration names of the validation report.
+[[nodiscard]] const char* architecture_name(topo::ArchKind a);
 
 struct RunConfig {
     std::string name;
@@ -35,8 +40,8 @@ struct RunConfig {
     Backend backend = Backend::cpu;
     std::uint32_t workers = 2;
     std::uint32_t batch = 32;
-    Architecture architecture = Architecture::ring;
-    SyncScheme sync = SyncScheme::bsp;
+    topo::ArchKind architecture = topo::ArchKind::allreduce;  ///< allreduce: the ring algorithm
+    models::SyncKind sync = models::SyncKind::bsp;             ///< bsp or local_sgd
     std::uint32_t period = 1;  ///< local SGD: H
     CodecSpec codec;
     double rate_bps = 100e6;  ///< every link, bits per second

@@ -34,7 +34,7 @@ Data load_data(const std::string& dir, std::ostream& log) {
     return {synthetic_dataset(12000, 1), synthetic_dataset(2000, 2), "synthetic"};
 }
 
-RunConfig make(const std::string& name, ModelKind model, std::uint32_t workers, Architecture arch, double rate_bps) {
+RunConfig make(const std::string& name, ModelKind model, std::uint32_t workers, topo::ArchKind arch, double rate_bps) {
     RunConfig c;
     c.name = name;
     c.model = model;
@@ -90,7 +90,7 @@ json config_json(const PlannedRun& p, const RunOutcome& o, const Prediction& pre
         {"workers", c.workers},
         {"batch_size", c.batch},
         {"architecture", architecture_name(c.architecture)},
-        {"sync", c.sync == SyncScheme::bsp ? json{{"kind", "bsp"}} : json{{"kind", "local_sgd"}, {"period", c.period}}},
+        {"sync", c.sync == models::SyncKind::bsp ? json{{"kind", "bsp"}} : json{{"kind", "local_sgd"}, {"period", c.period}}},
         {"compression",
          {{"kind", codec_name(c.codec.kind)},
           {"description", describe(c.codec)},
@@ -172,7 +172,7 @@ bool EfStudy::passed() const {
 
 std::vector<PlannedRun> validation_plan(bool quick, double rate, Backend backend) {
     const auto mlp = ModelKind::mlp, cnn = ModelKind::cnn;
-    const auto ring = Architecture::ring, ps = Architecture::ps, gossip = Architecture::gossip;
+    const auto ring = topo::ArchKind::allreduce, ps = topo::ArchKind::ps, gossip = topo::ArchKind::gossip;
     std::vector<PlannedRun> plan;
     auto add = [&](RunConfig c, bool held_out = true) {
         c.backend = backend;
@@ -202,7 +202,7 @@ std::vector<PlannedRun> validation_plan(bool quick, double rate, Backend backend
     add(ps4);
     add(make("mlp-gossip-n4", mlp, 4, gossip, rate));
     RunConfig local = make("mlp-localsgd4-n4", mlp, 4, ring, rate);
-    local.sync = SyncScheme::local_sgd;
+    local.sync = models::SyncKind::local_sgd;
     local.period = 4;
     add(local);
     add(codec("mlp-fp16-n4", CodecKind::fp16, false, 4));
@@ -218,7 +218,7 @@ std::vector<PlannedRun> validation_plan(bool quick, double rate, Backend backend
         add(make("mlp-ps-n8-" + rate_label(rate * 2), mlp, 8, ps, rate * 2));
         add(make("mlp-gossip-n8", mlp, 8, gossip, rate));
         RunConfig local8 = make("mlp-localsgd8-n8", mlp, 8, ring, rate);
-        local8.sync = SyncScheme::local_sgd;
+        local8.sync = models::SyncKind::local_sgd;
         local8.period = 8;
         add(local8);
         add(codec("mlp-topk-n4", CodecKind::topk, false, 4));
@@ -286,7 +286,7 @@ Plan make_plan(const ValidateOptions& o, std::ostream& log) {
     Plan p{load_data(o.data_dir, log), validation_plan(o.quick, o.rate_bps, o.backend), nullptr, {}};
     std::uint32_t hosts = 2;
     for (const auto& r : p.runs)
-        hosts = std::max(hosts, r.config.workers + (r.config.architecture == Architecture::ps ? 1U : 0U));
+        hosts = std::max(hosts, r.config.workers + (r.config.architecture == topo::ArchKind::ps ? 1U : 0U));
     p.net = std::make_unique<HostNetwork>(hosts, o.rate_bps, o.namespaces);
     HostNetwork& net = *p.net;
     log << "network: " << net.note() << "\n";

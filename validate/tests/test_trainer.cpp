@@ -73,7 +73,7 @@ TEST_CASE("ring chunks cover the vector") {
 TEST_CASE("ring all-reduce and parameter server average the real gradients") {
     HostNetwork net(4, 0.0, false);
     CHECK(!net.namespaced());
-    for (auto arch : {Architecture::ring, Architecture::ps}) {
+    for (auto arch : {topo::ArchKind::allreduce, topo::ArchKind::ps}) {
         RunConfig c = base(architecture_name(arch), 3);
         c.architecture = arch;
         c.keep_first_average = true;
@@ -101,14 +101,14 @@ TEST_CASE("compressed, gossip and local SGD runs train") {
         configs.push_back(c);
     }
     RunConfig fp16ps = base("fp16-ps", 2);
-    fp16ps.architecture = Architecture::ps;
+    fp16ps.architecture = topo::ArchKind::ps;
     fp16ps.codec.kind = CodecKind::fp16;
     configs.push_back(fp16ps);
     RunConfig gossip = base("gossip", 3);
-    gossip.architecture = Architecture::gossip;
+    gossip.architecture = topo::ArchKind::gossip;
     configs.push_back(gossip);
     RunConfig local = base("local", 2);
-    local.sync = SyncScheme::local_sgd;
+    local.sync = models::SyncKind::local_sgd;
     local.period = 2;
     local.iterations = 3;  // rounded up to whole periods
     configs.push_back(local);
@@ -120,17 +120,17 @@ TEST_CASE("compressed, gossip and local SGD runs train") {
             CHECK(w.iteration_time_s > 0.0);
             if (c.codec.error_feedback) CHECK(w.residual_norms.back() > 0.0);
         }
-        if (c.sync == SyncScheme::local_sgd) CHECK(out.config.iterations == 4);
+        if (c.sync == models::SyncKind::local_sgd) CHECK(out.config.iterations == 4);
     }
 }
 
 TEST_CASE("bad configurations are refused before anything runs") {
     HostNetwork net(3, 0.0, false);
     RunConfig g = base("gossip2", 2);
-    g.architecture = Architecture::gossip;
+    g.architecture = topo::ArchKind::gossip;
     CHECK_THROWS_AS((void)run_training(g, train_set(), train_set(), net), std::invalid_argument);
     RunConfig p = base("topk-ps", 2);
-    p.architecture = Architecture::ps;
+    p.architecture = topo::ArchKind::ps;
     p.codec.kind = CodecKind::topk;
     CHECK_THROWS_AS((void)run_training(p, train_set(), train_set(), net), std::invalid_argument);
     RunConfig big = base("too-big", 4);
