@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <deque>
 #include <map>
-#include <queue>
-#include <tuple>
+#include <memory>
 #include <unordered_map>
 
+#include "models/message_scheduler.hpp"
 #include "models/stragglers.hpp"
 #include "models/trainer_detail.hpp"
 
@@ -23,9 +22,9 @@ public:
           ws_(env.job.workers) {
         const auto& msgs = plan_.messages();
         priority_ = job_.overlap.priority && !msgs.empty();
-        mode_ = priority_                                      ? Mode::coordinated
-                : job_.architecture.kind == topo::ArchKind::ps ? Mode::concurrent
-                                                               : Mode::fifo;
+        scheduler_ = make_message_scheduler(
+            job_, [this](std::uint32_t w, std::uint32_t i, std::uint32_t m) { start_message(w, i, m); },
+            [this](std::uint32_t m) { return plan_.messages()[m].front_layer; });
         const std::size_t layers = job_.workload.layers.size();
         for (W& w : ws_) {
             w.pending.assign(layers, 0);
@@ -100,7 +99,6 @@ private:
     }
     std::map<std::uint32_t, Readiness> ready_;
 
-    enum class Mode { fifo, concurrent, coordinated };
     struct W {
         std::uint32_t iter = 0;
         StepSlowdown slow;
@@ -113,8 +111,6 @@ private:
         std::vector<sim::Time> param_ready;
         std::uint32_t outstanding = 0;  ///< messages started by backward and not yet done
         // Communication.
-        std::deque<std::pair<std::uint32_t, std::uint32_t>> queue;  ///< (iteration, message), fifo mode
-        bool stream_busy = false;
         std::uint32_t msgs_left = 0;
         std::vector<sim::Time> msg_start;
         sim::Time bwd_end;
@@ -187,7 +183,9 @@ private:
     }
 
     // Whether worker w has communication in flight (or queued) now: its compute then runs slower.
-    [[nodiscard]] bool comm_active(std::uint32_t w) const { return clocks_[w].in_flight > 0 || !ws_[w].queue.empty(); }
+    [[nodiscard]] bool comm_active(std::uint32_t w) const {
+        return clocks_[w].in_flight > 0 || scheduler_->waiting(w);
+    }
 
     // Overlapped backward with a compute slowdown, layer by layer on the event clock: a layer that
     // starts while this worker's communication is in flight runs (1 + slowdown) times longer.
@@ -320,45 +318,7 @@ private:
         begin(w);
     }
 
-    void message_ready(std::uint32_t w, std::uint32_t i, std::uint32_t m) {
-        switch (mode_) {
-            case Mode::concurrent: start_message(w, i, m); break;
-            case Mode::fifo:
-                ws_[w].queue.emplace_back(i, m);
-                pump(w);
-                break;
-            case Mode::coordinated: {
-                const std::uint64_t key = round_key(i, m, 0);
-                if (++ready_count_[key] == job_.workers) {
-                    ready_count_.erase(key);
-                    heap_.emplace(i, plan_.messages()[m].front_layer, m);
-                    dispatch();
-                }
-                break;
-            }
-        }
-    }
-
-    void pump(std::uint32_t w) {
-        W& s = ws_[w];
-        if (s.stream_busy || s.queue.empty()) return;
-        const auto [i, m] = s.queue.front();
-        s.queue.pop_front();
-        s.stream_busy = true;
-        start_message(w, i, m);
-    }
-
-    // Priority: up to `credit` partitions in flight for the whole job (ByteScheduler's credit), the
-    // front-most layer (and older iteration) first.
-    void dispatch() {
-        while (in_flight_ < job_.overlap.credit && !heap_.empty()) {
-            const auto [i, front, m] = heap_.top();
-            (void)front;
-            heap_.pop();
-            ++in_flight_;
-            for (std::uint32_t w = 0; w < job_.workers; ++w) start_message(w, i, m);
-        }
-    }
+    void message_ready(std::uint32_t w, std::uint32_t i, std::uint32_t m) { scheduler_->ready(w, i, m); }
 
     void start_message(std::uint32_t w, std::uint32_t i, std::uint32_t m) {
         clocks_[w].comm_begin(engine_.now());
@@ -424,17 +384,7 @@ private:
         env_.timeline.span(Timeline::comm(w), fmt::format("sync it{} msg{} ({:.3g} MB)", i, m, msg.payload_bytes / 1e6),
                            "communication", s.msg_start[m], engine_.now());
         --s.outstanding;
-        if (mode_ == Mode::fifo) {
-            s.stream_busy = false;
-            pump(w);
-        } else if (mode_ == Mode::coordinated) {
-            const std::uint64_t key = round_key(i, m, 0);
-            if (++done_count_[key] == job_.workers) {
-                done_count_.erase(key);
-                --in_flight_;
-                dispatch();
-            }
-        }
+        scheduler_->done(w, i, m);
         if (priority_) {
             // Layers whose last piece arrived are updated; a forward waiting on them resumes.
             const ComputeProfile& cp = job_.compute_of(w);
@@ -493,13 +443,8 @@ private:
     std::vector<std::vector<std::uint32_t>> msg_layers_;
     std::vector<std::vector<std::uint32_t>> by_front_;  ///< per layer: messages it completes
     bool priority_ = false;
-    Mode mode_ = Mode::fifo;
+    std::unique_ptr<MessageScheduler> scheduler_;  ///< fifo, concurrent or credit (models/message_scheduler.hpp)
     std::unordered_map<std::uint64_t, RoundState> rounds_;
-    std::unordered_map<std::uint64_t, std::uint32_t> ready_count_, done_count_;
-    std::priority_queue<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>,
-                        std::vector<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>>, std::greater<>>
-        heap_;
-    std::uint32_t in_flight_ = 0;
     std::uint32_t all_ = 0;
     std::uint32_t recorded_rounds_ = 0;
 };
