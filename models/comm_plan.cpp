@@ -40,23 +40,6 @@ std::uint64_t hash_doubles(double first, const std::vector<double>& rest) {
     return h;
 }
 
-// Sparse parameter server: every worker pushes `push` bytes (its sparse payload, cut evenly
-// over the k servers), a server sums once all pushes arrived, every worker pulls `pull` bytes.
-sim::Plan sparse_parameter_server(std::uint32_t n, std::uint32_t k, double push, double pull,
-                                  std::optional<sim::Bandwidth> rate) {
-    sim::Plan plan;
-    plan.endpoints = n + k;
-    std::vector<std::vector<std::uint32_t>> pushes(k);
-    for (std::uint32_t w = 0; w < n; ++w)
-        for (std::uint32_t j = 0; j < k; ++j) pushes[j].push_back(plan.add(w, n + j, sim::Bytes{push / k}));
-    for (std::uint32_t j = 0; j < k; ++j) {
-        const sim::Time sum = rate ? sim::Time::seconds(n * push / k / rate->bytes_per_s()) : sim::Time::zero();
-        const std::uint32_t aggregated = plan.add_work(n + j, sum, pushes[j]);
-        for (std::uint32_t w = 0; w < n; ++w) plan.add(n + j, w, sim::Bytes{pull / k}, {aggregated});
-    }
-    plan.seal();
-    return plan;
-}
 
 }  // namespace
 
@@ -175,7 +158,8 @@ const topo::Collective* CommPlan::collective_for(int kind, double bytes, const s
         const auto k = static_cast<std::uint32_t>(arch.servers);
         // The aggregate of n sparse payloads has at most n times the entries, never more than dense.
         const double pull = std::min(n * bytes, ctx_.bytes.value());
-        c = std::make_unique<topo::PlanCollective>(sparse_parameter_server(n, k, bytes, pull, arch.aggregation_rate));
+        c = std::make_unique<topo::PlanCollective>(
+            topo::parameter_server(n, k, sim::Bytes{bytes}, sim::Bytes{pull}, arch.aggregation_rate));
     } else if (kind == gtopk) {
         c = std::make_unique<topo::PlanCollective>(topo::gtopk_plan(n, sim::Bytes{bytes}, topo::GtopkForm::tree));
     } else {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <memory>
 #include <unordered_map>
 
 #include "models/trainer_detail.hpp"
@@ -121,6 +122,24 @@ TrainerBase::TrainerBase(const TrainerEnv& env, bool model_sync)
     if (!env.job.record_schedule) return;
     schedule_ = std::make_shared<Schedule>();
     schedule_->workers = env.job.workers;
+}
+
+void TrainerBase::server_exchange(std::uint32_t w, bool to_servers, double bytes,
+                                  std::function<void(std::uint32_t j)> on_shard, std::function<void()> on_all,
+                                  double* wire) {
+    const std::uint32_t n = job_.workers;
+    const auto k = static_cast<std::uint32_t>(job_.architecture.servers);
+    auto left = std::make_shared<std::uint32_t>(k);
+    auto shard_done = std::make_shared<std::function<void(std::uint32_t)>>(std::move(on_shard));
+    auto all_done = std::make_shared<std::function<void()>>(std::move(on_all));
+    for (std::uint32_t j = 0; j < k; ++j) {
+        if (wire != nullptr && job_.endpoint_hosts[w] != job_.endpoint_hosts[n + j]) *wire += bytes / k;
+        const std::uint32_t from = to_servers ? w : n + j, to = to_servers ? n + j : w;
+        comm_.send(from, to, bytes / k, [left, shard_done, all_done, j] {
+            if (--*left == 0 && *all_done) (*all_done)();
+            if (*shard_done) (*shard_done)(j);
+        });
+    }
 }
 
 void TrainerBase::record(OpKind k, std::uint32_t w, std::uint32_t i, sim::Time t) {

@@ -116,7 +116,7 @@ private:
             plan_.messages().empty() ? sim::Time::zero() : plan_.work_time(plan_.messages().front().encode, w);
         engine_.after(enc, [this, w] {
             ws_[w].shards = 0;
-            for (std::uint32_t j = 0; j < k_; ++j) comm_.send(w, n_ + j, push_ / k_, [this, w, j] { arrived(w, j); });
+            server_exchange(w, true, push_, [this, w](std::uint32_t j) { arrived(w, j); }, {});
         });
     }
 
@@ -140,12 +140,7 @@ private:
         s.pull_version = version_;  // the model the pull sends out
         record(OpKind::push, w, s.iter, engine_.now());
         record(OpKind::pull, w, s.iter, engine_.now());
-        s.shards = 0;
-        for (std::uint32_t j = 0; j < k_; ++j)
-            comm_.send(n_ + j, w, pull_ / k_, [this, w] {
-                if (++ws_[w].shards < k_) return;
-                pulled(w);
-            });
+        server_exchange(w, false, pull_, {}, [this, w] { pulled(w); });
     }
 
     void pulled(std::uint32_t w) {
@@ -371,19 +366,17 @@ private:
             record(OpKind::pull, w, round_, engine_.now());
             clocks_[w].comm_begin(engine_.now());
             const sim::Time start = engine_.now();
-            auto left = std::make_shared<std::uint32_t>(k_);
-            for (std::uint32_t j = 0; j < k_; ++j) {
-                if (job_.endpoint_hosts[w] != job_.endpoint_hosts[n_ + j]) wire_ += download_ / k_;
-                comm_.send(n_ + j, w, download_ / k_, [this, w, left, start] {
-                    if (--*left > 0) return;
+            server_exchange(
+                w, false, download_, {},
+                [this, w, start] {
                     clocks_[w].comm_end(engine_.now());
                     comm_total_ += engine_.now() - start;
                     env_.timeline.span(Timeline::comm(w), fmt::format("download r{}", round_), "communication", start,
                                        engine_.now());
                     ++clocks_[w].updates;
                     local_training(w);
-                });
-            }
+                },
+                &wire_);
         }
     }
 
@@ -402,19 +395,15 @@ private:
         engine_.at(t + enc, [this, w] {
             clocks_[w].comm_begin(engine_.now());
             const sim::Time start = engine_.now();
-            auto left = std::make_shared<std::uint32_t>(k_);
-            for (std::uint32_t j = 0; j < k_; ++j) {
-                if (job_.endpoint_hosts[w] != job_.endpoint_hosts[n_ + j]) wire_ += upload_ / k_;
-                comm_.send(w, n_ + j, upload_ / k_, [this, w, j, left, start] {
-                    if (--*left == 0) {
-                        clocks_[w].comm_end(engine_.now());
-                        comm_total_ += engine_.now() - start;
-                        env_.timeline.span(Timeline::comm(w), fmt::format("upload r{}", round_), "communication", start,
-                                           engine_.now());
-                    }
-                    uploaded(j);
-                });
-            }
+            server_exchange(
+                w, true, upload_, [this](std::uint32_t j) { uploaded(j); },
+                [this, w, start] {
+                    clocks_[w].comm_end(engine_.now());
+                    comm_total_ += engine_.now() - start;
+                    env_.timeline.span(Timeline::comm(w), fmt::format("upload r{}", round_), "communication", start,
+                                       engine_.now());
+                },
+                &wire_);
         });
     }
 

@@ -112,6 +112,13 @@ protected:
     /// Appends a worker op to the schedule, when one is recorded.
     void record(OpKind k, std::uint32_t w, std::uint32_t i, sim::Time t);
 
+    /// One worker's exchange with every parameter server, as the asynchronous schemes (SSP, ASP, FedAvg) run it:
+    /// worker w pushes (to_servers) or pulls `bytes` cut evenly over the k servers (endpoints n..n+k-1), one
+    /// message per server. As shard j lands, on_shard(j) runs, preceded for the last one by on_all(). Bytes between
+    /// different hosts are added to *wire when given. Either callback may be empty.
+    void server_exchange(std::uint32_t w, bool to_servers, double bytes, std::function<void(std::uint32_t j)> on_shard,
+                         std::function<void()> on_all, double* wire = nullptr);
+
     TrainerEnv env_;
     const TrainingJob& job_;
     sim::Engine& engine_;

@@ -33,10 +33,16 @@ std::vector<double> tensors_of(const CollectiveContext& ctx) {
 
 sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
                            std::optional<sim::Bandwidth> aggregation_rate) {
+    return parameter_server(n, k, bytes, bytes, aggregation_rate);
+}
+
+sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes push, sim::Bytes pull,
+                           std::optional<sim::Bandwidth> aggregation_rate) {
     if (k == 0) throw std::invalid_argument("a parameter server needs at least one server");
     sim::Plan plan;
     plan.endpoints = n + k;
-    const sim::Bytes shard = bytes / k;
+    const sim::Bytes shard = push / k;
+    const sim::Bytes pulled = pull / k;
     std::vector<std::vector<std::uint32_t>> pushes(k);
     for (std::uint32_t w = 0; w < n; ++w)
         for (std::uint32_t j = 0; j < k; ++j) pushes[j].push_back(plan.add(w, n + j, shard));
@@ -46,7 +52,7 @@ sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
         // one step, so the plan has O(nk) dependencies, not O(n^2 k).
         const std::uint32_t aggregated =
             plan.add_work(n + j, aggregation_time(shard.value(), n, aggregation_rate), pushes[j]);
-        for (std::uint32_t w = 0; w < n; ++w) plan.add(n + j, w, shard, {aggregated});
+        for (std::uint32_t w = 0; w < n; ++w) plan.add(n + j, w, pulled, {aggregated});
     }
     return plan;
 }

@@ -68,6 +68,11 @@ struct BytePsSplit {
 /// Sharded parameter server: n workers, k servers (endpoints n..n+k-1), even shards.
 [[nodiscard]] sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes bytes,
                                          std::optional<sim::Bandwidth> aggregation_rate);
+/// The same exchange with pushes and pulls of different sizes: every worker pushes push/k to each server, a
+/// server sums its n shards, every worker pulls pull/k from each (sparse payloads: the aggregate of n sparse
+/// pushes is up to n times larger; models/comm_plan.cpp).
+[[nodiscard]] sim::Plan parameter_server(std::uint32_t n, std::uint32_t k, sim::Bytes push, sim::Bytes pull,
+                                         std::optional<sim::Bandwidth> aggregation_rate);
 
 /// Per tensor (backward order): the server that holds it whole, or kCutOverAll, by the sharding mode. Keys
 /// run in forward order over the given tensors, so pass the whole model's tensors: a message's tensors alone
@@ -121,13 +126,14 @@ struct PsLayout {
 [[nodiscard]] sim::Plan byteps(std::uint32_t n, std::uint32_t k, const std::vector<double>& tensors, bool per_tensor,
                                std::optional<sim::Bandwidth> aggregation_rate);
 
-/// The PS collective of an `architecture` block of kind "ps".
 /// round_size for a parameter server (collectives.hpp): per server a piece costs n pushes, one summation and n
 /// pulls; byte sharding cuts every piece over all k servers, round-robin and balanced sharding keep whole tensors
 /// on one server each, BytePS partitions go whole to one server each (whole shares: every server); per_tensor:
 /// one piece per tensor (BytePS: per partition). SSP, ASP and FedAvg exchange each worker's whole payload with
 /// every server once per iteration (models/trainer_async.cpp): n x k pushes and pulls.
 [[nodiscard]] RoundSize parameter_server_round_size(const ArchitectureSpec& spec, const RoundShape& shape);
+
+/// The PS collective of an `architecture` block of kind "ps".
 
 [[nodiscard]] std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec,
                                                                 const CollectiveContext& ctx,
