@@ -14,12 +14,39 @@
 namespace ddlsim::models::detail {
 namespace {
 
+// The synchronous schemes as configurations of one trainer, chosen once:
+//   BSP               gradients every iteration, leaving as backward produces them (overlap), then the update
+//   Local SGD         a local update every iteration; every `period` iterations the models are averaged and the
+//                     average replaces the local model (Lin et al., ICLR 2020)
+//   D-PSGD (gossip)   the model to the graph neighbours every iteration, then the local update (Lian et al.,
+//                     NeurIPS 2017)
+struct SyncConfig {
+    bool model_sync = false;       ///< the payload is the model, sent as one message after backward
+    std::uint32_t period = 1;      ///< synchronise every this many iterations
+    bool averaging = false;        ///< the local update runs first and the synchronised model replaces it
+    bool local_after_mix = false;  ///< the schedule records a local step after each mix (gossip)
+    OpKind round_op = OpKind::sync;
+
+    static SyncConfig of(const TrainingJob& job) {
+        SyncConfig c;
+        if (job.sync.kind == SyncKind::local_sgd) {
+            c.model_sync = true;
+            c.period = job.sync.period;
+            c.averaging = true;
+            c.round_op = OpKind::average;
+        } else if (job.architecture.kind == topo::ArchKind::gossip) {
+            c.model_sync = true;
+            c.local_after_mix = true;
+            c.round_op = OpKind::mix;
+        }
+        return c;
+    }
+};
+
 class SyncTrainer final : public TrainerBase {
 public:
     explicit SyncTrainer(const TrainerEnv& env)
-        : TrainerBase(env,
-                      env.job.sync.kind == SyncKind::local_sgd || env.job.architecture.kind == topo::ArchKind::gossip),
-          ws_(env.job.workers) {
+        : TrainerBase(env, SyncConfig::of(env.job).model_sync), cfg_(SyncConfig::of(env.job)), ws_(env.job.workers) {
         const auto& msgs = plan_.messages();
         priority_ = job_.overlap.priority && !msgs.empty();
         scheduler_ = make_message_scheduler(
@@ -61,7 +88,7 @@ public:
         r.rounds = sync_count();
         r.collectives_per_iteration = plan_.collectives() * syncs;
         r.schedule = schedule_;
-        r.model_versions = job_.sync.kind == SyncKind::local_sgd ? sync_count() : job_.iterations;
+        r.model_versions = cfg_.averaging ? sync_count() : job_.iterations;
         // Waiting: a worker whose gradients are ready waits for the last worker of its round (stragglers, slower
         // devices) before its bytes can finish; sum over rounds of (last ready - own ready), mean over workers.
         double waiting = 0.0;
@@ -121,11 +148,11 @@ private:
     };
 
     [[nodiscard]] bool sync_iteration(std::uint32_t i) const {
-        return !plan_.messages().empty() && (job_.sync.kind != SyncKind::local_sgd || (i + 1) % job_.sync.period == 0);
+        return !plan_.messages().empty() && (i + 1) % cfg_.period == 0;
     }
     [[nodiscard]] std::uint32_t sync_count() const {
         if (plan_.messages().empty()) return 0;
-        return job_.sync.kind == SyncKind::local_sgd ? job_.iterations / job_.sync.period : job_.iterations;
+        return job_.iterations / cfg_.period;
     }
     [[nodiscard]] std::uint32_t layers() const { return static_cast<std::uint32_t>(job_.workload.layers.size()); }
 
@@ -243,8 +270,7 @@ private:
         std::vector<sim::Time> done(layers());
         const bool sync = sync_iteration(i);
         const auto& msgs = plan_.messages();
-        const bool gradients =
-            sync && job_.sync.kind == SyncKind::bsp && job_.architecture.kind != topo::ArchKind::gossip;
+        const bool gradients = sync && !cfg_.model_sync;
         // With overlap, a message's encode kernels run on the device right after the backward layer
         // that completes it, delaying the layers after it (codecs share the GPU with backward).
         const bool encode_inline = gradients && job_.overlap.overlapped();
@@ -290,7 +316,7 @@ private:
         }
         // Local step (Local SGD off-period), Local SGD averaging (after the local update) or
         // D-PSGD gossip (exchange, then update).
-        const bool update_first = !sync || job_.sync.kind == SyncKind::local_sgd;
+        const bool update_first = !sync || cfg_.averaging;
         if (update_first) {
             record(OpKind::local, w, i, t);
             const sim::Time u = scaled(cp.update, s.slow.factor);
@@ -354,7 +380,7 @@ private:
         const topo::Collective& c = *plan_.messages()[m].phases[p].collective;
         RoundState& r = rounds_[key];
         r.endpoints_left = c.endpoints();
-        const std::uint32_t round_id = job_.sync.kind == SyncKind::local_sgd ? i / job_.sync.period : i;
+        const std::uint32_t round_id = i / cfg_.period;
         r.runner = comm_.start_round(
             c, [this, i, m, p](std::uint32_t e) { phase_done(i, m, p, e); }, round_id);
         for (std::uint32_t e = job_.workers; e < c.endpoints(); ++e) r.runner->open(e);  // servers are ready
@@ -409,12 +435,12 @@ private:
         }
         if (--s.msgs_left > 0) return;
         record_round(i);
-        if (job_.sync.kind == SyncKind::local_sgd) {
+        if (cfg_.averaging) {
             ++c.updates;  // the averaged model replaces the local one
             next_iteration(w);
             return;
         }
-        if (job_.architecture.kind == topo::ArchKind::gossip) record(OpKind::local, w, i, engine_.now());
+        if (cfg_.local_after_mix) record(OpKind::local, w, i, engine_.now());
         const sim::Time u = scaled(job_.compute_of(w).update, s.slow.factor);
         const sim::Time start = std::max(engine_.now(), s.bwd_end);
         env_.timeline.span(Timeline::compute(w), "update", "update", start, start + u);
@@ -427,10 +453,7 @@ private:
     void record_round(std::uint32_t i) {
         if (!schedule_ || recorded_rounds_ > i) return;
         recorded_rounds_ = i + 1;
-        const OpKind k = job_.sync.kind == SyncKind::local_sgd              ? OpKind::average
-                         : job_.architecture.kind == topo::ArchKind::gossip ? OpKind::mix
-                                                                            : OpKind::sync;
-        schedule_->add(k, 0, all_, i, engine_.now().seconds(), i);
+        schedule_->add(cfg_.round_op, 0, all_, i, engine_.now().seconds(), i);
     }
 
     void finish(std::uint32_t w) {
@@ -439,6 +462,7 @@ private:
         clocks_[w].finished = t;
     }
 
+    SyncConfig cfg_;
     std::vector<W> ws_;
     std::vector<std::vector<std::uint32_t>> msg_layers_;
     std::vector<std::vector<std::uint32_t>> by_front_;  ///< per layer: messages it completes
