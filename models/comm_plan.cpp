@@ -232,10 +232,13 @@ void CommPlan::build_phases(Message& m) {
         ph.collective = collective_for(kind, bytes, tensors.empty() ? std::vector<double>{bytes} : tensors,
                                        owners.size() == tensors.size() ? owners : std::vector<std::uint32_t>{});
         ph.work_before = before;
-        ph.wire_bytes = ph.collective->wire_bytes(remote);
-        ph.machine_bytes = ph.collective->wire_bytes([this](std::uint32_t a, std::uint32_t b) {
-            return fabric_.node_of(job_.endpoint_hosts[a]) != fabric_.node_of(job_.endpoint_hosts[b]);
-        });
+        ph.wire_bytes = ph.collective->wire_bytes(remote).value();
+        ph.machine_bytes = ph.collective
+                               ->wire_bytes([this](std::uint32_t a, std::uint32_t b) {
+                                   return fabric_.node_of(job_.endpoint_hosts[a]) !=
+                                          fabric_.node_of(job_.endpoint_hosts[b]);
+                               })
+                               .value();
         m.phases.push_back(ph);
     };
     add(lowrank_p, p, p_tensors, {});

@@ -68,10 +68,10 @@ public:
     /// Of those, the bytes between hosts of different machines (nodes): what crosses NICs.
     [[nodiscard]] double machine_bytes() const { return machine_bytes_; }
     /// One worker's compressed payload of all messages (the whole gradient or model).
-    [[nodiscard]] double payload_bytes() const {
+    [[nodiscard]] sim::Bytes payload_bytes() const {
         double p = 0.0;
         for (const Message& m : messages_) p += m.payload_bytes;
-        return p;
+        return sim::Bytes{p};
     }
     /// Collective rounds per iteration (every phase of every message).
     [[nodiscard]] double collectives() const {

@@ -130,10 +130,10 @@ Groups mgwfbp(const GroupingInput& in, const std::vector<Piece>& pieces) {
 // Message-count estimates: every tensor plus one partition per partition_size of the gradient; at most one bucket
 // per tensor and one per bucket_size (plus the last, partly filled); one per layer (MG-WFBP merges: at most that).
 double partition_messages(const OverlapSpec& o, const ModelShape& m) {
-    return m.tensors + std::ceil(m.bytes / o.partition_size.value());
+    return m.tensors + std::ceil(m.bytes.value() / o.partition_size.value());
 }
 double bucket_messages(const OverlapSpec& o, const ModelShape& m) {
-    return std::min(m.tensors, std::ceil(m.bytes / o.bucket_size.value()) + 1.0);
+    return std::min(m.tensors, std::ceil(m.bytes.value() / o.bucket_size.value()) + 1.0);
 }
 double layer_messages(const OverlapSpec&, const ModelShape& m) {
     return m.layers;

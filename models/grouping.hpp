@@ -40,7 +40,7 @@ using GroupingRule = Groups (*)(const GroupingInput&, const std::vector<Piece>&)
 
 /// The model as the up-front limits see it, before the job's compute profile exists.
 struct ModelShape {
-    double bytes = 0.0;    ///< the dense gradient
+    sim::Bytes bytes;      ///< the dense gradient
     double tensors = 1.0;  ///< gradient tensors
     double layers = 1.0;
 };

@@ -72,9 +72,9 @@ sim::PathCost Comm::path_cost(std::uint32_t a, std::uint32_t b) const {
     return endpoint_path_cost(job_, fabric_, a, b);
 }
 
-void Comm::send(std::uint32_t a, std::uint32_t b, double bytes, std::function<void()> done) {
+void Comm::send(std::uint32_t a, std::uint32_t b, sim::Bytes bytes, std::function<void()> done) {
     if (!analytic_) {
-        network_.start(route(a, b), sim::Bytes{bytes}, std::move(done));
+        network_.start(route(a, b), bytes, std::move(done));
         return;
     }
     const sim::PathCost c = path_cost(a, b);
@@ -91,7 +91,7 @@ void Comm::send(std::uint32_t a, std::uint32_t b, double bytes, std::function<vo
     }
     const topo::Vertex ha = job_.endpoint_hosts[a];
     const topo::Vertex hb = job_.endpoint_hosts[b];
-    const sim::Time serial = sim::transfer_time(sim::Bytes{bytes}, c.bandwidth);
+    const sim::Time serial = sim::transfer_time(bytes, c.bandwidth);
     out_free_[ha] = std::max(engine_.now(), out_free_[ha]) + serial;
     in_free_[hb] = std::max(engine_.now(), in_free_[hb]) + serial;
     const sim::Time end = std::max(out_free_[ha], in_free_[hb]);
@@ -124,7 +124,7 @@ TrainerBase::TrainerBase(const TrainerEnv& env, bool model_sync)
     schedule_->workers = env.job.workers;
 }
 
-void TrainerBase::server_exchange(std::uint32_t w, bool to_servers, double bytes,
+void TrainerBase::server_exchange(std::uint32_t w, bool to_servers, sim::Bytes bytes,
                                   std::function<void(std::uint32_t j)> on_shard, std::function<void()> on_all,
                                   double* wire) {
     const std::uint32_t n = job_.workers;
@@ -133,7 +133,7 @@ void TrainerBase::server_exchange(std::uint32_t w, bool to_servers, double bytes
     auto shard_done = std::make_shared<std::function<void(std::uint32_t)>>(std::move(on_shard));
     auto all_done = std::make_shared<std::function<void()>>(std::move(on_all));
     for (std::uint32_t j = 0; j < k; ++j) {
-        if (wire != nullptr && job_.endpoint_hosts[w] != job_.endpoint_hosts[n + j]) *wire += bytes / k;
+        if (wire != nullptr && job_.endpoint_hosts[w] != job_.endpoint_hosts[n + j]) *wire += (bytes / k).value();
         const std::uint32_t from = to_servers ? w : n + j, to = to_servers ? n + j : w;
         comm_.send(from, to, bytes / k, [left, shard_done, all_done, j] {
             if (--*left == 0 && *all_done) (*all_done)();

@@ -45,7 +45,7 @@ public:
           ws_(n_),
           server_free_(k_) {
         push_ = plan_.payload_bytes();
-        pull_ = job_.gradient_bytes().value();
+        pull_ = job_.gradient_bytes();
     }
 
     void start() override {
@@ -59,7 +59,7 @@ public:
         for (std::uint32_t w = 0; w < n_; ++w)
             for (std::uint32_t j = 0; j < k_; ++j)
                 if (job_.endpoint_hosts[w] != job_.endpoint_hosts[n_ + j])
-                    r.bytes_on_wire_per_iteration += (push_ + pull_) / k_;
+                    r.bytes_on_wire_per_iteration += ((push_ + pull_) / k_).value();
         if (!plan_.messages().empty()) {
             const Message& m = plan_.messages().front();
             r.codec_time_s = (plan_.work_time(m.encode, 0) + plan_.work_time(m.decode, 0)).seconds();
@@ -123,7 +123,7 @@ private:
     // Server j applies worker w's shard once it is free (summation at aggregation_rate).
     void arrived(std::uint32_t w, std::uint32_t j) {
         const auto& rate = job_.architecture.aggregation_rate;
-        const sim::Time apply = rate ? sim::transfer_time(sim::Bytes{push_ / k_}, *rate) : sim::Time::zero();
+        const sim::Time apply = rate ? sim::transfer_time(push_ / k_, *rate) : sim::Time::zero();
         const sim::Time start = std::max(engine_.now(), server_free_[j]);
         server_free_[j] = start + apply;
         engine_.at(start + apply, [this, w] {
@@ -177,7 +177,7 @@ private:
     std::uint32_t n_, k_;
     std::vector<W> ws_;
     std::vector<sim::Time> server_free_;
-    double push_ = 0.0, pull_ = 0.0;
+    sim::Bytes push_, pull_;
     std::uint64_t version_ = 0;
     std::uint32_t max_lead_ = 0;
     std::vector<std::uint64_t> histogram_;
@@ -240,7 +240,7 @@ private:
         }
         clocks_[w].comm_begin(engine_.now());
         const sim::Time start = engine_.now();
-        if (job_.endpoint_hosts[w] != job_.endpoint_hosts[j]) wire_ += 2.0 * bytes_;
+        if (job_.endpoint_hosts[w] != job_.endpoint_hosts[j]) wire_ += 2.0 * bytes_.value();
         auto left = std::make_shared<int>(2);
         auto done = [this, w, j, left, start] {
             if (--*left > 0) return;
@@ -277,7 +277,7 @@ private:
     std::vector<std::uint64_t> passive_, passive_at_start_;
     std::vector<std::uint32_t> iter_;
     std::vector<std::vector<std::uint32_t>> neighbours_;
-    double bytes_ = 0.0;
+    sim::Bytes bytes_;
     double wire_ = 0.0;
     std::uint64_t averagings_ = 0;
     std::vector<std::uint64_t> histogram_;
@@ -293,7 +293,7 @@ public:
           k_(static_cast<std::uint32_t>(env.job.architecture.servers)),
           steps_(n_, 0) {
         upload_ = plan_.payload_bytes();
-        download_ = job_.gradient_bytes().value();
+        download_ = job_.gradient_bytes();
     }
 
     void start() override { begin_round(); }
@@ -415,7 +415,7 @@ private:
         // Server j averages its shard of all client models.
         const auto& rate = job_.architecture.aggregation_rate;
         const sim::Time avg =
-            rate ? sim::transfer_time(sim::Bytes{static_cast<double>(clients_.size()) * upload_ / k_}, *rate)
+            rate ? sim::transfer_time(upload_ * static_cast<double>(clients_.size()) / k_, *rate)
                  : sim::Time::zero();
         ++servers_waiting_;
         averaging_end_ = std::max(averaging_end_, engine_.now() + avg);
@@ -437,7 +437,8 @@ private:
     std::uint32_t servers_waiting_ = 0;
     std::uint32_t round_ = 0;
     std::uint64_t participations_ = 0;
-    double upload_ = 0.0, download_ = 0.0, wire_ = 0.0;
+    sim::Bytes upload_, download_;
+    double wire_ = 0.0;
     sim::Time comm_total_;
     sim::Time encode_total_;     ///< clients' encodes, summed over participations
     sim::Time averaging_total_;  ///< from a round's last upload to the end of the servers' averaging

@@ -28,7 +28,7 @@ public:
 
     /// Moves `bytes` from endpoint a's host to endpoint b's (analytic: latency + bytes / bottleneck bandwidth,
     /// queued behind the transfers already using a's uplink and b's downlink).
-    void send(std::uint32_t a, std::uint32_t b, double bytes, std::function<void()> done);
+    void send(std::uint32_t a, std::uint32_t b, sim::Bytes bytes, std::function<void()> done);
     /// Starts a round of `c`; analytic: every endpoint is done after the closed-form time once all have joined.
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(const topo::Collective& c, sim::EndpointDone on_done,
                                                           std::uint32_t round);
@@ -116,7 +116,7 @@ protected:
     /// worker w pushes (to_servers) or pulls `bytes` cut evenly over the k servers (endpoints n..n+k-1), one
     /// message per server. As shard j lands, on_shard(j) runs, preceded for the last one by on_all(). Bytes between
     /// different hosts are added to *wire when given. Either callback may be empty.
-    void server_exchange(std::uint32_t w, bool to_servers, double bytes, std::function<void(std::uint32_t j)> on_shard,
+    void server_exchange(std::uint32_t w, bool to_servers, sim::Bytes bytes, std::function<void(std::uint32_t j)> on_shard,
                          std::function<void()> on_all, double* wire = nullptr);
 
     TrainerEnv env_;

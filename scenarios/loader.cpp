@@ -37,7 +37,7 @@ bool asynchronous(const JobSpec& s) {
 double messages_per_iteration(const JobSpec& s) {
     if (asynchronous(s)) return 1.0;
     return models::estimated_messages(
-        s.overlap, {static_cast<double>(s.workload.params()) * s.bytes_per_param,
+        s.overlap, {sim::Bytes{static_cast<double>(s.workload.params()) * s.bytes_per_param},
                     static_cast<double>(s.workload.tensor_count()), static_cast<double>(s.workload.layers.size())});
 }
 
@@ -63,7 +63,7 @@ double round_transfers(const JobSpec& s, bool& explicit_dag) {
     const double messages = messages_per_iteration(s);
     topo::RoundShape shape;
     shape.workers = s.workers;
-    shape.bytes = payload_bytes(s) / messages;
+    shape.bytes = sim::Bytes{payload_bytes(s) / messages};
     shape.tensors = std::max(1.0, std::ceil(static_cast<double>(s.workload.tensor_count()) / messages));
     shape.whole_payload_exchange = asynchronous(s);
     const topo::RoundSize size = topo::round_size(s.architecture, shape);

@@ -39,7 +39,7 @@ inline RoundResult run_round(const topo::Collective& c, const topo::Fabric& fabr
     engine.run();
     for (double d : r.done) r.makespan = std::max(r.makespan, d);
     r.transfers = net.transfers_started();
-    r.wire_bytes = c.wire_bytes([&](std::uint32_t a, std::uint32_t b) { return hosts[a] != hosts[b]; });
+    r.wire_bytes = c.wire_bytes([&](std::uint32_t a, std::uint32_t b) { return hosts[a] != hosts[b]; }).value();
     r.analytic = c.alpha_beta([&](std::uint32_t a, std::uint32_t b) {
                       if (hosts[a] == hosts[b]) return sim::PathCost{sim::Time::zero(), sim::Bandwidth{}, true};
                       return sim::PathCost{fabric.path_latency(hosts[a], hosts[b]),

@@ -41,7 +41,7 @@ TEST_CASE("round size: every all-reduce algorithm's estimate bounds its real rou
                 const auto c = topo::make_collective(spec, ctx);
                 topo::RoundShape shape;
                 shape.workers = n;
-                shape.bytes = 4e6;
+                shape.bytes = sim::Bytes{4e6};
                 const auto size = topo::round_size(spec, shape);
                 const double real = built_transfers(*c, n);
                 CAPTURE(sim::enum_name(info.algorithm));
@@ -71,7 +71,7 @@ TEST_CASE("round size: a parameter server's estimate bounds its real round") {
                 const auto c = topo::make_collective(spec, ctx);
                 topo::RoundShape shape;
                 shape.workers = n;
-                shape.bytes = 4e6;
+                shape.bytes = sim::Bytes{4e6};
                 shape.tensors = 3;
                 const auto size = topo::round_size(spec, shape);
                 const double real = built_transfers(*c, n);

@@ -214,7 +214,7 @@ RoundSize allreduce_round_size(const ArchitectureSpec& spec, const RoundShape& s
     const AllreduceAlgorithmInfo& info = allreduce_algorithm(spec.algorithm);
     const double seg = spec.segment_size.value();
     if (shape.workers <= 1.0) return {0.0, info.explicit_dag(seg)};  // one worker alone: no traffic
-    return {info.transfers(shape.workers, shape.bytes, seg), info.explicit_dag(seg)};
+    return {info.transfers(shape.workers, shape.bytes.value(), seg), info.explicit_dag(seg)};
 }
 
 }  // namespace ddlsim::topo

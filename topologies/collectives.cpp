@@ -20,11 +20,11 @@ std::unique_ptr<sim::Round> PlanCollective::start_round(sim::Engine& engine, sim
     return std::make_unique<sim::DagRunner>(engine, network, plan_, std::move(routes), std::move(on_done));
 }
 
-double PlanCollective::wire_bytes(const RemoteTest& remote) const {
-    double total = 0.0;
+sim::Bytes PlanCollective::wire_bytes(const RemoteTest& remote) const {
+    sim::Bytes total;
     for (std::size_t s = 0; s < plan_.size(); ++s) {
         const sim::PlanStep& step = plan_.step(s);
-        if (step.src != step.dst && remote(step.src, step.dst)) total += step.bytes.value();
+        if (step.src != step.dst && remote(step.src, step.dst)) total += step.bytes;
     }
     return total;
 }

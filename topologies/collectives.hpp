@@ -132,7 +132,7 @@ public:
                                                                   sim::RouteLookup routes, sim::EndpointDone on_done,
                                                                   std::uint32_t round) const = 0;
     /// Bytes one round puts on the wire (transfers between different hosts, each counted once).
-    [[nodiscard]] virtual double wire_bytes(const RemoteTest& remote) const = 0;
+    [[nodiscard]] virtual sim::Bytes wire_bytes(const RemoteTest& remote) const = 0;
     /// Closed-form α-β time of one round without contention (sim::alpha_beta_time semantics).
     [[nodiscard]] virtual sim::Time alpha_beta(const sim::PathCostLookup& cost) const = 0;
 };
@@ -145,7 +145,7 @@ public:
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
                                                           sim::RouteLookup routes, sim::EndpointDone on_done,
                                                           std::uint32_t round) const override;
-    [[nodiscard]] double wire_bytes(const RemoteTest& remote) const override;
+    [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override;
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
     [[nodiscard]] const sim::Plan& plan() const { return plan_; }
 
@@ -163,7 +163,7 @@ private:
 /// The size of one round, as the up-front limits see it before anything is built.
 struct RoundShape {
     double workers = 1.0;
-    double bytes = 0.0;    ///< synchronised per worker in this round (after compression)
+    sim::Bytes bytes;      ///< synchronised per worker in this round (after compression)
     double tensors = 1.0;  ///< gradient tensors the round holds
     /// Every worker exchanges its whole payload with every server once (SSP, ASP, FedAvg on a PS).
     bool whole_payload_exchange = false;

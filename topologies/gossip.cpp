@@ -50,11 +50,11 @@ public:
         return std::make_unique<MatchingRound>(plan_for(round), engine, network, std::move(routes), std::move(on_done));
     }
     // Round 0's matching: with one worker per host every round moves n·S bytes (n even).
-    [[nodiscard]] double wire_bytes(const RemoteTest& remote) const override {
-        double total = 0.0;
+    [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override {
+        sim::Bytes total;
         for (std::size_t s = 0; s < round0_.size(); ++s) {
             const sim::PlanStep& step = round0_.step(s);
-            if (step.src != step.dst && remote(step.src, step.dst)) total += step.bytes.value();
+            if (step.src != step.dst && remote(step.src, step.dst)) total += step.bytes;
         }
         return total;
     }

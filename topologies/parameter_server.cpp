@@ -339,7 +339,7 @@ RoundSize parameter_server_round_size(const ArchitectureSpec& a, const RoundShap
     if (shape.whole_payload_exchange) return {2.0 * n * std::max(k, 1.0), true};
     if (a.style == PsStyle::byteps) {
         if (!a.per_tensor) return {(2.0 * n + 1.0) * (n + k), true};
-        const double parts = shape.tensors + std::ceil(shape.bytes / a.partition_size.value());
+        const double parts = shape.tensors + std::ceil(shape.bytes.value() / a.partition_size.value());
         return {(2.0 * n + 1.0) * parts + 4.0 * n, true};
     }
     const double pieces = a.per_tensor ? shape.tensors : 1.0;

@@ -82,11 +82,11 @@ std::unique_ptr<sim::Round> RingAllreduce::start_round(sim::Engine& /*engine*/, 
     return std::make_unique<RingRound>(network, n_, chunk_, std::move(routes), std::move(on_done));
 }
 
-double RingAllreduce::wire_bytes(const RemoteTest& remote) const {
-    if (n_ < 2) return 0.0;
+sim::Bytes RingAllreduce::wire_bytes(const RemoteTest& remote) const {
+    if (n_ < 2) return sim::Bytes{};
     double pairs = 0.0;
     for (std::uint32_t i = 0; i < n_; ++i) pairs += remote(i, (i + 1) % n_) ? 1.0 : 0.0;
-    return pairs * 2.0 * (n_ - 1) * chunk_.value();
+    return sim::Bytes{pairs * 2.0 * (n_ - 1) * chunk_.value()};
 }
 
 sim::Time RingAllreduce::alpha_beta(const sim::PathCostLookup& cost) const {
