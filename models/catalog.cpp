@@ -15,7 +15,7 @@ struct CatalogEntry {
     Workload (*build)();
 };
 
-constexpr std::array<CatalogEntry, 11> k_catalog{{
+constexpr std::array<CatalogEntry, 21> k_catalog{{
     {"alexnet", [] { return detail::alexnet(); }},
     {"vgg16", [] { return detail::vgg16(); }},
     {"resnet50",
@@ -33,6 +33,43 @@ constexpr std::array<CatalogEntry, 11> k_catalog{{
     {"gpt2_medium", [] { return detail::gpt2({.layers = 24, .hidden = 1024}); }},
     {"gpt2_large", [] { return detail::gpt2({.layers = 36, .hidden = 1280}); }},
     {"gpt2_xl", [] { return detail::gpt2({.layers = 48, .hidden = 1600}); }},
+    // GPT-3 (Brown et al. 2020, arXiv 2005.14165, Table 2.1: n_layers, d_model, n_heads x d_head; context 2048,
+    // the GPT-2 vocabulary). Where the table's n_heads x d_head differs from d_model (1.3B: 24 x 128 vs 2048; 13B:
+    // 40 x 128 vs 5140) the heads are d_model / 128 (1.3B) or 20 of 257 (13B): the head count changes neither the
+    // parameters nor the FLOPs, only the attention GEMMs' shapes.
+    {"gpt3_1_3b", [] { return detail::gpt2({.layers = 24, .hidden = 2048, .heads = 16, .seq_len = 2048}); }},
+    {"gpt3_2_7b", [] { return detail::gpt2({.layers = 32, .hidden = 2560, .heads = 32, .seq_len = 2048}); }},
+    {"gpt3_6_7b", [] { return detail::gpt2({.layers = 32, .hidden = 4096, .heads = 32, .seq_len = 2048}); }},
+    {"gpt3_13b", [] { return detail::gpt2({.layers = 40, .hidden = 5140, .heads = 20, .seq_len = 2048}); }},
+    {"gpt3_175b", [] { return detail::gpt2({.layers = 96, .hidden = 12288, .heads = 96, .seq_len = 2048}); }},
+    // Llama 2 (Touvron et al. 2023, arXiv 2307.09288, Table 1 and the released config.json files: hidden,
+    // intermediate_size, layers, heads, key-value heads, vocabulary 32000, context 4096) and Llama 3 (Llama Team
+    // 2024, arXiv 2407.21783, Table 3: vocabulary 128256, context 8192, 8 key-value heads).
+    {"llama2_7b",
+     [] {
+         return models::transformer({.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .ffn_hidden = 11008,
+                                     .seq_len = 4096, .vocab = 32000});
+     }},
+    {"llama2_13b",
+     [] {
+         return models::transformer({.layers = 40, .hidden = 5120, .heads = 40, .kv_heads = 40, .ffn_hidden = 13824,
+                                     .seq_len = 4096, .vocab = 32000});
+     }},
+    {"llama2_70b",
+     [] {
+         return models::transformer({.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn_hidden = 28672,
+                                     .seq_len = 4096, .vocab = 32000});
+     }},
+    {"llama3_8b",
+     [] {
+         return models::transformer({.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 8, .ffn_hidden = 14336,
+                                     .seq_len = 8192, .vocab = 128256});
+     }},
+    {"llama3_70b",
+     [] {
+         return models::transformer({.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn_hidden = 28672,
+                                     .seq_len = 8192, .vocab = 128256});
+     }},
 }};
 
 }  // namespace

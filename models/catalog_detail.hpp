@@ -77,11 +77,18 @@ struct BertConfig {
 };
 [[nodiscard]] Workload bert(const BertConfig& config);
 
-/// The sizes that tell GPT-2 models apart (the feed-forward width is 4 x hidden in all of them).
+/// The sizes that tell GPT-2 models apart (the feed-forward width is 4 x hidden in all of them); GPT-3's shapes add
+/// their context, head count and the defaults below (Brown et al. 2020, Table 2.1).
 struct Gpt2Config {
     int layers = 0;
     std::int64_t hidden = 0;
+    std::int64_t heads = 0;          ///< 0: hidden / 64
+    std::int64_t ffn_hidden = 0;     ///< 0: 4 x hidden
+    std::int64_t seq_len = 1024;     ///< n_positions and the sequence trained on
+    std::int64_t vocab = 50257;
 };
 [[nodiscard]] Workload gpt2(const Gpt2Config& config);
+/// LlamaForCausalLM of the given shape (models/workload.hpp, TransformerConfig).
+[[nodiscard]] Workload llama(const TransformerConfig& config);
 
 }  // namespace ddlsim::models::catalog_detail

@@ -16,6 +16,8 @@
 // with the score matrix read or written in full.
 #include "models/catalog_detail.hpp"
 
+#include <stdexcept>
+
 namespace ddlsim::models::catalog_detail {
 namespace {
 
@@ -32,8 +34,10 @@ constexpr std::int64_t k_head_dim = 64;  // hidden / heads in every BERT and GPT
 /// Attention between the projections: scores = Q K^T, `score_passes` element-wise passes over the scores
 /// (scaling, masking, dropout), softmax, then scores x V and the merge of the heads (one copy). FLOPs as
 /// attention_matmul_flops.
-void add_attention_core(Layer& layer, std::int64_t seq, std::int64_t d, double score_passes) {
-    const double heads = static_cast<double>(d / k_head_dim);
+void add_attention_core(Layer& layer, std::int64_t seq, std::int64_t d, double score_passes,
+                        std::int64_t head_count = 0) {
+    const double heads = static_cast<double>(head_count > 0 ? head_count : d / k_head_dim);
+    const double head_dim = static_cast<double>(d) / heads;
     const double scores = heads * static_cast<double>(seq * seq);
     const double tokens = static_cast<double>(seq * d);
     const double half = attention_matmul_flops(seq, d) / 2.0;
@@ -50,7 +54,7 @@ void add_attention_core(Layer& layer, std::int64_t seq, std::int64_t d, double s
                                     .flops = half,
                                     .activations = scores + 2.0 * tokens,  // read P, V; write the context
                                     .rows_per_sample = static_cast<double>(seq),
-                                    .cols = static_cast<double>(k_head_dim),
+                                    .cols = head_dim,
                                     .gemms_per_sample = heads});
     add_memory(layer, PartKind::elementwise, 2.0, tokens);  // merge heads: permute + contiguous
 }
@@ -59,6 +63,31 @@ void add_attention_core(Layer& layer, std::int64_t seq, std::int64_t d, double s
 void add_dropout_residual(Layer& layer, double tokens) {
     add_memory(layer, PartKind::elementwise, 3.0, tokens);  // dropout
     add_memory(layer, PartKind::elementwise, 3.0, tokens);  // residual add
+}
+
+/// Appends a dense layer without bias (Llama's projections).
+void add_linear_no_bias(Layer& layer, const std::string& prefix, std::int64_t in, std::int64_t out, std::int64_t rows) {
+    add_matrix(layer, prefix + ".weight", out, in);
+    const double flops = 2.0 * static_cast<double>(rows * in * out);
+    layer.fwd_flops += flops;
+    layer.parts.push_back(LayerPart{.kind = PartKind::matmul,
+                                    .flops = flops,
+                                    .activations = static_cast<double>(rows * (in + out)),
+                                    .weights = static_cast<double>(in * out),
+                                    .rows_per_sample = static_cast<double>(rows),
+                                    .cols = static_cast<double>(out)});
+}
+
+/// The PaLM model-FLOPs count per token (models/workload.hpp): 6 x the matmul weights (every matmul part's
+/// weight elements, the LM head included, embedding lookups, norms and biases excluded) + 12 L d s.
+void set_model_flops(Workload& w, int layers, std::int64_t d, std::int64_t seq) {
+    // A matmul part of `rows` vectors per sample does 2 x rows x (its weight matrix's elements) FLOPs.
+    double matmul_weights = 0.0;
+    for (const Layer& l : w.layers)
+        for (const LayerPart& p : l.parts)
+            if (p.kind == PartKind::matmul && p.rows_per_sample > 0.0) matmul_weights += p.flops / (2.0 * p.rows_per_sample);
+    w.tokens_per_sample = seq;
+    w.model_flops_per_token = 6.0 * matmul_weights + 12.0 * layers * static_cast<double>(d) * static_cast<double>(seq);
 }
 
 }  // namespace
@@ -122,20 +151,22 @@ Workload bert(const BertConfig& config) {
     Layer pooler = named_layer("pooler");
     add_linear(pooler, "pooler.dense", d, d, 1);  // on the first ([CLS]) token only
     workload.layers.push_back(std::move(pooler));
+    set_model_flops(workload, config.layers, d, seq);
     return workload;
 }
 
 Workload gpt2(const Gpt2Config& config) {
-    constexpr std::int64_t vocab = 50257;
-    constexpr std::int64_t context = 1024;  // n_positions
-    constexpr std::int64_t seq = context;
+    const std::int64_t vocab = config.vocab;
+    const std::int64_t context = config.seq_len;  // n_positions: GPT-2 1024, GPT-3 2048
+    const std::int64_t seq = context;
     const std::int64_t d = config.hidden;
+    const std::int64_t f = config.ffn_hidden > 0 ? config.ffn_hidden : k_ffn_expansion * d;
 
     Workload workload;
     workload.family = ModelFamily::transformer;
     workload.input = "sequence of " + std::to_string(seq) + " tokens";
     const double tokens = static_cast<double>(seq * d);
-    const double ffn = static_cast<double>(k_ffn_expansion) * tokens;
+    const double ffn = static_cast<double>(f * seq);
 
     Layer token_embedding = named_layer("transformer.wte");
     add_matrix(token_embedding, "transformer.wte.weight", vocab, d);
@@ -161,7 +192,7 @@ Workload gpt2(const Gpt2Config& config) {
         add_memory(attention, PartKind::norm, 2.0, tokens, true);
         add_linear(attention, p + ".attn.c_attn", d, 3 * d, seq, WeightLayout::in_by_out);
         // GPT2Attention._attn: scores / sqrt(d_head), causal torch.where, dropout of the probabilities (2 + 3 + 3).
-        add_attention_core(attention, seq, d, 8.0);
+        add_attention_core(attention, seq, d, 8.0, config.heads);
         add_linear(attention, p + ".attn.c_proj", d, d, seq, WeightLayout::in_by_out);
         add_dropout_residual(attention, tokens);
         workload.layers.push_back(std::move(attention));
@@ -169,11 +200,11 @@ Workload gpt2(const Gpt2Config& config) {
         Layer mlp = named_layer(p + ".mlp");
         add_norm(mlp, p + ".ln_2", d);
         add_memory(mlp, PartKind::norm, 2.0, tokens, true);
-        add_linear(mlp, p + ".mlp.c_fc", d, k_ffn_expansion * d, seq, WeightLayout::in_by_out);
+        add_linear(mlp, p + ".mlp.c_fc", d, f, seq, WeightLayout::in_by_out);
         // gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), runs eagerly as 8 element-wise kernels
         // (pow, mul, add, mul, tanh, add, mul, mul: 6 of 2 passes, 2 of 3) = 18 passes.
         add_memory(mlp, PartKind::elementwise, 18.0, ffn);
-        add_linear(mlp, p + ".mlp.c_proj", k_ffn_expansion * d, d, seq, WeightLayout::in_by_out);
+        add_linear(mlp, p + ".mlp.c_proj", f, d, seq, WeightLayout::in_by_out);
         add_dropout_residual(mlp, tokens);
         workload.layers.push_back(std::move(mlp));
     }
@@ -195,7 +226,95 @@ Workload gpt2(const Gpt2Config& config) {
     // to FP32 and log_softmax (2 + 2, FP32 under autocast), nll_loss (1).
     add_memory(head, PartKind::norm, 7.0, logits, true);
     workload.layers.push_back(std::move(head));
+    set_model_flops(workload, config.layers, d, seq);
+    return workload;
+}
+
+Workload llama(const TransformerConfig& c) {
+    const std::int64_t d = c.hidden, seq = c.seq_len, vocab = c.vocab;
+    const std::int64_t head_dim = d / c.heads;
+    const std::int64_t kv = (c.kv_heads > 0 ? c.kv_heads : c.heads) * head_dim;
+    const std::int64_t f = c.ffn_hidden > 0 ? c.ffn_hidden : llama_ffn_hidden(d);
+    Workload workload;
+    workload.family = ModelFamily::transformer;
+    workload.input = "sequence of " + std::to_string(seq) + " tokens";
+    const double tokens = static_cast<double>(seq * d);
+    const double ffn = static_cast<double>(seq * f);
+
+    Layer embed = named_layer("model.embed_tokens");
+    add_matrix(embed, "model.embed_tokens.weight", vocab, d);
+    embed.parts.push_back(
+        LayerPart{.kind = PartKind::embedding, .activations = 2.0 * tokens, .weights = static_cast<double>(vocab * d)});
+    workload.layers.push_back(std::move(embed));
+
+    for (int i = 0; i < c.layers; ++i) {
+        const std::string p = "model.layers." + std::to_string(i);
+        // LlamaAttention (eager): RMSNorm in FP32 (2 passes), the projections, rotary embeddings on q and k
+        // (q * cos + rotate_half(q) * sin: a copy of 2 passes and three kernels of 3, 11 passes), repeat_kv's copy of
+        // k and v to every head (2 passes over both) under grouped-query attention, scores / sqrt(d_head) (2) + the
+        // causal mask (3), softmax in FP32, o_proj, the residual add.
+        Layer attention = named_layer(p + ".self_attn");
+        add_vector(attention, p + ".input_layernorm.weight", d);
+        add_memory(attention, PartKind::norm, 2.0, tokens, true);
+        add_linear_no_bias(attention, p + ".self_attn.q_proj", d, d, seq);
+        add_linear_no_bias(attention, p + ".self_attn.k_proj", d, kv, seq);
+        add_linear_no_bias(attention, p + ".self_attn.v_proj", d, kv, seq);
+        add_memory(attention, PartKind::elementwise, 11.0, static_cast<double>(seq * (d + kv)));
+        if (kv < d) add_memory(attention, PartKind::elementwise, 2.0, 2.0 * tokens);
+        add_attention_core(attention, seq, d, 5.0, c.heads);
+        add_linear_no_bias(attention, p + ".self_attn.o_proj", d, d, seq);
+        add_memory(attention, PartKind::elementwise, 3.0, tokens);  // residual
+        workload.layers.push_back(std::move(attention));
+
+        // LlamaMLP: RMSNorm, down(silu(gate(x)) * up(x)): SiLU 2 passes, the product 3, the residual add 3.
+        Layer mlp = named_layer(p + ".mlp");
+        add_vector(mlp, p + ".post_attention_layernorm.weight", d);
+        add_memory(mlp, PartKind::norm, 2.0, tokens, true);
+        add_linear_no_bias(mlp, p + ".mlp.gate_proj", d, f, seq);
+        add_linear_no_bias(mlp, p + ".mlp.up_proj", d, f, seq);
+        add_memory(mlp, PartKind::elementwise, 2.0 + 3.0, ffn);
+        add_linear_no_bias(mlp, p + ".mlp.down_proj", f, d, seq);
+        add_memory(mlp, PartKind::elementwise, 3.0, tokens);
+        workload.layers.push_back(std::move(mlp));
+    }
+
+    Layer head = named_layer("model.norm+lm_head");
+    add_vector(head, "model.norm.weight", d);
+    add_memory(head, PartKind::norm, 2.0, tokens, true);
+    add_linear_no_bias(head, "lm_head", d, vocab, seq);
+    add_memory(head, PartKind::norm, 7.0, static_cast<double>(seq * vocab), true);  // the loss, as GPT-2's
+    workload.layers.push_back(std::move(head));
+    set_model_flops(workload, c.layers, d, seq);
     return workload;
 }
 
 }  // namespace ddlsim::models::catalog_detail
+
+namespace ddlsim::models {
+
+std::int64_t llama_ffn_hidden(std::int64_t hidden) {
+    constexpr std::int64_t multiple_of = 256;
+    const std::int64_t f = 2 * 4 * hidden / 3;
+    return (f + multiple_of - 1) / multiple_of * multiple_of;
+}
+
+Workload transformer(const TransformerConfig& c) {
+    if (c.layers < 1 || c.hidden < 1 || c.heads < 1 || c.seq_len < 1 || c.vocab < 1 || c.kv_heads < 0 ||
+        c.ffn_hidden < 0)
+        throw std::invalid_argument("transformer: layers, hidden, heads, seq_len and vocab must be at least 1");
+    if (c.hidden % c.heads != 0)
+        throw std::invalid_argument("transformer: heads must divide hidden");
+    if (c.kv_heads > 0 && (c.heads % c.kv_heads != 0))
+        throw std::invalid_argument("transformer: kv_heads must divide heads");
+    if (c.style == TransformerConfig::Style::llama) return catalog_detail::llama(c);
+    if (c.kv_heads > 0 && c.kv_heads != c.heads)
+        throw std::invalid_argument("transformer: style gpt has multi-head attention (kv_heads = heads)");
+    return catalog_detail::gpt2({.layers = c.layers,
+                                 .hidden = c.hidden,
+                                 .heads = c.heads,
+                                 .ffn_hidden = c.ffn_hidden,
+                                 .seq_len = c.seq_len,
+                                 .vocab = c.vocab});
+}
+
+}  // namespace ddlsim::models

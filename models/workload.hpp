@@ -95,11 +95,50 @@ struct Workload {
     std::string input;  ///< what one sample is, e.g. "224x224 RGB image"
     std::vector<Layer> layers;
     ModelFamily family = ModelFamily::custom;
+    /// Sequence models: tokens in one sample (the sequence length); 0 for other models.
+    std::int64_t tokens_per_sample = 0;
+    /// Sequence models: training FLOPs per token as model-FLOPs utilisation counts them, 6N + 12 L d s (PaLM,
+    /// Chowdhery et al. 2022, Appendix B: N the parameters of the matmuls, L layers, d the hidden size, s the
+    /// sequence length; the attention term counts the scores and the weighted values); 0 when unknown.
+    double model_flops_per_token = 0.0;
 
     [[nodiscard]] std::int64_t params() const;
     [[nodiscard]] std::size_t tensor_count() const;
     [[nodiscard]] double fwd_flops() const;  ///< per sample, all layers
 };
+
+/// A decoder-only transformer by its shape (`"model": {"transformer": {...}}` and the Llama / GPT-3 catalog
+/// entries). Two styles:
+///   llama  HuggingFace LlamaForCausalLM (models/llama/modeling_llama.py): RMSNorm before attention and MLP,
+///          rotary positions, grouped-query attention (kv_heads), SwiGLU MLP gate/up/down of ffn_hidden, no biases,
+///          an untied LM head (Touvron et al. 2023, arXiv 2302.13971 and 2307.09288; Llama 3, arXiv 2407.21783)
+///   gpt    GPT-2/GPT-3 blocks (Radford et al. 2019; Brown et al. 2020, arXiv 2005.14165 Table 2.1): LayerNorm
+///          with bias, learned positions over seq_len, 4d GELU MLP, biases everywhere, the LM head tied to wte
+enum class TransformerStyle { llama, gpt };
+inline constexpr sim::EnumEntry<TransformerStyle> k_transformer_styles[]{
+    {TransformerStyle::llama, "llama", "Llama blocks: RMSNorm, rotary positions, grouped-query attention, SwiGLU"},
+    {TransformerStyle::gpt, "gpt", "GPT-2/GPT-3 blocks: LayerNorm, learned positions, GELU MLP, tied head"}};
+constexpr std::span<const sim::EnumEntry<TransformerStyle>> enum_entries(TransformerStyle) {
+    return k_transformer_styles;
+}
+
+struct TransformerConfig {
+    using Style = TransformerStyle;
+    Style style = Style::llama;
+    int layers = 0;
+    std::int64_t hidden = 0;
+    std::int64_t heads = 0;
+    std::int64_t kv_heads = 0;    ///< 0: heads (multi-head attention)
+    std::int64_t ffn_hidden = 0;  ///< 0: llama 2/3 of 4d rounded up to a multiple of 256; gpt 4d
+    std::int64_t seq_len = 0;
+    std::int64_t vocab = 0;
+};
+/// Builds it; throws std::invalid_argument on an inconsistent shape (heads not dividing hidden, kv_heads not
+/// dividing heads, a size below 1).
+[[nodiscard]] Workload transformer(const TransformerConfig& config);
+/// Llama's default MLP width: 2/3 of 4d, rounded up to a multiple of 256 (modeling_llama / Meta's model.py,
+/// `multiple_of`).
+[[nodiscard]] std::int64_t llama_ffn_hidden(std::int64_t hidden);
 
 /// Names of the built-in workloads, in catalog order.
 [[nodiscard]] const std::vector<std::string>& builtin_workload_names();

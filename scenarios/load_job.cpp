@@ -45,6 +45,32 @@ models::Workload builtin_or_throw(const json& j, const std::string& path) {
     return *w;
 }
 
+models::TransformerConfig read_transformer(const json& j, const std::string& path) {
+    ObjectReader r(j, path, tables().transformer);
+    models::TransformerConfig c;
+    auto count = [&](const char* key, std::uint64_t max) {
+        return static_cast<std::int64_t>(read_uint(r.at(key), r.path(key), 1, max));
+    };
+    if (r.has("style")) c.style = read_enum<models::TransformerStyle>(r.at("style"), r.path("style"));
+    c.layers = static_cast<int>(count("layers", 1024));
+    c.hidden = count("hidden", 1 << 17);
+    c.heads = count("heads", 4096);
+    if (r.has("kv_heads")) {
+        if (c.style == models::TransformerConfig::Style::gpt)
+            r.forbid("kv_heads", "applies to style \"llama\" only (GPT blocks use multi-head attention)");
+        c.kv_heads = count("kv_heads", 4096);
+    }
+    if (r.has("ffn_hidden")) c.ffn_hidden = count("ffn_hidden", 1 << 20);
+    c.seq_len = count("seq_len", 1 << 20);
+    c.vocab = count("vocab", 1 << 22);
+    if (c.hidden % c.heads != 0)
+        throw ScenarioError(r.path("heads"), fmt::format("expected a divisor of hidden ({}), got {}", c.hidden, c.heads));
+    if (c.kv_heads > 0 && c.heads % c.kv_heads != 0)
+        throw ScenarioError(r.path("kv_heads"), fmt::format("expected a divisor of heads ({}), got {}", c.heads, c.kv_heads));
+    r.finish();
+    return c;
+}
+
 void read_model(const json& j, const std::string& path, JobSpec& s) {
     const Tables& t = tables();
     if (j.is_string()) {
@@ -53,9 +79,18 @@ void read_model(const json& j, const std::string& path, JobSpec& s) {
         return;
     }
     ObjectReader r(j, path, t.model);
-    if (r.has("name") == r.has("layers"))
-        throw ScenarioError(path, "expected exactly one of \"name\" (a built-in model) or \"layers\"");
-    if (r.has("name")) {
+    if ((r.has("name") ? 1 : 0) + (r.has("layers") ? 1 : 0) + (r.has("transformer") ? 1 : 0) != 1)
+        throw ScenarioError(path, "expected exactly one of \"name\" (a built-in model), \"layers\" or \"transformer\"");
+    if (r.has("transformer")) {
+        s.transformer = read_transformer(r.at("transformer"), r.path("transformer"));
+        try {
+            s.workload = models::transformer(*s.transformer);
+        } catch (const std::invalid_argument& e) {
+            throw ScenarioError(r.path("transformer"), std::string(e.what()).substr(std::string("transformer: ").size()));
+        }
+        s.workload.name = "transformer";
+        s.model_name = "custom";
+    } else if (r.has("name")) {
         s.workload = builtin_or_throw(r.at("name"), r.path("name"));
         s.model_name = s.workload.name;
     } else {

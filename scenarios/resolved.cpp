@@ -88,7 +88,18 @@ json network_json(const Scenario& s) {
 
 json model_json(const JobSpec& j) {
     json m = json::object();
-    if (j.model_name != "custom") {
+    if (j.transformer) {
+        const models::TransformerConfig& c = *j.transformer;
+        json t{{"style", std::string(sim::enum_name(c.style))},
+               {"layers", c.layers},
+               {"hidden", c.hidden},
+               {"heads", c.heads},
+               {"seq_len", c.seq_len},
+               {"vocab", c.vocab}};
+        if (c.kv_heads > 0) t["kv_heads"] = c.kv_heads;
+        if (c.ffn_hidden > 0) t["ffn_hidden"] = c.ffn_hidden;
+        m["transformer"] = std::move(t);
+    } else if (j.model_name != "custom") {
         m["name"] = j.model_name;
     } else {
         m["layers"] = json::array();

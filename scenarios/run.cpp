@@ -194,6 +194,10 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
     };
     if (j.machine_bytes_per_iteration >= 0.0)
         out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
+    if (const auto t = token_rates(spec, j)) {
+        out["tokens_per_s"] = t->tokens_per_s;
+        out["mfu"] = t->mfu;
+    }
     {
         // Where the iteration goes; the four add up to iteration_time_s.
         models::JobResult::Breakdown b;
@@ -434,6 +438,19 @@ nlohmann::json result_json(const Scenario& s, const RunResult& r) {
         out["links"] = {{"mean_utilization", r.mean_link_utilization}, {"busiest", busiest}};
     }
     return out;
+}
+
+std::optional<TokenRates> token_rates(const JobSpec& spec, const models::JobResult& j) {
+    const auto& w = spec.workload;
+    if (w.tokens_per_sample <= 0 || w.model_flops_per_token <= 0.0) return std::nullopt;
+    TokenRates t;
+    t.tokens_per_s = j.throughput_samples_per_s * static_cast<double>(w.tokens_per_sample);
+    // Against the dense peak of every worker's device at its precision (heterogeneous clusters: each its own).
+    double peak = 0.0;
+    for (std::uint32_t k = 0; k < spec.workers; ++k)
+        peak += (spec.worker_devices.empty() ? spec.device : spec.worker_devices[k]).peak.per_s();
+    t.mfu = peak > 0.0 ? t.tokens_per_s * w.model_flops_per_token / peak : 0.0;
+    return t;
 }
 
 }  // namespace ddlsim::scenario

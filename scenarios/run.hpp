@@ -58,4 +58,13 @@ struct RunResult {
 /// came from, and the effective TFLOPS per part kind (the result echo's "compute_model").
 [[nodiscard]] nlohmann::json compute_assumptions(const JobSpec& j);
 
+/// Sequence models (a workload with tokens_per_sample): tokens per second of the cluster and the model-FLOPs
+/// utilisation, tokens/s x model_flops_per_token (6N + 12 L d s, models/workload.hpp) over the sum of the workers'
+/// dense peaks at their precision. Result keys `tokens_per_s` and `mfu`; nullopt for other models.
+struct TokenRates {
+    double tokens_per_s = 0.0;
+    double mfu = 0.0;
+};
+[[nodiscard]] std::optional<TokenRates> token_rates(const JobSpec& spec, const models::JobResult& j);
+
 }  // namespace ddlsim::scenario

@@ -44,6 +44,7 @@ struct JobSpec {
     std::uint32_t workers = 1;
     models::Workload workload;
     std::string model_name;                                     ///< built-in name or "custom"
+    std::optional<models::TransformerConfig> transformer;       ///< `"model": {"transformer": {...}}`
     double bytes_per_param = 4.0;                               ///< gradient element size (model.dtype)
     models::Optimizer optimizer = models::Optimizer::momentum;  ///< "optimizer", or the model family's default
     models::Source optimizer_source = models::Source::builtin_default;

@@ -279,11 +279,31 @@ Tables build() {
         "model",
         "a built-in model by name with options, or explicit layers",
         {
-            {"name", enum_schema(c.models, "built-in workload (exclusive with layers)")},
+            {"name", enum_schema(c.models, "built-in workload (exclusive with layers and transformer)")},
             {"layers",
              {{"type", "array"}, {"items", ref("layer", "a layer")}, {"description", "layers in forward order"}}},
+            {"transformer", ref("transformer", "a decoder-only transformer by its shape (Llama or GPT style)")},
             {"dtype",
              with_default(enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)"), "fp32")},
+        }};
+    t.transformer = {
+        "transformer",
+        "a decoder-only transformer generated from its shape, with exact parameter counts and FLOPs "
+        "(models/workload.hpp: Llama = RMSNorm, rotary positions, grouped-query attention, SwiGLU, untied head; "
+        "GPT = GPT-2/GPT-3 blocks, tied head)",
+        {
+            {"style", with_default(enum_schema(sim::enum_names<models::TransformerStyle>(),
+                                               sim::enum_descriptions<models::TransformerStyle>()),
+                                   "llama")},
+            {"layers", integer("transformer blocks", 1), true},
+            {"hidden", integer("model width d", 1), true},
+            {"heads", integer("attention heads (must divide hidden)", 1), true},
+            {"kv_heads", integer("llama: key-value heads of grouped-query attention (must divide heads; default: "
+                                 "heads)",
+                                 1)},
+            {"ffn_hidden", integer("MLP width (default: llama 2/3 of 4d rounded up to 256; gpt 4d)", 1)},
+            {"seq_len", integer("tokens per sample (the sequence trained on)", 1), true},
+            {"vocab", integer("vocabulary size", 1), true},
         }};
     t.layer = {"layer",
                "one layer of a custom model",
@@ -516,7 +536,8 @@ json scenario_schema() {
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema";
     out["title"] = "ddlsim scenario";
     for (const ObjectSchema* s :
-         {&t.job, &t.network, &t.transport, &t.topology_file, &t.node, &t.link, &t.model, &t.layer, &t.device,
+         {&t.job, &t.network, &t.transport, &t.topology_file, &t.node, &t.link, &t.model, &t.transformer, &t.layer,
+          &t.device,
           &t.architecture, &t.sync, &t.compression, &t.overlap, &t.stragglers, &t.convergence})
         out["$defs"][s->id] = s->to_json();
     return out;

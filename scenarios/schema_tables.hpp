@@ -51,8 +51,8 @@ struct Planned {
 struct Tables {
     Choices choices;
     Planned planned;
-    ObjectSchema root, job, network, transport, topology_file, node, link, model, layer, device, architecture, sync,
-        compression, overlap, stragglers, convergence;
+    ObjectSchema root, job, network, transport, topology_file, node, link, model, transformer, layer, device,
+        architecture, sync, compression, overlap, stragglers, convergence;
 };
 
 /// The tables, built once.

@@ -30,9 +30,17 @@ struct Published {
 // parameter in one multiply-add per token, the tied LM head counted through wte) plus the attention matmuls,
 // 2 x 2 x n^2 x hidden per layer. The estimate also counts wpe, biases and LayerNorms as matmul weights, which our
 // exact count does not: that is 0.6% of GPT-2 small and less for the larger ones, hence a 1% tolerance.
-constexpr double gpt2_estimate_gflops(std::int64_t params, int layers, std::int64_t hidden) {
-    constexpr double tokens = 1024.0;
+constexpr double gpt2_estimate_gflops(std::int64_t params, int layers, std::int64_t hidden, double tokens = 1024.0) {
     return (2.0 * static_cast<double>(params) * tokens + 4.0 * layers * tokens * tokens * static_cast<double>(hidden)) /
+           1e9;
+}
+
+// Llama: the embedding table does no matmul but the untied LM head does, so 2 x (params - vocab x hidden) per token
+// plus the attention matmuls (the RMSNorm scales, 0.003% of the parameters, are counted as matmul weights here).
+constexpr double llama_estimate_gflops(std::int64_t params, int layers, std::int64_t hidden, std::int64_t vocab,
+                                       double tokens) {
+    return (2.0 * static_cast<double>(params - vocab * hidden) * tokens +
+            4.0 * layers * tokens * tokens * static_cast<double>(hidden)) /
            1e9;
 }
 
@@ -41,7 +49,11 @@ constexpr double gpt2_estimate_gflops(std::int64_t params, int layers, std::int6
 // usual 2 x MACs at sequence 128; all are rounded to 3 significant digits, so 2% allows for rounding and for counters
 // that differ on small terms (Inception's aux head is 0.1%), while a missing or extra block (a ResNet-101 layer3
 // block is 2.8%, a BERT layer 4-8%) still fails.
-constexpr std::array<Published, 11> k_published{{
+// Llama parameter counts are exact: the sums over the released checkpoints' tensors (HuggingFace model cards list
+// 6.74B, 13.0B, 69.0B, 8.03B, 70.6B), and equal the hand count V d (embedding) + V d (LM head) + d (final norm) +
+// L (2 d^2 + 2 d d_kv + 3 d f + 2 d). GPT-3's are the shapes of Brown et al. Table 2.1 (checked against its rounded
+// totals in test_transformer.cpp); tensors 4 + 12 L as GPT-2.
+constexpr std::array<Published, 21> k_published{{
     {"alexnet", 61'100'840, 16, 1.43, 0.02},
     {"vgg16", 138'357'544, 32, 30.9, 0.02},
     {"resnet50", 25'557'032, 161, 8.18, 0.02},
@@ -53,6 +65,16 @@ constexpr std::array<Published, 11> k_published{{
     {"gpt2_medium", 354'823'168, 292, gpt2_estimate_gflops(354'823'168, 24, 1024), 0.01},
     {"gpt2_large", 774'030'080, 436, gpt2_estimate_gflops(774'030'080, 36, 1280), 0.01},
     {"gpt2_xl", 1'557'611'200, 580, gpt2_estimate_gflops(1'557'611'200, 48, 1600), 0.01},
+    {"gpt3_1_3b", 1'315'723'264, 292, gpt2_estimate_gflops(1'315'723'264, 24, 2048, 2048.0), 0.01},
+    {"gpt3_2_7b", 2'651'553'280, 388, gpt2_estimate_gflops(2'651'553'280, 32, 2560, 2048.0), 0.01},
+    {"gpt3_6_7b", 6'658'404'352, 388, gpt2_estimate_gflops(6'658'404'352, 32, 4096, 2048.0), 0.01},
+    {"gpt3_13b", 12'952'938'780, 484, gpt2_estimate_gflops(12'952'938'780, 40, 5140, 2048.0), 0.01},
+    {"gpt3_175b", 174'604'259'328, 1156, gpt2_estimate_gflops(174'604'259'328, 96, 12288, 2048.0), 0.01},
+    {"llama2_7b", 6'738'415'616, 291, llama_estimate_gflops(6'738'415'616, 32, 4096, 32000, 4096.0), 0.01},
+    {"llama2_13b", 13'015'864'320, 363, llama_estimate_gflops(13'015'864'320, 40, 5120, 32000, 4096.0), 0.01},
+    {"llama2_70b", 68'976'648'192, 723, llama_estimate_gflops(68'976'648'192, 80, 8192, 32000, 4096.0), 0.01},
+    {"llama3_8b", 8'030'261'248, 291, llama_estimate_gflops(8'030'261'248, 32, 4096, 128256, 8192.0), 0.01},
+    {"llama3_70b", 70'553'706'496, 723, llama_estimate_gflops(70'553'706'496, 80, 8192, 128256, 8192.0), 0.01},
 }};
 
 Workload load(const char* name) {

@@ -63,6 +63,7 @@ TEST_CASE("enum tables: unique names, descriptions, round trips") {
     check_table<models::Optimizer>(5);
     check_table<models::PartKind>(7);
     check_table<scenario::NetworkModel>(2);
+    check_table<models::TransformerStyle>(2);
     CHECK_THROWS_AS((void)sim::enum_name(models::StragglerDistribution::none), std::logic_error);
     // The table order is not the enumerators' order for StragglerDistribution (none has no entry): a loader
     // that mapped names by position would read "lognormal" as none.

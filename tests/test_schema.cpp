@@ -248,6 +248,7 @@ std::vector<json> default_contexts() {
          {"compression", {{"kind", "qsgd"}}}, {"stragglers", {{"distribution", "lognormal"}}}});
     add({{"architecture", {{"kind", "ps"}, {"style", "byteps"}, {"servers", 1}}}, {"compression", {{"kind", "fp16"}}}});
     add({{"architecture", {{"kind", "ps"}}}, {"sync", {{"kind", "fedavg"}}}, {"compression", {{"kind", "powersgd"}}}});
+    add({{"model", {{"name", nullptr}, {"transformer", {{"layers", 2}, {"hidden", 256}, {"heads", 4}, {"seq_len", 128}, {"vocab", 1000}}}}}});
     add({{"architecture", {{"kind", "gossip"}}},
          {"convergence", {{"task", "synthetic_mlp"}}},
          {"compression", {{"kind", "none"}}}});
@@ -271,7 +272,7 @@ TEST_CASE("schema: every default is the loader's (writing it out leaves the reso
                                                    {"sync", "/sync"},               {"overlap", "/overlap"},
                                                    {"convergence", "/convergence"}, {"stragglers", "/stragglers"},
                                                    {"model", "/model"},             {"compression", "/compression"},
-                                                   {"device", "/device"}};
+                                                   {"device", "/device"},           {"transformer", "/model/transformer"}};
     std::vector<std::pair<std::string, std::string>> keys;  // (object id, key) with a default
     auto collect = [&](const std::string& id, const json& def) {
         for (const auto& [key, s] : def.at("properties").items())

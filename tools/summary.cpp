@@ -120,6 +120,10 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     out += fmt::format("  {:<32}{:>16}\n", "bytes on the wire", si(j.bytes_on_wire_per_iteration, "B"));
     out += fmt::format("  {:<32}{:>16}\n", "throughput", fmt::format("{:.1f} samples/s", j.throughput_samples_per_s));
     out += fmt::format("  {:<32}{:>16}\n", "scaling efficiency", fmt::format("{:.1f} %", 100.0 * j.scaling_efficiency));
+    if (const auto t = scenario::token_rates(spec, j)) {
+        out += fmt::format("  {:<32}{:>16}\n", "tokens", fmt::format("{:.4g} tokens/s", t->tokens_per_s));
+        out += fmt::format("  {:<32}{:>16}\n", "model FLOPs utilisation", fmt::format("{:.1f} %", 100.0 * t->mfu));
+    }
     if (j.has_staleness)
         out += fmt::format("  {:<32}{:>16}\n", "staleness (mean / max)",
                            fmt::format("{:.2f} / {}", j.staleness_mean, j.staleness_max));
