@@ -53,8 +53,12 @@ struct ComputeProfile {
     sim::Time update;
     std::array<KindTotals, 7> kinds{};  ///< by PartKind, derived parts only, unscaled
     double scale = 1.0;                 ///< the samples_per_s factor applied to derived times (1 without it)
+    /// Gradient accumulation: the forward and backward passes of the k - 1 micro-batches before the last one of
+    /// an optimizer step, (k - 1)(fwd + bwd), with no communication (DDP's no_sync); zero without accumulation.
+    sim::Time accumulation;
 
-    [[nodiscard]] sim::Time iteration() const { return fwd + bwd + update; }
+    /// One optimizer step: every micro-batch's forward and backward, then the update.
+    [[nodiscard]] sim::Time iteration() const { return accumulation + fwd + bwd + update; }
 };
 
 /// Derives the compute profile; throws std::invalid_argument when samples_per_s

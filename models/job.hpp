@@ -119,7 +119,10 @@ struct TrainingJob {
     Workload workload;
     ComputeProfile compute;
     std::uint32_t workers = 1;
-    std::uint32_t batch_size = 1;
+    std::uint32_t batch_size = 1;  ///< per worker per micro-batch
+    /// Micro-batches per optimizer step (gradient accumulation; 1: none): an iteration is one step of
+    /// gradient_accumulation x batch_size samples per worker, synchronised once.
+    std::uint32_t gradient_accumulation = 1;
     std::uint32_t iterations = 1;
     double bytes_per_param = 4.0;
     topo::ArchitectureSpec architecture;

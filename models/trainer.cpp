@@ -175,7 +175,8 @@ void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
         const double idle = std::max(0.0, (c.finished - c.busy).seconds());
         exposed += idle;
         r.workers.push_back({c.iterations, idle, c.updates});
-        if (w < job.workers) single += job.batch_size / job.compute_of(w).iteration().seconds();
+        if (w < job.workers)
+            single += static_cast<double>(job.batch_size) * job.gradient_accumulation / job.compute_of(w).iteration().seconds();
     }
     const double n = static_cast<double>(std::max<std::size_t>(1, clocks.size()));
     r.makespan_s = makespan.seconds();
@@ -184,7 +185,9 @@ void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
     r.backward_time_s = job.compute.bwd.seconds();
     r.update_time_s = job.compute.update.seconds();
     r.compute_time_s = job.compute.iteration().seconds();
-    r.throughput_samples_per_s = r.iteration_time_s > 0.0 ? samples_per_iteration / r.iteration_time_s : 0.0;
+    // An iteration is an optimizer step: gradient_accumulation micro-batches of samples_per_iteration.
+    r.throughput_samples_per_s =
+        r.iteration_time_s > 0.0 ? samples_per_iteration * job.gradient_accumulation / r.iteration_time_s : 0.0;
     r.scaling_efficiency = single > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / single : 1.0;
     r.communication_time_s = iterations > 0 ? comm / n / iterations : 0.0;
     r.exposed_communication_time_s = iterations > 0 ? exposed / n / iterations : 0.0;

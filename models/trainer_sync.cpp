@@ -169,6 +169,14 @@ private:
         c.busy += s.slow.delay;
         // The compute stream may still be busy with updates (priority) when the iteration begins.
         s.fwd_clock = std::max(engine_.now(), s.fwd_clock) + s.slow.delay;
+        // Gradient accumulation: the micro-batches before the last run forward and backward with no
+        // communication (DDP no_sync); only the last one's backward overlaps the step's messages.
+        if (const sim::Time acc = scaled(job_.compute_of(w).accumulation, s.slow.factor); acc > sim::Time::zero()) {
+            env_.timeline.span(Timeline::compute(w), fmt::format("micro-batches 1-{} (no_sync)", job_.gradient_accumulation - 1),
+                               "backward", s.fwd_clock, s.fwd_clock + acc);
+            c.busy += acc;
+            s.fwd_clock += acc;
+        }
         s.fwd_layer = 0;
         advance_forward(w);
     }

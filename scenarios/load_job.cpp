@@ -566,6 +566,20 @@ JobSpec read_job(ObjectReader& r, const std::string& base_dir) {
     if (r.has("compression")) s.compression = read_compression(r.at("compression"), r.path("compression"), s);
     if (r.has("overlap")) s.overlap = read_overlap(r.at("overlap"), r.path("overlap"), s);
     if (r.has("stragglers")) s.stragglers = read_stragglers(r.at("stragglers"), r.path("stragglers"), s.workers);
+    if (r.has("gradient_accumulation")) {
+        const std::string p = r.path("gradient_accumulation");
+        s.gradient_accumulation = static_cast<std::uint32_t>(read_uint(r.at("gradient_accumulation"), p, 1, 1'000'000));
+        // The asynchronous schemes push after every micro-batch's own clock; accumulation is a synchronous
+        // data-parallel technique (DDP no_sync), modelled for BSP and Local SGD.
+        if (s.gradient_accumulation > 1 && s.sync.kind != models::SyncKind::bsp &&
+            s.sync.kind != models::SyncKind::local_sgd)
+            throw ScenarioError(p, fmt::format("applies to sync \"bsp\" or \"local_sgd\", not \"{}\"",
+                                               sim::enum_name(s.sync.kind)));
+        // P3 / ByteScheduler start the next forward under the previous step's pulls; with accumulation that forward
+        // is the first micro-batch's, which this model does not gate.
+        if (s.gradient_accumulation > 1 && s.overlap.priority)
+            throw ScenarioError(p, "does not combine with overlap.priority (expected 1, or priority false)");
+    }
     if (r.has("worker_devices")) {
         const json& d = read_array(r.at("worker_devices"), r.path("worker_devices"), 1);
         if (d.size() != s.workers)

@@ -240,6 +240,7 @@ json job_keys(const JobSpec& j) {
     json out{{"workers", j.workers},
              {"model", model_json(j)},
              {"batch_size", j.batch_size},
+             {"gradient_accumulation", j.gradient_accumulation},
              {"device", device_json(j.device)},
              {"placement", j.placement},
              {"architecture", architecture_json(j)},

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "models/comm_plan.hpp"
 #include "models/trainer.hpp"
 #include "scenarios/json_reader.hpp"
 #include "scenarios/resolved.hpp"
@@ -99,6 +100,11 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
         }
         job.worker_device.push_back(j.worker_devices[w]);
     }
+    // Gradient accumulation: k - 1 micro-batches of forward and backward before the last one.
+    job.gradient_accumulation = j.gradient_accumulation;
+    const double extra = static_cast<double>(j.gradient_accumulation - 1);
+    job.compute.accumulation = models::scaled(job.compute.fwd + job.compute.bwd, extra);
+    for (auto& wc : job.worker_compute) wc.accumulation = models::scaled(wc.fwd + wc.bwd, extra);
     for (const auto& h : j.placement) job.endpoint_hosts.push_back(*fabric.find(h));
     for (const auto& h : j.server_placement) job.endpoint_hosts.push_back(*fabric.find(h));
     return job;

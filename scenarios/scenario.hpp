@@ -49,6 +49,7 @@ struct JobSpec {
     models::Optimizer optimizer = models::Optimizer::momentum;  ///< "optimizer", or the model family's default
     models::Source optimizer_source = models::Source::builtin_default;
     std::uint32_t batch_size = 1;
+    std::uint32_t gradient_accumulation = 1;  ///< micro-batches per optimizer step
     models::DeviceSpec device;
     std::vector<std::string> placement;         ///< host of each worker
     std::vector<std::string> server_placement;  ///< host of each server endpoint (ps)

@@ -116,7 +116,12 @@ Tables build() {
         {"model",
          {{"description", "a built-in workload name or a model object"},
           {"oneOf", json::array({enum_schema(c.models, "built-in workload"), ref("model", "model object")})}}},
-        {"batch_size", integer("samples per worker per iteration", 1)},
+        {"batch_size", integer("samples per worker per micro-batch (per iteration without gradient_accumulation)", 1)},
+        {"gradient_accumulation",
+         with_default(integer("micro-batches of batch_size per optimizer step, synchronised once (DDP no_sync); an "
+                              "iteration is then one step; bsp and local_sgd",
+                              1),
+                      1)},
         {"optimizer",
          enum_schema(models::optimizer_names(),
                      "optimizer whose update streams its state through memory (default: momentum for CNNs and "
