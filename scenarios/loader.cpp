@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "models/compression.hpp"
+#include "models/compute.hpp"
 #include "models/grouping.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
@@ -164,12 +165,30 @@ double plan_memory_bytes(const JobSpec& j) {
     return bytes * std::max(1.0, messages);
 }
 
+// One step's compute must fit the event clock, so `check` refuses what `run` would: the compute profile (what
+// run_scenario's make_job builds; its own limit of 1e6 s per iteration) and, with gradient accumulation, the k
+// micro-batches of a step.
+void check_compute(const JobSpec& j, const std::string& prefix) {
+    models::ComputeProfile p;
+    try {
+        p = models::compute_profile(j.workload, j.device, j.batch_size, j.bytes_per_param, j.optimizer);
+    } catch (const std::invalid_argument& e) {
+        throw ScenarioError(prefix + "device", e.what());
+    }
+    const double step = static_cast<double>(j.gradient_accumulation) * (p.fwd + p.bwd).seconds() + p.update.seconds();
+    if (!(step < 1e6))
+        throw ScenarioError(prefix + "gradient_accumulation",
+                            fmt::format("one step of {} micro-batches would compute for {:.3g} s; expected under 1e6 s",
+                                        j.gradient_accumulation, step));
+}
+
 // Refuses runs too large to finish or to fit, before anything large is built.
 void check_limits(const Scenario& s, const std::string& jobs_path) {
     double events = 0.0;
     double memory = 0.0;
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         const std::string prefix = s.has_jobs_list ? fmt::format("{}[{}].", jobs_path, i) : "$.";
+        check_compute(s.jobs[i], prefix);
         bool explicit_dag = false;
         const double steps = round_transfers(s.jobs[i], explicit_dag);
         if (explicit_dag && steps > kMaxPlanSteps) {

@@ -79,6 +79,16 @@ TEST_CASE("accumulation: refused where it is not modelled, naming the key") {
             CHECK(e.path() == "$.gradient_accumulation");
         }
     }
+    // A step longer than the event clock holds is refused at load (so `check` says so too), not an internal error.
+    auto huge = base(1'000'000);
+    huge["model"] = "llama2_70b";
+    huge["batch_size"] = 8;
+    try {
+        (void)scenario::load_scenario(huge);
+        FAIL("accepted");
+    } catch (const scenario::ScenarioError& e) {
+        CHECK(e.path() == "$.gradient_accumulation");
+    }
     auto zero = base(0);
     CHECK_THROWS_AS((void)scenario::load_scenario(zero), scenario::ScenarioError);
 }
