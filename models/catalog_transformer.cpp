@@ -65,6 +65,24 @@ void add_dropout_residual(Layer& layer, double tokens) {
     add_memory(layer, PartKind::elementwise, 3.0, tokens);  // residual add
 }
 
+/// An empty transformer workload over sequences of `seq` tokens.
+Workload sequence_workload(std::int64_t seq) {
+    Workload workload;
+    workload.family = ModelFamily::transformer;
+    workload.input = "sequence of " + std::to_string(seq) + " tokens";
+    return workload;
+}
+
+/// A token-embedding layer: the lookup (read, write) of `tokens` elements per sequence, the dense vocab x d gradient
+/// counted as the part's weights.
+Layer token_embedding_layer(const std::string& name, std::int64_t vocab, std::int64_t d, double tokens) {
+    Layer layer = named_layer(name);
+    add_matrix(layer, name + ".weight", vocab, d);
+    layer.parts.push_back(
+        LayerPart{.kind = PartKind::embedding, .activations = 2.0 * tokens, .weights = static_cast<double>(vocab * d)});
+    return layer;
+}
+
 /// Appends a dense layer without bias (Llama's projections).
 void add_linear_no_bias(Layer& layer, const std::string& prefix, std::int64_t in, std::int64_t out, std::int64_t rows) {
     add_matrix(layer, prefix + ".weight", out, in);
@@ -99,9 +117,7 @@ Workload bert(const BertConfig& config) {
     constexpr std::int64_t seq = 128;
     const std::int64_t d = config.hidden;
 
-    Workload workload;
-    workload.family = ModelFamily::transformer;
-    workload.input = "sequence of " + std::to_string(seq) + " tokens";
+    Workload workload = sequence_workload(seq);
     const double tokens = static_cast<double>(seq * d);
 
     Layer embeddings = named_layer("embeddings");
@@ -162,18 +178,11 @@ Workload gpt2(const Gpt2Config& config) {
     const std::int64_t d = config.hidden;
     const std::int64_t f = config.ffn_hidden > 0 ? config.ffn_hidden : k_ffn_expansion * d;
 
-    Workload workload;
-    workload.family = ModelFamily::transformer;
-    workload.input = "sequence of " + std::to_string(seq) + " tokens";
+    Workload workload = sequence_workload(seq);
     const double tokens = static_cast<double>(seq * d);
     const double ffn = static_cast<double>(f * seq);
 
-    Layer token_embedding = named_layer("transformer.wte");
-    add_matrix(token_embedding, "transformer.wte.weight", vocab, d);
-    // The lookup (read, write); the dense vocab x d gradient counted as the part's weights.
-    token_embedding.parts.push_back(
-        LayerPart{.kind = PartKind::embedding, .activations = 2.0 * tokens, .weights = static_cast<double>(vocab * d)});
-    workload.layers.push_back(std::move(token_embedding));
+    workload.layers.push_back(token_embedding_layer("transformer.wte", vocab, d, tokens));
 
     Layer position_embedding = named_layer("transformer.wpe");
     add_matrix(position_embedding, "transformer.wpe.weight", context, d);
@@ -235,17 +244,11 @@ Workload llama(const TransformerConfig& c) {
     const std::int64_t head_dim = d / c.heads;
     const std::int64_t kv = (c.kv_heads > 0 ? c.kv_heads : c.heads) * head_dim;
     const std::int64_t f = c.ffn_hidden > 0 ? c.ffn_hidden : llama_ffn_hidden(d);
-    Workload workload;
-    workload.family = ModelFamily::transformer;
-    workload.input = "sequence of " + std::to_string(seq) + " tokens";
+    Workload workload = sequence_workload(seq);
     const double tokens = static_cast<double>(seq * d);
     const double ffn = static_cast<double>(seq * f);
 
-    Layer embed = named_layer("model.embed_tokens");
-    add_matrix(embed, "model.embed_tokens.weight", vocab, d);
-    embed.parts.push_back(
-        LayerPart{.kind = PartKind::embedding, .activations = 2.0 * tokens, .weights = static_cast<double>(vocab * d)});
-    workload.layers.push_back(std::move(embed));
+    workload.layers.push_back(token_embedding_layer("model.embed_tokens", vocab, d, tokens));
 
     for (int i = 0; i < c.layers; ++i) {
         const std::string p = "model.layers." + std::to_string(i);
