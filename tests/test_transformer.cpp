@@ -61,7 +61,9 @@ TEST_CASE("transformer: grouped-query attention removes 2 L d (d - d_kv) paramet
 TEST_CASE("transformer: the GPT-3 shapes give Brown et al.'s Table 2.1 totals (rounded there)") {
     const std::pair<const char*, double> published[] = {
         {"gpt3_1_3b", 1.3e9}, {"gpt3_2_7b", 2.7e9}, {"gpt3_6_7b", 6.7e9}, {"gpt3_13b", 13.0e9}, {"gpt3_175b", 175.0e9}};
-    for (const auto& [name, params] : published) {
+    for (const auto& entry : published) {
+        const char* name = entry.first;  // not a structured binding: clang 14 cannot capture those
+        const double params = entry.second;
         CAPTURE(name);
         const auto w = models::builtin_workload(name);
         REQUIRE(w.has_value());
