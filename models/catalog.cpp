@@ -47,28 +47,53 @@ constexpr std::array<CatalogEntry, 21> k_catalog{{
     // 2024, arXiv 2407.21783, Table 3: vocabulary 128256, context 8192, 8 key-value heads).
     {"llama2_7b",
      [] {
-         return models::transformer({.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 32, .ffn_hidden = 11008,
-                                     .seq_len = 4096, .vocab = 32000});
+         return models::transformer({.layers = 32,
+                                     .hidden = 4096,
+                                     .heads = 32,
+                                     .kv_heads = 32,
+                                     .ffn_hidden = 11008,
+                                     .seq_len = 4096,
+                                     .vocab = 32000});
      }},
     {"llama2_13b",
      [] {
-         return models::transformer({.layers = 40, .hidden = 5120, .heads = 40, .kv_heads = 40, .ffn_hidden = 13824,
-                                     .seq_len = 4096, .vocab = 32000});
+         return models::transformer({.layers = 40,
+                                     .hidden = 5120,
+                                     .heads = 40,
+                                     .kv_heads = 40,
+                                     .ffn_hidden = 13824,
+                                     .seq_len = 4096,
+                                     .vocab = 32000});
      }},
     {"llama2_70b",
      [] {
-         return models::transformer({.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn_hidden = 28672,
-                                     .seq_len = 4096, .vocab = 32000});
+         return models::transformer({.layers = 80,
+                                     .hidden = 8192,
+                                     .heads = 64,
+                                     .kv_heads = 8,
+                                     .ffn_hidden = 28672,
+                                     .seq_len = 4096,
+                                     .vocab = 32000});
      }},
     {"llama3_8b",
      [] {
-         return models::transformer({.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 8, .ffn_hidden = 14336,
-                                     .seq_len = 8192, .vocab = 128256});
+         return models::transformer({.layers = 32,
+                                     .hidden = 4096,
+                                     .heads = 32,
+                                     .kv_heads = 8,
+                                     .ffn_hidden = 14336,
+                                     .seq_len = 8192,
+                                     .vocab = 128256});
      }},
     {"llama3_70b",
      [] {
-         return models::transformer({.layers = 80, .hidden = 8192, .heads = 64, .kv_heads = 8, .ffn_hidden = 28672,
-                                     .seq_len = 8192, .vocab = 128256});
+         return models::transformer({.layers = 80,
+                                     .hidden = 8192,
+                                     .heads = 64,
+                                     .kv_heads = 8,
+                                     .ffn_hidden = 28672,
+                                     .seq_len = 8192,
+                                     .vocab = 128256});
      }},
 }};
 

@@ -82,9 +82,9 @@ struct BertConfig {
 struct Gpt2Config {
     int layers = 0;
     std::int64_t hidden = 0;
-    std::int64_t heads = 0;          ///< 0: hidden / 64
-    std::int64_t ffn_hidden = 0;     ///< 0: 4 x hidden
-    std::int64_t seq_len = 1024;     ///< n_positions and the sequence trained on
+    std::int64_t heads = 0;       ///< 0: hidden / 64
+    std::int64_t ffn_hidden = 0;  ///< 0: 4 x hidden
+    std::int64_t seq_len = 1024;  ///< n_positions and the sequence trained on
     std::int64_t vocab = 50257;
 };
 [[nodiscard]] Workload gpt2(const Gpt2Config& config);

@@ -103,7 +103,8 @@ void set_model_flops(Workload& w, int layers, std::int64_t d, std::int64_t seq) 
     double matmul_weights = 0.0;
     for (const Layer& l : w.layers)
         for (const LayerPart& p : l.parts)
-            if (p.kind == PartKind::matmul && p.rows_per_sample > 0.0) matmul_weights += p.flops / (2.0 * p.rows_per_sample);
+            if (p.kind == PartKind::matmul && p.rows_per_sample > 0.0)
+                matmul_weights += p.flops / (2.0 * p.rows_per_sample);
     w.tokens_per_sample = seq;
     w.model_flops_per_token = 6.0 * matmul_weights + 12.0 * layers * static_cast<double>(d) * static_cast<double>(seq);
 }
@@ -305,8 +306,7 @@ Workload transformer(const TransformerConfig& c) {
     if (c.layers < 1 || c.hidden < 1 || c.heads < 1 || c.seq_len < 1 || c.vocab < 1 || c.kv_heads < 0 ||
         c.ffn_hidden < 0)
         throw std::invalid_argument("transformer: layers, hidden, heads, seq_len and vocab must be at least 1");
-    if (c.hidden % c.heads != 0)
-        throw std::invalid_argument("transformer: heads must divide hidden");
+    if (c.hidden % c.heads != 0) throw std::invalid_argument("transformer: heads must divide hidden");
     if (c.kv_heads > 0 && (c.heads % c.kv_heads != 0))
         throw std::invalid_argument("transformer: kv_heads must divide heads");
     if (c.style == TransformerConfig::Style::llama) return catalog_detail::llama(c);

@@ -40,7 +40,6 @@ std::uint64_t hash_doubles(double first, const std::vector<double>& rest) {
     return h;
 }
 
-
 }  // namespace
 
 CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync)
@@ -233,12 +232,12 @@ void CommPlan::build_phases(Message& m) {
                                        owners.size() == tensors.size() ? owners : std::vector<std::uint32_t>{});
         ph.work_before = before;
         ph.wire_bytes = ph.collective->wire_bytes(remote).value();
-        ph.machine_bytes = ph.collective
-                               ->wire_bytes([this](std::uint32_t a, std::uint32_t b) {
-                                   return fabric_.node_of(job_.endpoint_hosts[a]) !=
-                                          fabric_.node_of(job_.endpoint_hosts[b]);
-                               })
-                               .value();
+        ph.machine_bytes =
+            ph.collective
+                ->wire_bytes([this](std::uint32_t a, std::uint32_t b) {
+                    return fabric_.node_of(job_.endpoint_hosts[a]) != fabric_.node_of(job_.endpoint_hosts[b]);
+                })
+                .value();
         m.phases.push_back(ph);
     };
     add(lowrank_p, p, p_tensors, {});

@@ -23,7 +23,9 @@ inline constexpr sim::EnumEntry<Optimizer> k_optimizers[]{
     {Optimizer::adam, "adam", "Adam (Kingma & Ba, ICLR 2015): two state tensors"},
     {Optimizer::adamw, "adamw", "Adam with decoupled weight decay (Loshchilov & Hutter, ICLR 2019)"},
     {Optimizer::lamb, "lamb", "LAMB (You et al., ICLR 2020): Adam's state plus per-layer trust ratios"}};
-constexpr std::span<const sim::EnumEntry<Optimizer>> enum_entries(Optimizer) { return k_optimizers; }
+constexpr std::span<const sim::EnumEntry<Optimizer>> enum_entries(Optimizer) {
+    return k_optimizers;
+}
 
 /// "sgd", "momentum", ... (the scenario spelling), and all of them in table order.
 [[nodiscard]] std::string_view optimizer_name(Optimizer o);

@@ -23,7 +23,9 @@ inline constexpr sim::EnumEntry<Precision> k_precisions[]{
     {Precision::fp16, "fp16", "automatic mixed precision, fp16 tensor cores"},
     {Precision::bf16, "bf16", "automatic mixed precision, bf16 tensor cores"},
     {Precision::fp8, "fp8", "Transformer Engine FP8 GEMMs, bf16 elsewhere (H100/H200)"}};
-constexpr std::span<const sim::EnumEntry<Precision>> enum_entries(Precision) { return k_precisions; }
+constexpr std::span<const sim::EnumEntry<Precision>> enum_entries(Precision) {
+    return k_precisions;
+}
 
 /// "fp32", "tf32", ... (the scenario spelling).
 [[nodiscard]] std::string_view precision_name(Precision p);

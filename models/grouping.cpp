@@ -152,9 +152,7 @@ constexpr std::array<GroupingScheme, 5> k_schemes{{
      },
      ddp_buckets, bucket_messages},
     {"horovod_cycles", "Horovod's fusion buffer filled per cycle (Sergeev & Del Balso, arXiv 1802.05799)",
-     [](const OverlapSpec& o) {
-         return !o.priority && o.fusion == Fusion::buffer && o.cycle_time > sim::Time::zero();
-     },
+     [](const OverlapSpec& o) { return !o.priority && o.fusion == Fusion::buffer && o.cycle_time > sim::Time::zero(); },
      horovod_cycles, bucket_messages},
     {"mgwfbp", "merged-gradient WFBP (Shi, Chu & Li, INFOCOM 2019)",
      [](const OverlapSpec& o) { return !o.priority && o.fusion == Fusion::mgwfbp; }, mgwfbp, layer_messages},

@@ -27,7 +27,9 @@ inline constexpr sim::EnumEntry<SyncKind> k_sync_kinds[]{
     {SyncKind::asp, "asp", "fully asynchronous (ps; with gossip: AD-PSGD, Lian et al., ICML 2018)"},
     {SyncKind::local_sgd, "local_sgd", "average every `period` steps (Lin et al., ICLR 2020)"},
     {SyncKind::fedavg, "fedavg", "sampled clients, local steps, server averaging (McMahan et al., AISTATS 2017)"}};
-constexpr std::span<const sim::EnumEntry<SyncKind>> enum_entries(SyncKind) { return k_sync_kinds; }
+constexpr std::span<const sim::EnumEntry<SyncKind>> enum_entries(SyncKind) {
+    return k_sync_kinds;
+}
 
 /// What the project knows about one synchronisation scheme besides its name (models/sync_schemes.cpp lists them):
 /// the architectures it runs on, its keys, and how it moves gradients.
@@ -61,7 +63,9 @@ inline constexpr sim::EnumEntry<Fusion> k_fusions[]{
     {Fusion::none, "none", "one message per layer (with wfbp) or one per iteration"},
     {Fusion::buffer, "buffer", "DDP buckets / Horovod fusion buffer"},
     {Fusion::mgwfbp, "mgwfbp", "MG-WFBP merging (Shi et al., INFOCOM 2019; implies wfbp)"}};
-constexpr std::span<const sim::EnumEntry<Fusion>> enum_entries(Fusion) { return k_fusions; }
+constexpr std::span<const sim::EnumEntry<Fusion>> enum_entries(Fusion) {
+    return k_fusions;
+}
 
 /// The `overlap` block (the survey's fourth dimension).
 struct OverlapSpec {

@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 #include <memory>
+#include <numeric>
 #include <unordered_map>
 
 #include "models/trainer_detail.hpp"
@@ -176,7 +176,8 @@ void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
         exposed += idle;
         r.workers.push_back({c.iterations, idle, c.updates});
         if (w < job.workers)
-            single += static_cast<double>(job.batch_size) * job.gradient_accumulation / job.compute_of(w).iteration().seconds();
+            single += static_cast<double>(job.batch_size) * job.gradient_accumulation /
+                      job.compute_of(w).iteration().seconds();
     }
     const double n = static_cast<double>(std::max<std::size_t>(1, clocks.size()));
     r.makespan_s = makespan.seconds();

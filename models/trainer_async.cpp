@@ -415,8 +415,7 @@ private:
         // Server j averages its shard of all client models.
         const auto& rate = job_.architecture.aggregation_rate;
         const sim::Time avg =
-            rate ? sim::transfer_time(upload_ * static_cast<double>(clients_.size()) / k_, *rate)
-                 : sim::Time::zero();
+            rate ? sim::transfer_time(upload_ * static_cast<double>(clients_.size()) / k_, *rate) : sim::Time::zero();
         ++servers_waiting_;
         averaging_end_ = std::max(averaging_end_, engine_.now() + avg);
         engine_.after(avg, [this] {

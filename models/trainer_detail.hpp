@@ -116,8 +116,9 @@ protected:
     /// worker w pushes (to_servers) or pulls `bytes` cut evenly over the k servers (endpoints n..n+k-1), one
     /// message per server. As shard j lands, on_shard(j) runs, preceded for the last one by on_all(). Bytes between
     /// different hosts are added to *wire when given. Either callback may be empty.
-    void server_exchange(std::uint32_t w, bool to_servers, sim::Bytes bytes, std::function<void(std::uint32_t j)> on_shard,
-                         std::function<void()> on_all, double* wire = nullptr);
+    void server_exchange(std::uint32_t w, bool to_servers, sim::Bytes bytes,
+                         std::function<void(std::uint32_t j)> on_shard, std::function<void()> on_all,
+                         double* wire = nullptr);
 
     TrainerEnv env_;
     const TrainingJob& job_;

@@ -172,8 +172,9 @@ private:
         // Gradient accumulation: the micro-batches before the last run forward and backward with no
         // communication (DDP no_sync); only the last one's backward overlaps the step's messages.
         if (const sim::Time acc = scaled(job_.compute_of(w).accumulation, s.slow.factor); acc > sim::Time::zero()) {
-            env_.timeline.span(Timeline::compute(w), fmt::format("micro-batches 1-{} (no_sync)", job_.gradient_accumulation - 1),
-                               "backward", s.fwd_clock, s.fwd_clock + acc);
+            env_.timeline.span(Timeline::compute(w),
+                               fmt::format("micro-batches 1-{} (no_sync)", job_.gradient_accumulation - 1), "backward",
+                               s.fwd_clock, s.fwd_clock + acc);
             c.busy += acc;
             s.fwd_clock += acc;
         }
@@ -218,9 +219,7 @@ private:
     }
 
     // Whether worker w has communication in flight (or queued) now: its compute then runs slower.
-    [[nodiscard]] bool comm_active(std::uint32_t w) const {
-        return clocks_[w].in_flight > 0 || scheduler_->waiting(w);
-    }
+    [[nodiscard]] bool comm_active(std::uint32_t w) const { return clocks_[w].in_flight > 0 || scheduler_->waiting(w); }
 
     // Overlapped backward with a compute slowdown, layer by layer on the event clock: a layer that
     // starts while this worker's communication is in flight runs (1 + slowdown) times longer.

@@ -37,7 +37,9 @@ inline constexpr sim::EnumEntry<PartKind> k_part_kinds[]{
     {PartKind::elementwise, "elementwise", "activations and additions at memory bandwidth"},
     {PartKind::embedding, "embedding", "table look-ups at memory bandwidth"},
     {PartKind::pooling, "pooling", "pooling at memory bandwidth"}};
-constexpr std::span<const sim::EnumEntry<PartKind>> enum_entries(PartKind) { return k_part_kinds; }
+constexpr std::span<const sim::EnumEntry<PartKind>> enum_entries(PartKind) {
+    return k_part_kinds;
+}
 
 /// The scenario spelling of `k` ("matmul", "conv", ...), and all of them in table order.
 [[nodiscard]] std::string_view part_kind_name(PartKind k);

@@ -26,8 +26,7 @@ models::Layer read_layer(const json& j, const std::string& path) {
     if (r.has("update_time")) l.update_time = read_time(r.at("update_time"), r.path("update_time"));
     if (r.has("kind") || r.has("fwd_bytes")) {
         models::LayerPart part;
-        if (r.has("kind"))
-            part.kind = read_enum<models::PartKind>(r.at("kind"), r.path("kind"));
+        if (r.has("kind")) part.kind = read_enum<models::PartKind>(r.at("kind"), r.path("kind"));
         part.flops = l.fwd_flops;
         if (r.has("fwd_bytes")) part.bytes = read_number(r.at("fwd_bytes"), r.path("fwd_bytes"), 0.0, 1e18);
         l.parts.push_back(part);
@@ -64,9 +63,11 @@ models::TransformerConfig read_transformer(const json& j, const std::string& pat
     c.seq_len = count("seq_len", 1 << 20);
     c.vocab = count("vocab", 1 << 22);
     if (c.hidden % c.heads != 0)
-        throw ScenarioError(r.path("heads"), fmt::format("expected a divisor of hidden ({}), got {}", c.hidden, c.heads));
+        throw ScenarioError(r.path("heads"),
+                            fmt::format("expected a divisor of hidden ({}), got {}", c.hidden, c.heads));
     if (c.kv_heads > 0 && c.heads % c.kv_heads != 0)
-        throw ScenarioError(r.path("kv_heads"), fmt::format("expected a divisor of heads ({}), got {}", c.heads, c.kv_heads));
+        throw ScenarioError(r.path("kv_heads"),
+                            fmt::format("expected a divisor of heads ({}), got {}", c.heads, c.kv_heads));
     r.finish();
     return c;
 }
@@ -83,10 +84,10 @@ void read_model(const json& j, const std::string& path, JobSpec& s) {
         throw ScenarioError(path, "expected exactly one of \"name\" (a built-in model), \"layers\" or \"transformer\"");
     if (r.has("transformer")) {
         s.transformer = read_transformer(r.at("transformer"), r.path("transformer"));
-        try {
+        try {  // read_transformer checked the shape; the builder's own checks are a backstop
             s.workload = models::transformer(*s.transformer);
         } catch (const std::invalid_argument& e) {
-            throw ScenarioError(r.path("transformer"), std::string(e.what()).substr(std::string("transformer: ").size()));
+            throw ScenarioError(r.path("transformer"), e.what());
         }
         s.workload.name = "transformer";
         s.model_name = "custom";
@@ -169,8 +170,7 @@ models::DeviceSpec read_device(const json& j_in, const std::string& path, const 
     ObjectReader r(j, path, t.device);
     const auto p = r.has("name") ? profile_or_throw(r.at("name"), r.path("name")) : *models::builtin_device("V100");
     std::optional<models::Precision> precision;
-    if (r.has("precision"))
-        precision = read_enum<models::Precision>(r.at("precision"), r.path("precision"));
+    if (r.has("precision")) precision = read_enum<models::Precision>(r.at("precision"), r.path("precision"));
     d.name = r.has("name") ? p.name : j_in.contains("profile") ? "calibrated" : "custom";
     set_precision(d, p, r.has("name"), precision, r.path("precision"));
     if (r.has("peak_flops")) {
@@ -215,8 +215,8 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     if (kind == "allreduce") {
         a.kind = topo::ArchKind::allreduce;
         if (r.has("algorithm"))
-            a.algorithm = sim::enum_value<topo::AllreduceAlgorithm>(
-                read_kind(r, "algorithm", "algorithm", t.choices.algorithms));
+            a.algorithm =
+                sim::enum_value<topo::AllreduceAlgorithm>(read_kind(r, "algorithm", "algorithm", t.choices.algorithms));
         if (r.has("segment_size")) a.segment_size = read_bytes(r.at("segment_size"), r.path("segment_size"));
     } else if (kind == "gossip") {
         a.kind = topo::ArchKind::gossip;
@@ -224,10 +224,8 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
             a.graph = sim::enum_value<topo::GossipGraph>(read_kind(r, "graph", "graph", t.choices.gossip_graphs));
     } else {
         a.kind = topo::ArchKind::ps;
-        if (r.has("style"))
-            a.style = read_enum<topo::PsStyle>(r.at("style"), r.path("style"));
-        if (r.has("placement"))
-            a.placement = read_enum<topo::ServerPlacement>(r.at("placement"), r.path("placement"));
+        if (r.has("style")) a.style = read_enum<topo::PsStyle>(r.at("style"), r.path("style"));
+        if (r.has("placement")) a.placement = read_enum<topo::ServerPlacement>(r.at("placement"), r.path("placement"));
         // Colocated BytePS (its usual deployment without spare CPU machines): a server process on every
         // worker machine and no CPU summation server, i.e. the worker-host shares alone (k = 0).
         const bool byteps_colocated =
@@ -249,8 +247,7 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
                                             workers, a.servers));
         if (r.has("aggregation_rate"))
             a.aggregation_rate = read_bandwidth(r.at("aggregation_rate"), r.path("aggregation_rate"));
-        if (r.has("sharding"))
-            a.sharding = read_enum<topo::PsSharding>(r.at("sharding"), r.path("sharding"));
+        if (r.has("sharding")) a.sharding = read_enum<topo::PsSharding>(r.at("sharding"), r.path("sharding"));
         if (r.has("split_size")) {
             if (a.sharding == topo::PsSharding::bytes)
                 throw ScenarioError(r.path("split_size"),
@@ -373,8 +370,8 @@ models::CompressionSpec read_compression(const json& j, const std::string& path,
         const json& v = r.at(key);
         switch (p.type) {
             case models::CompressorParam::Type::integer:
-                c.*p.integer = static_cast<std::uint32_t>(read_uint(v, r.path(key), static_cast<std::uint64_t>(p.min),
-                                                                    static_cast<std::uint64_t>(p.max)));
+                c.*p.integer = static_cast<std::uint32_t>(
+                    read_uint(v, r.path(key), static_cast<std::uint64_t>(p.min), static_cast<std::uint64_t>(p.max)));
                 break;
             case models::CompressorParam::Type::number:
                 c.*p.number = p.min_exclusive && p.min == 0.0 ? read_positive(v, r.path(key), p.max)
@@ -416,8 +413,7 @@ models::OverlapSpec read_overlap(const json& j, const std::string& path, const J
     ObjectReader r(j, path, t.overlap);
     models::OverlapSpec o;
     if (r.has("wfbp")) o.wfbp = read_bool(r.at("wfbp"), r.path("wfbp"));
-    if (r.has("fusion"))
-        o.fusion = read_enum<models::Fusion>(r.at("fusion"), r.path("fusion"));
+    if (r.has("fusion")) o.fusion = read_enum<models::Fusion>(r.at("fusion"), r.path("fusion"));
     if (r.has("priority")) o.priority = read_bool(r.at("priority"), r.path("priority"));
     if (o.fusion != models::Fusion::buffer) {
         for (const char* k : {"bucket_size", "cycle_time"}) r.forbid(k, "applies to fusion \"buffer\" only");
@@ -573,8 +569,8 @@ JobSpec read_job(ObjectReader& r, const std::string& base_dir) {
         // data-parallel technique (DDP no_sync), modelled for BSP and Local SGD.
         if (s.gradient_accumulation > 1 && s.sync.kind != models::SyncKind::bsp &&
             s.sync.kind != models::SyncKind::local_sgd)
-            throw ScenarioError(p, fmt::format("applies to sync \"bsp\" or \"local_sgd\", not \"{}\"",
-                                               sim::enum_name(s.sync.kind)));
+            throw ScenarioError(
+                p, fmt::format("applies to sync \"bsp\" or \"local_sgd\", not \"{}\"", sim::enum_name(s.sync.kind)));
         // P3 / ByteScheduler start the next forward under the previous step's pulls; with accumulation that forward
         // is the first micro-batch's, which this model does not gate.
         if (s.gradient_accumulation > 1 && s.overlap.priority)

@@ -160,7 +160,8 @@ topo::TopologySpec read_leaf_spine(TopologyInput& in) {
 topo::TopologySpec read_torus2d(TopologyInput& in) {
     ObjectReader& r = in.r;
     const json& dims = read_array(r.at("dims"), r.path("dims"), 2);
-    if (dims.size() != 2) throw ScenarioError(r.path("dims"), fmt::format("expected [X, Y], got {} numbers", dims.size()));
+    if (dims.size() != 2)
+        throw ScenarioError(r.path("dims"), fmt::format("expected [X, Y], got {} numbers", dims.size()));
     topo::Torus2dSpec s{static_cast<std::size_t>(read_uint(dims[0], r.path("dims") + "[0]", 1, 65536)),
                         static_cast<std::size_t>(read_uint(dims[1], r.path("dims") + "[1]", 1, 65536)), in.bandwidth(),
                         in.latency()};
@@ -171,8 +172,10 @@ topo::TopologySpec read_torus2d(TopologyInput& in) {
 topo::TopologySpec read_custom_topology(TopologyInput& in) {
     ObjectReader& r = in.r;
     if (r.has("file") == (r.has("nodes") || r.has("links")))
-        throw ScenarioError(r.path("topology"), "custom: expected either \"nodes\" and \"links\", or a topology \"file\"");
-    if (r.has("file")) return read_topology_file(read_string(r.at("file"), r.path("file")), in.base_dir, r.path("file"));
+        throw ScenarioError(r.path("topology"),
+                            "custom: expected either \"nodes\" and \"links\", or a topology \"file\"");
+    if (r.has("file"))
+        return read_topology_file(read_string(r.at("file"), r.path("file")), in.base_dir, r.path("file"));
     if (!r.has("nodes")) throw ScenarioError(r.path("nodes"), "required by topology \"custom\"");
     if (!r.has("links")) throw ScenarioError(r.path("links"), "required by topology \"custom\"");
     return read_custom(r.at("nodes"), r.at("links"), r.path("nodes"), r.path("links"));
@@ -227,10 +230,8 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
                                 fmt::format("required by topology \"{}\"", topology));
 
     NetworkSpec out;
-    if (r.has("model"))
-        out.model = read_enum<NetworkModel>(r.at("model"), r.path("model"));
-    if (r.has("routing"))
-        out.routing = read_enum<topo::Routing>(r.at("routing"), r.path("routing"));
+    if (r.has("model")) out.model = read_enum<NetworkModel>(r.at("model"), r.path("model"));
+    if (r.has("routing")) out.routing = read_enum<topo::Routing>(r.at("routing"), r.path("routing"));
     if (r.has("host_bandwidth")) {
         const json& hb = r.at("host_bandwidth");
         if (!hb.is_object() || hb.empty())

@@ -44,8 +44,7 @@ double messages_per_iteration(const JobSpec& s) {
 
 // Bytes one worker sends per iteration after compression (the payloads the collectives carry).
 double payload_bytes(const JobSpec& s) {
-    if (s.compression.kind == "none")
-        return static_cast<double>(s.workload.params()) * s.bytes_per_param;
+    if (s.compression.kind == "none") return static_cast<double>(s.workload.params()) * s.bytes_per_param;
     const auto compressor = models::make_compressor(s.compression);
     double bytes = 0.0;
     for (const auto& l : s.workload.layers)
@@ -91,9 +90,9 @@ double job_events(const Scenario& s, const JobSpec& j) {
                                            ? std::floor(s.iterations / static_cast<double>(j.sync.period)) /
                                                  std::max(1.0, static_cast<double>(s.iterations)) * j.sync.period
                                            : 1.0;
-    return s.iterations * (syncs_per_iteration * rounds_per_iteration(j) *
-                               (4.0 * round_transfers(j, explicit_dag) + 4.0 * j.workers) +
-                           layers);
+    return s.iterations *
+           (syncs_per_iteration * rounds_per_iteration(j) * (4.0 * round_transfers(j, explicit_dag) + 4.0 * j.workers) +
+            layers);
 }
 
 // The key that makes a round large: a segment size that cuts the gradient into many pieces, per-tensor
@@ -371,8 +370,8 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
                 const double got = p->integer != nullptr ? job.compression.*p->integer : job.compression.*p->number;
                 if (got != value)
                     throw ScenarioError(fmt::format("$.compression.{}", key),
-                                        fmt::format("convergence replay runs {} with {} {:g}; expected {:g}",
-                                                    info.name, key, value, value));
+                                        fmt::format("convergence replay runs {} with {} {:g}; expected {:g}", info.name,
+                                                    key, value, value));
             }
             if (job.workers > 64)
                 throw ScenarioError("$.workers", fmt::format("convergence replay keeps one real model per worker; "

@@ -21,8 +21,7 @@ json network_json(const Scenario& s) {
             if constexpr (std::is_same_v<T, topo::CustomSpec>) {
                 n["nodes"] = json::array();
                 for (const auto& node : t.nodes)
-                    n["nodes"].push_back(
-                        {{"name", node.name}, {"kind", std::string(sim::enum_name(node.kind))}});
+                    n["nodes"].push_back({{"name", node.name}, {"kind", std::string(sim::enum_name(node.kind))}});
                 n["links"] = json::array();
                 for (const auto& l : t.links)
                     n["links"].push_back({{"from", l.from},

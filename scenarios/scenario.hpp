@@ -24,7 +24,9 @@ enum class NetworkModel { flow, analytic };
 inline constexpr sim::EnumEntry<NetworkModel> k_network_models[]{
     {NetworkModel::flow, "flow", "max-min fair sharing of every link"},
     {NetworkModel::analytic, "analytic", "closed-form alpha-beta, contention-free"}};
-constexpr std::span<const sim::EnumEntry<NetworkModel>> enum_entries(NetworkModel) { return k_network_models; }
+constexpr std::span<const sim::EnumEntry<NetworkModel>> enum_entries(NetworkModel) {
+    return k_network_models;
+}
 
 /// The `convergence` block (SPEC §6): train a proxy task for real under the simulated schedule.
 struct ConvergenceSpec {

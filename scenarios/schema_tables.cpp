@@ -64,7 +64,7 @@ ObjectSchema compression_schema(const Choices& c) {
                 schema["maximum"] = value(p.max);
             }
             std::string text = fmt::format("{}: {}{}", fmt::join(owners, ", "), p.description,
-                                            p.unit.empty() ? "" : fmt::format(" ({})", p.unit));
+                                           p.unit.empty() ? "" : fmt::format(" ({})", p.unit));
             if (defaults.size() == 1) {
                 schema["default"] = value(defaults.front());
             } else {
@@ -153,7 +153,8 @@ Tables build() {
                   {"description", str("free text describing the scenario (not interpreted)")},
                   {"iterations", with_default(integer("iterations to simulate, per job (default 10)", 1), 10)},
                   {"network", ref("network", "the physical network"), true},
-                  {"seed", with_default(integer("seed of every random choice, ECMP path hashing included (default 0)", 0), 0)},
+                  {"seed",
+                   with_default(integer("seed of every random choice, ECMP path hashing included (default 0)", 0), 0)},
                   {"convergence", ref("convergence",
                                       "train a proxy task for real under the simulated schedule and "
                                       "report time to accuracy (one job only)")},
@@ -187,7 +188,8 @@ Tables build() {
             {"num_nodes", integer("two_tier: number of nodes (default: enough for the workers)", 1)},
             {"nics_per_node",
              with_default(
-                 integer("two_tier: parallel NIC links from each node to the switch (default 1; ECMP spreads flows)", 1),
+                 integer("two_tier: parallel NIC links from each node to the switch (default 1; ECMP spreads flows)",
+                         1),
                  1)},
             {"intra_bandwidth", bandwidth_schema("two_tier: GPU link bandwidth on the intra-node fabric")},
             {"intra_latency", time_schema("two_tier: GPU link latency on the intra-node fabric")},
@@ -288,8 +290,8 @@ Tables build() {
             {"layers",
              {{"type", "array"}, {"items", ref("layer", "a layer")}, {"description", "layers in forward order"}}},
             {"transformer", ref("transformer", "a decoder-only transformer by its shape (Llama or GPT style)")},
-            {"dtype",
-             with_default(enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)"), "fp32")},
+            {"dtype", with_default(enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)"),
+                                   "fp32")},
         }};
     t.transformer = {
         "transformer",
@@ -369,11 +371,11 @@ Tables build() {
         {
             {"kind", enum_schema(c.arch_kinds, "allreduce, ps (parameter server) or gossip (D-PSGD)"), true},
             {"algorithm", with_default(enum_schema(c.algorithms,
-                                      "allreduce: ring (default), tree (binary tree reduce + broadcast), "
-                                      "double_tree (NCCL's double binary tree), halving_doubling "
-                                      "(Rabenseifner, MPICH for non-powers of two), hierarchical "
-                                      "(intra-node reduce-scatter, inter-node rings, intra-node "
-                                      "all-gather), torus2d (rings in X then Y)"),
+                                                   "allreduce: ring (default), tree (binary tree reduce + broadcast), "
+                                                   "double_tree (NCCL's double binary tree), halving_doubling "
+                                                   "(Rabenseifner, MPICH for non-powers of two), hierarchical "
+                                                   "(intra-node reduce-scatter, inter-node rings, intra-node "
+                                                   "all-gather), torus2d (rings in X then Y)"),
                                        "ring")},
             {"segment_size", bytes_schema("allreduce: pipelining segment for large messages (default: none)")},
             {"servers", integer("ps: number of servers k (default 1 dedicated, workers colocated; byteps: CPU "
@@ -430,7 +432,8 @@ Tables build() {
             {"staleness", integer("ssp (required): how many iterations a worker may run ahead of the slowest", 0)},
             {"period", integer("local_sgd (required): local steps H between model averagings", 1)},
             {"clients_per_round", integer("fedavg: clients sampled per round (default: all workers)", 1)},
-            {"local_steps", with_default(integer("fedavg: local steps E each client runs per round (default 1)", 1), 1)},
+            {"local_steps",
+             with_default(integer("fedavg: local steps E each client runs per round (default 1)", 1), 1)},
             {"availability",
              {{"type", "number"},
               {"exclusiveMinimum", 0},
@@ -542,8 +545,7 @@ json scenario_schema() {
     out["title"] = "ddlsim scenario";
     for (const ObjectSchema* s :
          {&t.job, &t.network, &t.transport, &t.topology_file, &t.node, &t.link, &t.model, &t.transformer, &t.layer,
-          &t.device,
-          &t.architecture, &t.sync, &t.compression, &t.overlap, &t.stragglers, &t.convergence})
+          &t.device, &t.architecture, &t.sync, &t.compression, &t.overlap, &t.stragglers, &t.convergence})
         out["$defs"][s->id] = s->to_json();
     return out;
 }

@@ -20,14 +20,14 @@ struct Choices {
     std::vector<std::string> transports;      ///< topo::TransportKind
     std::vector<std::string> node_kinds;      ///< topo::NodeKind
     std::vector<std::string> dtypes{"fp32", "fp16", "bf16"};
-    std::vector<std::string> precisions;         ///< models::Precision
-    std::vector<std::string> arch_kinds;         ///< topo::ArchKind
-    std::vector<std::string> algorithms;         ///< topo::AllreduceAlgorithm
-    std::vector<std::string> server_placements;  ///< topo::ServerPlacement
-    std::vector<std::string> gossip_graphs;      ///< topo::GossipGraph
-    std::vector<std::string> ps_shardings;       ///< topo::PsSharding
-    std::vector<std::string> ps_styles;          ///< topo::PsStyle
-    std::vector<std::string> sync_kinds;         ///< models::SyncKind
+    std::vector<std::string> precisions;               ///< models::Precision
+    std::vector<std::string> arch_kinds;               ///< topo::ArchKind
+    std::vector<std::string> algorithms;               ///< topo::AllreduceAlgorithm
+    std::vector<std::string> server_placements;        ///< topo::ServerPlacement
+    std::vector<std::string> gossip_graphs;            ///< topo::GossipGraph
+    std::vector<std::string> ps_shardings;             ///< topo::PsSharding
+    std::vector<std::string> ps_styles;                ///< topo::PsStyle
+    std::vector<std::string> sync_kinds;               ///< models::SyncKind
     std::vector<std::string> compression_kinds;        ///< models::compressors(), by name
     std::vector<std::string> fusions;                  ///< models::Fusion
     std::vector<std::string> straggler_distributions;  ///< models::StragglerDistribution

@@ -93,13 +93,11 @@ TEST_CASE("enum tables: the loader maps every algorithm and sync name to its own
                          {"device", "V100"},
                          {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}},
                          {"architecture", {{"kind", "allreduce"}, {"algorithm", std::string(e.name)}}}};
-        if (e.value == topo::AllreduceAlgorithm::torus2d) j["network"] = {{"topology", "torus2d"},
-                                                                          {"dims", {2, 2}},
-                                                                          {"bandwidth", "10Gbps"},
-                                                                          {"latency", "1us"}};
+        if (e.value == topo::AllreduceAlgorithm::torus2d)
+            j["network"] = {{"topology", "torus2d"}, {"dims", {2, 2}}, {"bandwidth", "10Gbps"}, {"latency", "1us"}};
         if (e.value == topo::AllreduceAlgorithm::hierarchical)
-            j["network"] = {{"topology", "two_tier"},     {"gpus_per_node", 2},        {"bandwidth", "10Gbps"},
-                            {"latency", "1us"},           {"intra_bandwidth", "100GBps"}, {"intra_latency", "1us"}};
+            j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2},           {"bandwidth", "10Gbps"},
+                            {"latency", "1us"},       {"intra_bandwidth", "100GBps"}, {"intra_latency", "1us"}};
         INFO(e.name);
         const auto sc = scenario::load_scenario(j);
         CHECK(sc.jobs.at(0).architecture.algorithm == e.value);
@@ -166,8 +164,8 @@ TEST_CASE("sync schemes: the loader accepts a scheme on exactly the architecture
                                    {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}},
                                    {"architecture", {{"kind", std::string(arch.name)}}},
                                    {"sync", sync}};
-            const bool listed = std::find(info.architectures.begin(), info.architectures.end(), arch.value) !=
-                                info.architectures.end();
+            const bool listed =
+                std::find(info.architectures.begin(), info.architectures.end(), arch.value) != info.architectures.end();
             bool loaded = true;
             try {
                 (void)scenario::load_scenario(j);

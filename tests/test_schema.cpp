@@ -234,7 +234,10 @@ namespace {
 // its default into every context that holds its object and accepts the key.
 std::vector<json> default_contexts() {
     const json net{{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}};
-    const json base{{"workers", 4}, {"model", {{"name", "resnet50"}}}, {"batch_size", 32}, {"device", {{"name", "V100"}}},
+    const json base{{"workers", 4},
+                    {"model", {{"name", "resnet50"}}},
+                    {"batch_size", 32},
+                    {"device", {{"name", "V100"}}},
                     {"network", net}};
     std::vector<json> out;
     auto add = [&](json patch) {
@@ -242,23 +245,27 @@ std::vector<json> default_contexts() {
         j.merge_patch(patch);
         out.push_back(j);
     };
-    add({{"architecture", {{"kind", "ps"}}}, {"overlap", {{"fusion", "buffer"}}}, {"compression", {{"kind", "topk"}}},
+    add({{"architecture", {{"kind", "ps"}}},
+         {"overlap", {{"fusion", "buffer"}}},
+         {"compression", {{"kind", "topk"}}},
          {"stragglers", {{"distribution", "periodic"}}}});
-    add({{"architecture", {{"kind", "allreduce"}}}, {"overlap", {{"priority", true}}},
-         {"compression", {{"kind", "qsgd"}}}, {"stragglers", {{"distribution", "lognormal"}}}});
+    add({{"architecture", {{"kind", "allreduce"}}},
+         {"overlap", {{"priority", true}}},
+         {"compression", {{"kind", "qsgd"}}},
+         {"stragglers", {{"distribution", "lognormal"}}}});
     add({{"architecture", {{"kind", "ps"}, {"style", "byteps"}, {"servers", 1}}}, {"compression", {{"kind", "fp16"}}}});
     add({{"architecture", {{"kind", "ps"}}}, {"sync", {{"kind", "fedavg"}}}, {"compression", {{"kind", "powersgd"}}}});
-    add({{"model", {{"name", nullptr}, {"transformer", {{"layers", 2}, {"hidden", 256}, {"heads", 4}, {"seq_len", 128}, {"vocab", 1000}}}}}});
+    add({{"model",
+          {{"name", nullptr},
+           {"transformer", {{"layers", 2}, {"hidden", 256}, {"heads", 4}, {"seq_len", 128}, {"vocab", 1000}}}}}});
     add({{"architecture", {{"kind", "gossip"}}},
          {"convergence", {{"task", "synthetic_mlp"}}},
          {"compression", {{"kind", "none"}}}});
     add({{"network", {{"topology", "leaf_spine"}, {"hosts_per_leaf", 2}, {"spines", 2}}},
          {"architecture", {{"kind", "allreduce"}}},
          {"convergence", {{"target_accuracy", 0.5}}}});
-    add({{"network", {{"topology", "two_tier"},
-                      {"gpus_per_node", 2},
-                      {"intra_bandwidth", "100GBps"},
-                      {"intra_latency", "1us"}}},
+    add({{"network",
+          {{"topology", "two_tier"}, {"gpus_per_node", 2}, {"intra_bandwidth", "100GBps"}, {"intra_latency", "1us"}}},
          {"architecture", {{"kind", "allreduce"}}},
          {"compression", {{"kind", "randomk"}}}});
     return out;
@@ -268,11 +275,16 @@ std::vector<json> default_contexts() {
 
 TEST_CASE("schema: every default is the loader's (writing it out leaves the resolved scenario unchanged)") {
     const json schema = ddlsim::scenario::scenario_schema();
-    const std::map<std::string, std::string> where{{"network", "/network"},         {"architecture", "/architecture"},
-                                                   {"sync", "/sync"},               {"overlap", "/overlap"},
-                                                   {"convergence", "/convergence"}, {"stragglers", "/stragglers"},
-                                                   {"model", "/model"},             {"compression", "/compression"},
-                                                   {"device", "/device"},           {"transformer", "/model/transformer"}};
+    const std::map<std::string, std::string> where{{"network", "/network"},
+                                                   {"architecture", "/architecture"},
+                                                   {"sync", "/sync"},
+                                                   {"overlap", "/overlap"},
+                                                   {"convergence", "/convergence"},
+                                                   {"stragglers", "/stragglers"},
+                                                   {"model", "/model"},
+                                                   {"compression", "/compression"},
+                                                   {"device", "/device"},
+                                                   {"transformer", "/model/transformer"}};
     std::vector<std::pair<std::string, std::string>> keys;  // (object id, key) with a default
     auto collect = [&](const std::string& id, const json& def) {
         for (const auto& [key, s] : def.at("properties").items())

@@ -38,9 +38,15 @@ nlohmann::json scenario_of(const nlohmann::json& model, int workers, const char*
 }  // namespace
 
 TEST_CASE("transformer: Llama parameter counts follow the hand count for any shape") {
-    for (const TransformerConfig c : {TransformerConfig{.layers = 2, .hidden = 256, .heads = 4, .seq_len = 64, .vocab = 1000},
-                                      TransformerConfig{.layers = 3, .hidden = 512, .heads = 8, .kv_heads = 2,
-                                                        .ffn_hidden = 1000, .seq_len = 32, .vocab = 777}}) {
+    for (const TransformerConfig c :
+         {TransformerConfig{.layers = 2, .hidden = 256, .heads = 4, .seq_len = 64, .vocab = 1000},
+          TransformerConfig{.layers = 3,
+          .hidden = 512,
+          .heads = 8,
+          .kv_heads = 2,
+          .ffn_hidden = 1000,
+          .seq_len = 32,
+          .vocab = 777}}) {
         const auto w = models::transformer(c);
         CHECK(static_cast<double>(w.params()) == llama_params(c));
         CHECK(w.tokens_per_sample == c.seq_len);
@@ -78,8 +84,9 @@ TEST_CASE("transformer: forward FLOPs are a third of the model FLOPs per token, 
         CAPTURE(name);
         const auto w = models::builtin_workload(name);
         REQUIRE(w.has_value());
-        CHECK(w->fwd_flops() ==
-              doctest::Approx(static_cast<double>(w->tokens_per_sample) * w->model_flops_per_token / 3.0).epsilon(1e-12));
+        CHECK(
+            w->fwd_flops() ==
+            doctest::Approx(static_cast<double>(w->tokens_per_sample) * w->model_flops_per_token / 3.0).epsilon(1e-12));
     }
     // Llama 2 7B by hand: N = 6,738,415,616 - 32000 x 4096 (embedding) - (2 x 32 + 1) x 4096 (norms)
     // = 6,607,077,376; 6N + 12 x 32 x 4096 x 4096 = 46,084,915,200.
@@ -87,7 +94,7 @@ TEST_CASE("transformer: forward FLOPs are a third of the model FLOPs per token, 
 }
 
 TEST_CASE("transformer: the scenario key builds the same model as the catalog and round-trips") {
-    const nlohmann::json shape{{"layers", 32}, {"hidden", 4096}, {"heads", 32},    {"kv_heads", 8},
+    const nlohmann::json shape{{"layers", 32},        {"hidden", 4096},  {"heads", 32},    {"kv_heads", 8},
                                {"ffn_hidden", 14336}, {"seq_len", 8192}, {"vocab", 128256}};
     const auto sc = scenario::load_scenario(scenario_of({{"transformer", shape}}, 8, "H100"));
     const auto catalog = models::builtin_workload("llama3_8b");

@@ -64,11 +64,12 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     out += fmt::format("  model         {} ({:.1f} M parameters, {} gradient tensors, {} per iteration)\n",
                        spec.model_name, static_cast<double>(spec.workload.params()) / 1e6, spec.workload.tensor_count(),
                        si(static_cast<double>(spec.workload.params()) * spec.bytes_per_param, "B"));
-    out += fmt::format("  workers       {}, batch {} per worker{}, device {}\n", spec.workers, spec.batch_size,
-                       spec.gradient_accumulation > 1
-                           ? fmt::format(" x {} micro-batches per step (gradient accumulation)", spec.gradient_accumulation)
-                           : std::string(),
-                       spec.device.name);
+    out += fmt::format(
+        "  workers       {}, batch {} per worker{}, device {}\n", spec.workers, spec.batch_size,
+        spec.gradient_accumulation > 1
+            ? fmt::format(" x {} micro-batches per step (gradient accumulation)", spec.gradient_accumulation)
+            : std::string(),
+        spec.device.name);
     {
         const auto c = scenario::compute_assumptions(spec);
         const std::string precision = c.contains("matmul_precision") ? fmt::format("{} convolutions, fp32 matmuls",

@@ -171,8 +171,7 @@ std::unique_ptr<Collective> make_double_tree(const ArchitectureSpec& spec, const
     return std::make_unique<PlanCollective>(double_tree_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
 }
 std::unique_ptr<Collective> make_halving_doubling(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
-    return std::make_unique<PlanCollective>(
-        halving_doubling_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+    return std::make_unique<PlanCollective>(halving_doubling_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
 }
 std::unique_ptr<Collective> make_hierarchical(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
     return std::make_unique<PlanCollective>(

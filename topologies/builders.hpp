@@ -51,7 +51,8 @@ struct TwoTierSpec {
 /// full bisection bandwidth.
 struct FatTreeSpec {
     static constexpr std::string_view kName = "fat_tree";
-    static constexpr std::string_view kDescription = "k-ary fat-tree, full bisection bandwidth (Al-Fares et al., SIGCOMM 2008)";
+    static constexpr std::string_view kDescription =
+        "k-ary fat-tree, full bisection bandwidth (Al-Fares et al., SIGCOMM 2008)";
     std::size_t k = 4;
     sim::Bandwidth bandwidth;
     sim::Time latency;

@@ -64,8 +64,7 @@ RoundSize round_size(const ArchitectureSpec& spec, const RoundShape& shape) {
 
 std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
     switch (spec.kind) {
-        case ArchKind::allreduce:
-            return make_allreduce(spec, ctx);
+        case ArchKind::allreduce: return make_allreduce(spec, ctx);
         case ArchKind::ps: {
             PsOptions options;
             if (spec.split_size.value() > 0.0) options.split_bytes = spec.split_size.value();

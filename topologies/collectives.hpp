@@ -44,7 +44,9 @@ inline constexpr sim::EnumEntry<ArchKind> k_arch_kinds[]{
     {ArchKind::allreduce, "allreduce", "a collective all-reduce among the workers"},
     {ArchKind::ps, "ps", "parameter servers: workers push gradients and pull parameters"},
     {ArchKind::gossip, "gossip", "decentralised averaging with graph neighbours (D-PSGD)"}};
-constexpr std::span<const sim::EnumEntry<ArchKind>> enum_entries(ArchKind) { return k_arch_kinds; }
+constexpr std::span<const sim::EnumEntry<ArchKind>> enum_entries(ArchKind) {
+    return k_arch_kinds;
+}
 
 inline constexpr sim::EnumEntry<AllreduceAlgorithm> k_allreduce_algorithms[]{
     {AllreduceAlgorithm::ring, "ring", "ring reduce-scatter + all-gather (Patarasuk & Yuan, JPDC 2009)"},
@@ -70,20 +72,26 @@ inline constexpr sim::EnumEntry<PsSharding> k_ps_shardings[]{
     {PsSharding::bytes, "bytes", "even shards of the flattened model"},
     {PsSharding::round_robin, "round_robin", "whole tensors to servers in turn (PS-Lite)"},
     {PsSharding::balanced, "balanced", "size-balanced whole tensors"}};
-constexpr std::span<const sim::EnumEntry<PsSharding>> enum_entries(PsSharding) { return k_ps_shardings; }
+constexpr std::span<const sim::EnumEntry<PsSharding>> enum_entries(PsSharding) {
+    return k_ps_shardings;
+}
 
 inline constexpr sim::EnumEntry<PsStyle> k_ps_styles[]{
     {PsStyle::standard, "standard", "every worker pushes to and pulls from the servers"},
     {PsStyle::byteps, "byteps",
      "k CPU summation servers plus every worker host serving, with BytePS's optimal load split"}};
-constexpr std::span<const sim::EnumEntry<PsStyle>> enum_entries(PsStyle) { return k_ps_styles; }
+constexpr std::span<const sim::EnumEntry<PsStyle>> enum_entries(PsStyle) {
+    return k_ps_styles;
+}
 
 inline constexpr sim::EnumEntry<GossipGraph> k_gossip_graphs[]{
     {GossipGraph::ring, "ring", "two neighbours on a ring"},
     {GossipGraph::torus, "torus", "four neighbours on a 2D torus"},
     {GossipGraph::exponential, "exponential", "peers at distance 2^i"},
     {GossipGraph::random_matching, "random_matching", "a seeded random matching per step"}};
-constexpr std::span<const sim::EnumEntry<GossipGraph>> enum_entries(GossipGraph) { return k_gossip_graphs; }
+constexpr std::span<const sim::EnumEntry<GossipGraph>> enum_entries(GossipGraph) {
+    return k_gossip_graphs;
+}
 
 /// The `architecture` block of a scenario.
 struct ArchitectureSpec {

@@ -37,12 +37,15 @@ enum class Routing { ecmp, dmodk };
 
 inline constexpr sim::EnumEntry<NodeKind> k_node_kinds[]{{NodeKind::host, "host", "runs workers or servers"},
                                                          {NodeKind::switch_, "switch", "forwards only"}};
-constexpr std::span<const sim::EnumEntry<NodeKind>> enum_entries(NodeKind) { return k_node_kinds; }
+constexpr std::span<const sim::EnumEntry<NodeKind>> enum_entries(NodeKind) {
+    return k_node_kinds;
+}
 
-inline constexpr sim::EnumEntry<Routing> k_routings[]{
-    {Routing::ecmp, "ecmp", "per-connection hash of the seed"},
-    {Routing::dmodk, "dmodk", "by destination index (D-mod-k)"}};
-constexpr std::span<const sim::EnumEntry<Routing>> enum_entries(Routing) { return k_routings; }
+inline constexpr sim::EnumEntry<Routing> k_routings[]{{Routing::ecmp, "ecmp", "per-connection hash of the seed"},
+                                                      {Routing::dmodk, "dmodk", "by destination index (D-mod-k)"}};
+constexpr std::span<const sim::EnumEntry<Routing>> enum_entries(Routing) {
+    return k_routings;
+}
 
 struct NodeInfo {
     std::string name;

@@ -43,7 +43,9 @@ inline constexpr sim::EnumEntry<TransportKind> k_transport_kinds[]{
     {TransportKind::tcp, "tcp", "kernel TCP sockets"},
     {TransportKind::nvlink, "nvlink", "NVLink inside a machine"},
     {TransportKind::pcie, "pcie", "PCIe inside a machine"}};
-constexpr std::span<const sim::EnumEntry<TransportKind>> enum_entries(TransportKind) { return k_transport_kinds; }
+constexpr std::span<const sim::EnumEntry<TransportKind>> enum_entries(TransportKind) {
+    return k_transport_kinds;
+}
 
 struct TransportSpec {
     TransportKind kind = TransportKind::ideal;

@@ -75,7 +75,8 @@ CodecSpec replay_codec(const models::CompressionSpec& c) {
         const models::CompressorParam* p = info.param(key);
         const double got = p->integer != nullptr ? c.*p->integer : c.*p->number;
         if (got != value)
-            throw std::invalid_argument(fmt::format("convergence replay runs {} with {} {:g} only", info.name, key, value));
+            throw std::invalid_argument(
+                fmt::format("convergence replay runs {} with {} {:g} only", info.name, key, value));
     }
     return s;
 }

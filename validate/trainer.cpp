@@ -210,7 +210,8 @@ void check_config(const RunConfig& c) {
     if (c.sync == models::SyncKind::local_sgd && (c.architecture != topo::ArchKind::allreduce || c.period < 1))
         bad("local SGD runs on ring all-reduce with a period of at least 1");
     if (c.codec.kind != CodecKind::none && c.architecture == topo::ArchKind::gossip) bad("gossip sends whole models");
-    if (c.codec.kind != CodecKind::none && c.sync == models::SyncKind::local_sgd) bad("local SGD averages whole models");
+    if (c.codec.kind != CodecKind::none && c.sync == models::SyncKind::local_sgd)
+        bad("local SGD averages whole models");
     if (c.architecture == topo::ArchKind::ps && !summable(c.codec.kind))
         bad("the parameter server sums payloads: top-k runs on ring all-reduce (all-gather)");
 }

@@ -41,8 +41,8 @@ struct RunConfig {
     std::uint32_t workers = 2;
     std::uint32_t batch = 32;
     topo::ArchKind architecture = topo::ArchKind::allreduce;  ///< allreduce: the ring algorithm
-    models::SyncKind sync = models::SyncKind::bsp;             ///< bsp or local_sgd
-    std::uint32_t period = 1;  ///< local SGD: H
+    models::SyncKind sync = models::SyncKind::bsp;            ///< bsp or local_sgd
+    std::uint32_t period = 1;                                 ///< local SGD: H
     CodecSpec codec;
     double rate_bps = 100e6;  ///< every link, bits per second
     std::uint32_t warmup = 2;
