@@ -94,6 +94,32 @@ struct OverlapSpec {
 /// against the same kernels alone.
 inline constexpr double kDefaultOverlapSlowdown = 0.189;
 
+/// Which workers share one copy of the model state under sharding.
+enum class ShardGroup { all, node };
+
+inline constexpr sim::EnumEntry<ShardGroup> k_shard_groups[]{
+    {ShardGroup::all, "all", "shard over every worker (ZeRO, FSDP FULL_SHARD)"},
+    {ShardGroup::node, "node", "shard inside each node, replicate across nodes (hybrid sharding, FSDP HYBRID_SHARD)"}};
+constexpr std::span<const sim::EnumEntry<ShardGroup>> enum_entries(ShardGroup) {
+    return k_shard_groups;
+}
+
+/// The `sharding` block: sharded data parallelism (models/trainer_sharded.cpp states the schedule).
+///   stage 1  ZeRO-1: optimizer state sharded; gradients reduce-scattered, the local shard updated, the
+///            parameters all-gathered (Rajbhandari et al., SC 2020, §5.1)
+///   stage 2  ZeRO-2: gradients sharded too; the same collectives (§5.2)
+///   stage 3  ZeRO-3 / FSDP: parameters sharded; each unit's parameters all-gathered before its forward and again
+///            before its backward, its gradients reduce-scattered after its backward (§5.3; Zhao et al., VLDB 2023)
+struct ShardingSpec {
+    std::uint32_t stage = 0;  ///< 0: replicated (DDP)
+    ShardGroup group = ShardGroup::all;
+    std::uint32_t prefetch = 1;    ///< stage 3: units whose all-gathers are issued ahead of the one computing
+    std::uint32_t wrap = 1;        ///< stage 3: consecutive layers per unit (FSDP's wrapping)
+    std::uint32_t group_size = 0;  ///< workers per shard group, resolved with the placement (0: every worker)
+
+    [[nodiscard]] bool any() const { return stage > 0; }
+};
+
 enum class StragglerDistribution { none, lognormal, exponential, periodic };
 
 /// The distributions a scenario names ("none" is the absence of the key, so it has no name here).
@@ -135,6 +161,7 @@ struct TrainingJob {
     std::uint64_t seed = 0;                    ///< ECMP flow hashing derives from it
     SyncSpec sync;
     OverlapSpec overlap;
+    ShardingSpec sharding;
     CompressionSpec compression;
     StragglerSpec stragglers;
     DeviceSpec device;                           ///< the device of every worker without its own

@@ -1,6 +1,8 @@
 // Memory per GPU (the model is stated in memory.hpp).
 #include "models/memory.hpp"
 
+#include <algorithm>
+
 #include "models/compression.hpp"
 
 namespace ddlsim::models {
@@ -10,8 +12,14 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     const double params = static_cast<double>(job.workload.params());
     const bool amp = d.precision == Precision::fp16 || d.precision == Precision::bf16 || d.precision == Precision::fp8;
     MemoryEstimate m;
-    m.weights = params * (amp ? 2.0 + 4.0 : 4.0);
-    m.gradients = params * job.bytes_per_param;
+    const ShardingSpec& sh = job.sharding;
+    const double g =
+        sh.any() ? static_cast<double>(std::max<std::uint32_t>(1, sh.group_size ? sh.group_size : job.workers)) : 1.0;
+    const double weights_share = sh.stage >= 3 ? 1.0 / g : 1.0;  // the working copy
+    const double master_share = sh.stage >= 1 ? 1.0 / g : 1.0;   // AMP's fp32 master weights (optimizer state)
+    const bool grads_sharded = sh.stage >= 2 && job.gradient_accumulation == 1;
+    m.weights = amp ? params * (2.0 * weights_share + 4.0 * master_share) : params * 4.0 * weights_share;
+    m.gradients = params * job.bytes_per_param * (grads_sharded ? 1.0 / g : 1.0);
     switch (optimizer) {
         case Optimizer::sgd: m.optimizer = 0.0; break;
         case Optimizer::momentum: m.optimizer = 4.0 * params; break;
@@ -19,12 +27,28 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
         case Optimizer::adamw:
         case Optimizer::lamb: m.optimizer = 8.0 * params; break;
     }
+    m.optimizer *= master_share;
     double kept = 0.0;  // activation elements kept per sample
     for (const Layer& l : job.workload.layers)
         for (const LayerPart& p : l.parts)
             if (p.kind != PartKind::elementwise) kept += p.activations / 2.0;  // in-place ReLU, adds: nothing new
     m.activations = kept * job.batch_size * activation_bytes(d.precision);
-    if (job.overlap.fusion == Fusion::buffer) m.buffers += m.gradients;
+    if (sh.stage >= 3) {
+        double unit = 0.0;  // the largest unit's parameters (wrap consecutive layers)
+        const auto& ls = job.workload.layers;
+        const std::size_t wrap = std::max<std::uint32_t>(1, sh.wrap);
+        for (std::size_t f = 0; f < ls.size(); f += wrap) {
+            double u = 0.0;
+            for (std::size_t l = f; l < std::min(ls.size(), f + wrap); ++l) u += static_cast<double>(ls[l].params());
+            unit = std::max(unit, u);
+        }
+        m.buffers += unit * job.bytes_per_param * (2.0 + sh.prefetch);
+    } else if (sh.any()) {
+        if (job.overlap.fusion == Fusion::buffer)
+            m.buffers += std::min(job.overlap.bucket_size.value(), params * job.bytes_per_param);
+    } else if (job.overlap.fusion == Fusion::buffer) {
+        m.buffers += m.gradients;
+    }
     if (job.compression.kind != "none") {
         const auto c = make_compressor(job.compression);
         for (const Layer& l : job.workload.layers)

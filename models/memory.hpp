@@ -12,6 +12,14 @@
 //                DeepLearningExamples train ResNet-50 at batch 112 in fp32 on 16 GB V100s, which must fit
 //   buffers      DDP / Horovod fusion buffers (a flattened copy of the gradients: PyTorch DDP's buckets with
 //                gradient_as_bucket_view=False, the default) and compression's error-feedback residuals
+//   sharding     (models/job.hpp ShardingSpec) with shard groups of g workers: stage 1 keeps 1/g of the optimizer
+//                state (the fp32 master weights with it under AMP), stage 2 also 1/g of the gradients, stage 3 also
+//                1/g of the weights: mixed-precision Adam needs 2Ψ + 2Ψ + 12Ψ/g, 2Ψ + 14Ψ/g and 16Ψ/g, ZeRO's
+//                (2 + 2 + K)Ψ/N_d at stage 3 (Rajbhandari et al., SC 2020, §5 and Figure 1). With gradient
+//                accumulation the unsharded gradients are kept between micro-batches (FSDP's no_sync), so stage 2
+//                and 3 then hold full gradients. Stage 3's buffers hold the gathered parameters of the unit computing
+//                and of the `prefetch` units ahead, plus one unit's unsharded gradients before its reduce-scatter;
+//                stages 1 and 2 reduce from one bucket (bucket_size with fusion buffers) instead of a flat copy.
 // The CUDA context, the allocator's fragmentation and framework workspaces (cuDNN, cuBLAS) are not counted: the
 // estimate is a lower bound, and `fits` compares it with the device's datasheet memory.
 #pragma once

@@ -217,7 +217,7 @@ JobResult::Breakdown clock_breakdown(const std::vector<WorkerClock>& clocks, std
 
 bool closed_form_applies(const TrainingJob& job) {
     return job.sync.kind == SyncKind::bsp && !job.overlap.any() && !job.stragglers.any() &&
-           job.worker_compute.empty() && !job.record_schedule;
+           job.worker_compute.empty() && !job.record_schedule && !job.sharding.any();
 }
 
 JobResult simulate_closed_form(const topo::Fabric& fabric, const TrainingJob& job) {
@@ -274,7 +274,10 @@ FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& job
         }
         switch (job.sync.kind) {
             case SyncKind::bsp:
-            case SyncKind::local_sgd: trainers.push_back(detail::make_sync_trainer(env)); break;
+            case SyncKind::local_sgd:
+                trainers.push_back(job.sharding.any() ? detail::make_sharded_trainer(env)
+                                                      : detail::make_sync_trainer(env));
+                break;
             case SyncKind::ssp:
             case SyncKind::asp:
                 trainers.push_back(job.architecture.kind == topo::ArchKind::gossip

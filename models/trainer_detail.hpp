@@ -76,6 +76,7 @@ struct TrainerEnv {
 };
 
 [[nodiscard]] std::unique_ptr<JobTrainer> make_sync_trainer(const TrainerEnv& env);          // bsp, local_sgd
+[[nodiscard]] std::unique_ptr<JobTrainer> make_sharded_trainer(const TrainerEnv& env);       // bsp with sharding
 [[nodiscard]] std::unique_ptr<JobTrainer> make_async_ps_trainer(const TrainerEnv& env);      // ssp, asp (ps)
 [[nodiscard]] std::unique_ptr<JobTrainer> make_async_gossip_trainer(const TrainerEnv& env);  // asp (gossip)
 [[nodiscard]] std::unique_ptr<JobTrainer> make_fedavg_trainer(const TrainerEnv& env);        // fedavg

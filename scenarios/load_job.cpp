@@ -408,6 +408,54 @@ models::CompressionSpec read_compression(const json& j, const std::string& path,
     return c;
 }
 
+// The sharding block (models/job.hpp ShardingSpec; the schedule is stated in models/trainer_sharded.cpp). Read after
+// every key it depends on; the shard group's size is resolved with the placement (loader.cpp).
+models::ShardingSpec read_sharding(const json& j, const std::string& path, const JobSpec& job, const json* arch,
+                                   const std::string& arch_path) {
+    const Tables& t = tables();
+    ObjectReader r(j, path, t.sharding);
+    models::ShardingSpec s;
+    s.stage = static_cast<std::uint32_t>(read_uint(r.at("stage"), r.path("stage"), 1, 3));
+    if (r.has("group")) s.group = read_enum<models::ShardGroup>(r.at("group"), r.path("group"));
+    if (s.stage < 3) {
+        r.forbid("prefetch", "applies to stage 3 only (stages 1 and 2 gather the whole model after the update)");
+        r.forbid("wrap", "applies to stage 3 only (stages 1 and 2 follow the overlap's buckets)");
+    }
+    if (r.has("prefetch"))
+        s.prefetch = static_cast<std::uint32_t>(read_uint(r.at("prefetch"), r.path("prefetch"), 0, 1024));
+    const auto layers = static_cast<std::uint64_t>(std::max<std::size_t>(1, job.workload.layers.size()));
+    if (r.has("wrap")) s.wrap = static_cast<std::uint32_t>(read_uint(r.at("wrap"), r.path("wrap"), 1, layers));
+    r.finish();
+    if (job.sync.kind != models::SyncKind::bsp)
+        throw ScenarioError(path, fmt::format("sharded data parallelism synchronises every step; expected sync "
+                                              "\"bsp\", got \"{}\"",
+                                              sim::enum_name(job.sync.kind)));
+    if (job.architecture.kind != topo::ArchKind::allreduce)
+        throw ScenarioError(path, fmt::format("sharded data parallelism runs collectives among the workers; expected "
+                                              "architecture \"allreduce\", got \"{}\"",
+                                              sim::enum_name(job.architecture.kind)));
+    if (arch != nullptr && arch->is_object())
+        for (const char* k : {"algorithm", "segment_size"})
+            if (arch->contains(k))
+                throw ScenarioError(
+                    fmt::format("{}.{}", arch_path, k),
+                    "sharding runs ring reduce-scatters and all-gathers (NCCL's algorithm for them); expected no "
+                    "architecture." +
+                        std::string(k) + " with sharding");
+    if (job.compression.kind != "none")
+        throw ScenarioError(path, fmt::format("sharding moves dense shards; expected no compression, got \"{}\"",
+                                              job.compression.kind));
+    if (job.overlap.priority)
+        throw ScenarioError(path,
+                            "does not combine with overlap.priority (ZeRO and FSDP schedule their own "
+                            "collectives)");
+    if (s.stage == 3 && job.overlap.any())
+        throw ScenarioError(path,
+                            "stage 3 communicates unit by unit (prefetch and wrap set its schedule); expected "
+                            "no overlap.wfbp or overlap.fusion with it (overlap.compute_slowdown applies)");
+    return s;
+}
+
 models::OverlapSpec read_overlap(const json& j, const std::string& path, const JobSpec& job) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.overlap);
@@ -576,6 +624,9 @@ JobSpec read_job(ObjectReader& r, const std::string& base_dir) {
         if (s.gradient_accumulation > 1 && s.overlap.priority)
             throw ScenarioError(p, "does not combine with overlap.priority (expected 1, or priority false)");
     }
+    if (r.has("sharding"))
+        s.sharding = read_sharding(r.at("sharding"), r.path("sharding"), s,
+                                   r.has("architecture") ? &r.at("architecture") : nullptr, r.path("architecture"));
     if (r.has("worker_devices")) {
         const json& d = read_array(r.at("worker_devices"), r.path("worker_devices"), 1);
         if (d.size() != s.workers)

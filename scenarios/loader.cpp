@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
 #include "topologies/collectives.hpp"
+#include "topologies/sharded_collectives.hpp"
 
 namespace ddlsim::scenario {
 namespace {
@@ -301,6 +303,27 @@ void resolve_placement(Scenario& s, const std::vector<const json*>& placements, 
     }
 }
 
+// Sharding: the size of each job's shard groups (all its workers, or each node's), from the placement; hybrid
+// sharding needs the same number of workers on every node (topo::shard_groups says so).
+void resolve_shard_groups(Scenario& s, const std::vector<std::string>& paths) {
+    std::optional<topo::Fabric> fabric;
+    for (std::size_t i = 0; i < s.jobs.size(); ++i) {
+        JobSpec& job = s.jobs[i];
+        if (!job.sharding.any()) continue;
+        job.sharding.group_size = job.workers;
+        if (job.sharding.group == models::ShardGroup::all) continue;
+        if (!fabric) fabric.emplace(topo::build_fabric(s.topology));
+        std::vector<std::uint32_t> node_of;
+        for (const auto& h : job.placement) node_of.push_back(fabric->node_of(*fabric->find(h)));
+        try {
+            job.sharding.group_size =
+                static_cast<std::uint32_t>(topo::shard_groups(node_of, job.workers, true).front().size());
+        } catch (const std::invalid_argument& e) {
+            throw ScenarioError(paths[i] + "sharding.group", e.what());
+        }
+    }
+}
+
 }  // namespace
 
 double estimated_events(const Scenario& s) {
@@ -403,6 +426,7 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     s.transport_source = net.transport_source;
     check_limits(s, "$.jobs");
     resolve_placement(s, placements, paths);
+    resolve_shard_groups(s, paths);
     root.finish();
     return s;
 }

@@ -246,6 +246,13 @@ json job_keys(const JobSpec& j) {
              {"sync", sync_json(j.sync)},
              {"compression", compression_json(j.compression)},
              {"overlap", overlap_json(j.overlap)}};
+    if (j.sharding.any()) {
+        out["sharding"] = {{"stage", j.sharding.stage}, {"group", std::string(sim::enum_name(j.sharding.group))}};
+        if (j.sharding.stage >= 3) {
+            out["sharding"]["prefetch"] = j.sharding.prefetch;
+            out["sharding"]["wrap"] = j.sharding.wrap;
+        }
+    }
     if (j.stragglers.any()) out["stragglers"] = stragglers_json(j.stragglers);
     if (!j.worker_devices.empty()) {
         out["worker_devices"] = json::array();

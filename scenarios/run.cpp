@@ -64,6 +64,7 @@ models::TrainingJob job_keys(const JobSpec& j) {
     job.architecture = j.architecture;
     job.sync = j.sync;
     job.overlap = j.overlap;
+    job.sharding = j.sharding;
     job.compression = j.compression;
     job.stragglers = j.stragglers;
     job.device = j.device;
@@ -392,11 +393,27 @@ std::string describe_overlap(const JobSpec& j) {
     return out;
 }
 
+std::string describe_sharding(const JobSpec& j) {
+    const auto& sh = j.sharding;
+    static constexpr const char* kStages[] = {"", "ZeRO-1 (optimizer state sharded)",
+                                              "ZeRO-2 (optimizer state and gradients sharded)",
+                                              "ZeRO-3 / FSDP (parameters, gradients and optimizer state sharded)"};
+    std::string out = fmt::format("{} over shard groups of {}", kStages[sh.stage], sh.group_size);
+    if (sh.group == models::ShardGroup::node)
+        out += fmt::format(" (one per node; {} replicas all-reduce their shards)",
+                           j.workers / std::max(1U, sh.group_size));
+    out += sh.stage >= 3
+               ? fmt::format("; {} layer{} per unit, prefetch {}", sh.wrap, sh.wrap == 1 ? "" : "s", sh.prefetch)
+               : "; reduce-scatter, shard update, all-gather";
+    return out;
+}
+
 std::string describe_architecture(const JobSpec& j) {
     const auto& a = j.architecture;
     const auto& c = tables().choices;
     switch (a.kind) {
         case topo::ArchKind::allreduce: {
+            if (j.sharding.any()) return describe_sharding(j);
             std::string out = std::string(sim::enum_name(a.algorithm)) + " all-reduce";
             if (a.segment_size.value() > 0.0) out += fmt::format(" ({:.4g} MB segments)", a.segment_size.value() / 1e6);
             return out;

@@ -50,6 +50,8 @@ struct RunResult {
 
 /// A one-line description of a job's architecture, e.g. "ps (4 dedicated servers)".
 [[nodiscard]] std::string describe_architecture(const JobSpec& j);
+/// Sharded data parallelism, in words (describe_architecture's, for a job with sharding).
+[[nodiscard]] std::string describe_sharding(const JobSpec& j);
 /// "ssp (staleness 2)", "topk (density 0.01, error feedback)", "wfbp + buckets (25 MB)".
 [[nodiscard]] std::string describe_sync(const JobSpec& j);
 [[nodiscard]] std::string describe_compression(const JobSpec& j);

@@ -59,6 +59,7 @@ struct JobSpec {
     models::SyncSpec sync;
     models::CompressionSpec compression;
     models::OverlapSpec overlap;
+    models::ShardingSpec sharding;  ///< group_size resolved at load, once the workers are placed
     models::StragglerSpec stragglers;
     std::vector<models::DeviceSpec> worker_devices;  ///< per worker, when the cluster is heterogeneous
     std::optional<ConvergenceSpec> convergence;

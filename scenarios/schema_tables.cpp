@@ -137,6 +137,9 @@ Tables build() {
         {"sync", ref("sync", "synchronisation scheme (default: bsp)")},
         {"compression", ref("compression", "gradient compression (default: none)")},
         {"overlap", ref("overlap", "compute/communication overlap (default: none)")},
+        {"sharding", ref("sharding",
+                         "sharded data parallelism: ZeRO stages 1-3, FSDP, hybrid sharding (default: "
+                         "none, every worker holds a replica)")},
         {"stragglers", ref("stragglers", "per-worker compute slowdowns (default: none)")},
         {"worker_devices",
          {{"type", "array"},
@@ -442,6 +445,32 @@ Tables build() {
               {"description", "fedavg: probability that a client is available in a round (default 1)"}}},
         }};
     t.compression = compression_schema(c);
+    t.sharding = {
+        "sharding",
+        "sharded data parallelism (bsp, architecture allreduce, no compression)",
+        {
+            {"stage",
+             {{"type", "integer"},
+              {"enum", json::array({1, 2, 3})},
+              {"description",
+               "1: optimizer state sharded (ZeRO-1); 2: gradients too (ZeRO-2); 3: parameters too (ZeRO-3, FSDP "
+               "FULL_SHARD). Stages 1 and 2 reduce-scatter the gradients, update the local shard and all-gather "
+               "the parameters; stage 3 all-gathers each unit before its forward and its backward and "
+               "reduce-scatters its gradients after"}},
+             true},
+            {"group", with_default(enum_schema(sim::enum_names<models::ShardGroup>(),
+                                               "all (default): shard over every worker; node: shard inside each "
+                                               "node and all-reduce the shards across nodes (hybrid sharding)"),
+                                   "all")},
+            {"prefetch", with_default(integer("stage 3: units whose all-gathers are issued ahead of the unit computing "
+                                              "(default 1, FSDP's forward and backward prefetch; 0: none)",
+                                              0),
+                                      1)},
+            {"wrap", with_default(integer("stage 3: consecutive layers per unit, each all-gathered and "
+                                          "reduce-scattered as one (default 1: every layer)",
+                                          1),
+                                  1)},
+        }};
     t.overlap = {
         "overlap",
         "compute/communication overlap",
@@ -545,7 +574,7 @@ json scenario_schema() {
     out["title"] = "ddlsim scenario";
     for (const ObjectSchema* s :
          {&t.job, &t.network, &t.transport, &t.topology_file, &t.node, &t.link, &t.model, &t.transformer, &t.layer,
-          &t.device, &t.architecture, &t.sync, &t.compression, &t.overlap, &t.stragglers, &t.convergence})
+          &t.device, &t.architecture, &t.sync, &t.compression, &t.overlap, &t.sharding, &t.stragglers, &t.convergence})
         out["$defs"][s->id] = s->to_json();
     return out;
 }

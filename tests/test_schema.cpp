@@ -268,6 +268,11 @@ std::vector<json> default_contexts() {
           {{"topology", "two_tier"}, {"gpus_per_node", 2}, {"intra_bandwidth", "100GBps"}, {"intra_latency", "1us"}}},
          {"architecture", {{"kind", "allreduce"}}},
          {"compression", {{"kind", "randomk"}}}});
+    add({{"sharding", {{"stage", 3}}}});
+    add({{"network",
+          {{"topology", "two_tier"}, {"gpus_per_node", 2}, {"intra_bandwidth", "100GBps"}, {"intra_latency", "1us"}}},
+         {"sharding", {{"stage", 1}}},
+         {"overlap", {{"fusion", "buffer"}}}});
     return out;
 }
 
@@ -279,6 +284,7 @@ TEST_CASE("schema: every default is the loader's (writing it out leaves the reso
                                                    {"architecture", "/architecture"},
                                                    {"sync", "/sync"},
                                                    {"overlap", "/overlap"},
+                                                   {"sharding", "/sharding"},
                                                    {"convergence", "/convergence"},
                                                    {"stragglers", "/stragglers"},
                                                    {"model", "/model"},

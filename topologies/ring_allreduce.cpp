@@ -1,27 +1,29 @@
 #include "topologies/ring_allreduce.hpp"
 
 #include <algorithm>
+#include <numeric>
+#include <stdexcept>
 
 namespace ddlsim::topo {
 namespace {
 
 class RingRound final : public sim::Round {
 public:
-    RingRound(sim::Network& network, std::uint32_t n, sim::Bytes chunk, sim::RouteLookup routes,
-              sim::EndpointDone on_done)
+    RingRound(sim::Network& network, std::shared_ptr<const std::vector<std::uint32_t>> next, std::uint32_t steps,
+              sim::Bytes chunk, sim::RouteLookup routes, sim::EndpointDone on_done)
         : network_(network),
-          n_(n),
-          steps_(n < 2 ? 0 : 2 * (n - 1)),
+          next_(std::move(next)),
+          steps_(steps),
           chunk_(chunk),
           routes_(std::move(routes)),
           on_done_(std::move(on_done)),
-          workers_(n) {}
+          workers_(next_->size()) {}
 
     void open(std::uint32_t e) override {
         Worker& w = workers_[e];
         if (w.gate) return;
         w.gate = true;
-        if (steps_ == 0) {
+        if (steps_ == 0 || (*next_)[e] == e) {
             on_done_(e);
             return;
         }
@@ -42,12 +44,12 @@ private:
         Worker& w = workers_[i];
         if (!w.gate || w.sending || w.sent == steps_ || w.received < w.sent) return;
         w.sending = true;
-        if (!w.route) w.route = &routes_(i, (i + 1) % n_);  // looked up once per round (routes are stable)
+        if (!w.route) w.route = &routes_(i, (*next_)[i]);  // looked up once per round (routes are stable)
         network_.start(*w.route, chunk_, [this, i] { sent(i); });
     }
 
     void sent(std::uint32_t i) {
-        const std::uint32_t j = (i + 1) % n_;
+        const std::uint32_t j = (*next_)[i];
         Worker& w = workers_[i];
         w.sending = false;
         ++w.sent;
@@ -66,7 +68,7 @@ private:
     }
 
     sim::Network& network_;
-    std::uint32_t n_;
+    std::shared_ptr<const std::vector<std::uint32_t>> next_;  ///< the collective's successor table
     std::uint32_t steps_;
     sim::Bytes chunk_;
     sim::RouteLookup routes_;
@@ -76,32 +78,61 @@ private:
 
 }  // namespace
 
-std::unique_ptr<sim::Round> RingAllreduce::start_round(sim::Engine& /*engine*/, sim::Network& network,
-                                                       sim::RouteLookup routes, sim::EndpointDone on_done,
-                                                       std::uint32_t /*round*/) const {
-    return std::make_unique<RingRound>(network, n_, chunk_, std::move(routes), std::move(on_done));
+RingCollective::RingCollective(std::uint32_t endpoints, std::vector<std::vector<std::uint32_t>> rings, sim::Bytes chunk,
+                               std::uint32_t steps)
+    : endpoints_(endpoints), chunk_(chunk), steps_(steps) {
+    std::vector<std::uint32_t> next(endpoints);
+    std::iota(next.begin(), next.end(), 0U);
+    for (const auto& ring : rings) {
+        if (ring.size() < 2) continue;  // a ring of one has nothing to exchange
+        for (std::size_t r = 0; r < ring.size(); ++r) {
+            const std::uint32_t a = ring[r];
+            if (a >= endpoints || next[a] != a) throw std::invalid_argument("rings must be disjoint endpoint lists");
+            next[a] = ring[(r + 1) % ring.size()];
+        }
+    }
+    next_ = std::make_shared<const std::vector<std::uint32_t>>(std::move(next));
 }
 
-sim::Bytes RingAllreduce::wire_bytes(const RemoteTest& remote) const {
-    if (n_ < 2) return sim::Bytes{};
+std::unique_ptr<sim::Round> RingCollective::start_round(sim::Engine& /*engine*/, sim::Network& network,
+                                                        sim::RouteLookup routes, sim::EndpointDone on_done,
+                                                        std::uint32_t /*round*/) const {
+    return std::make_unique<RingRound>(network, next_, steps_, chunk_, std::move(routes), std::move(on_done));
+}
+
+sim::Bytes RingCollective::wire_bytes(const RemoteTest& remote) const {
     double pairs = 0.0;
-    for (std::uint32_t i = 0; i < n_; ++i) pairs += remote(i, (i + 1) % n_) ? 1.0 : 0.0;
-    return sim::Bytes{pairs * 2.0 * (n_ - 1) * chunk_.value()};
+    const auto& next = *next_;
+    for (std::uint32_t i = 0; i < endpoints_; ++i)
+        if (next[i] != i) pairs += remote(i, next[i]) ? 1.0 : 0.0;
+    return sim::Bytes{pairs * steps_ * chunk_.value()};
 }
 
-sim::Time RingAllreduce::alpha_beta(const sim::PathCostLookup& cost) const {
-    // Every level (step) of the DAG has each worker send one chunk to its successor and
+sim::Time RingCollective::alpha_beta(const sim::PathCostLookup& cost) const {
+    // Every level (step) of the DAG has each ranked endpoint send one chunk to its successor and
     // receive one: level time = max latency + max chunk / bandwidth over remote hops.
-    if (n_ < 2) return sim::Time::zero();
+    const auto& next = *next_;
     double latency = 0.0, serial = 0.0;
-    for (std::uint32_t i = 0; i < n_; ++i) {
-        const sim::PathCost c = cost(i, (i + 1) % n_);
+    for (std::uint32_t i = 0; i < endpoints_; ++i) {
+        if (next[i] == i) continue;
+        const sim::PathCost c = cost(i, next[i]);
         if (c.local) continue;
         latency = std::max(latency, c.latency.seconds());
         serial = std::max(serial, chunk_.value() / c.bandwidth.bytes_per_s());
     }
     const double level = latency > 0.0 || serial > 0.0 ? latency + serial : 0.0;
-    return sim::Time::seconds(2.0 * (n_ - 1) * level);
+    return sim::Time::seconds(steps_ * level);
 }
+
+namespace {
+std::vector<std::vector<std::uint32_t>> everyone(std::uint32_t n) {
+    std::vector<std::uint32_t> all(n);
+    std::iota(all.begin(), all.end(), 0U);
+    return {std::move(all)};
+}
+}  // namespace
+
+RingAllreduce::RingAllreduce(std::uint32_t n, sim::Bytes bytes)
+    : RingCollective(n, everyone(n), bytes / std::max<std::uint32_t>(n, 1), n < 2 ? 0 : 2 * (n - 1)) {}
 
 }  // namespace ddlsim::topo

@@ -1,9 +1,13 @@
-// Ring all-reduce (Patarasuk & Yuan, JPDC 2009; NCCL's ring) as a per-worker state
-// machine with O(n) state, equivalent to the DAG of ring_allreduce_plan(): worker i
-// sends chunk s (S/n bytes) to i+1 once its gate is open, it has received chunk s-1
-// from i-1 and its own send of chunk s-1 has completed; it is done when it has sent
-// and received all 2(n-1) chunks. A 16,384-worker round would be 537 M DAG steps;
-// here it is five integers per worker.
+// Rings as per-worker state machines with O(n) state (Patarasuk & Yuan, JPDC 2009; NCCL's ring).
+//
+// RingCollective: one or more disjoint rings over a job's endpoints, each running `steps` ring steps of
+// `chunk` bytes: rank r of a ring sends chunk s to rank r+1 once its gate is open, it has received chunk s-1
+// from rank r-1 and its own send of chunk s-1 has completed; it is done when it has sent and received all
+// `steps` chunks. A ring of g ranks runs g-1 steps of S/g for a reduce-scatter or an all-gather of S bytes and
+// 2(g-1) for an all-reduce: the DAG of ring_allreduce_plan() without holding it (a 16,384-worker round would be
+// 537 M DAG steps; here it is five integers per worker).
+//
+// RingAllreduce: the ring all-reduce of every worker (one ring 0..n-1, 2(n-1) steps of S/n).
 #pragma once
 
 #include <cstdint>
@@ -14,11 +18,14 @@
 
 namespace ddlsim::topo {
 
-class RingAllreduce final : public Collective {
+class RingCollective : public Collective {
 public:
-    RingAllreduce(std::uint32_t n, sim::Bytes bytes) : n_(n), chunk_(bytes / std::max<std::uint32_t>(n, 1)) {}
+    /// `rings`: disjoint member lists (plan endpoints, rank order) over `endpoints` endpoints; endpoints in no ring
+    /// are done as soon as they open.
+    RingCollective(std::uint32_t endpoints, std::vector<std::vector<std::uint32_t>> rings, sim::Bytes chunk,
+                   std::uint32_t steps);
 
-    [[nodiscard]] std::uint32_t endpoints() const override { return n_; }
+    [[nodiscard]] std::uint32_t endpoints() const override { return endpoints_; }
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
                                                           sim::RouteLookup routes, sim::EndpointDone on_done,
                                                           std::uint32_t round) const override;
@@ -26,8 +33,16 @@ public:
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
 
 private:
-    std::uint32_t n_;
+    std::uint32_t endpoints_;
+    /// Per endpoint: its successor in its ring (itself: in no ring); shared with the rounds it starts.
+    std::shared_ptr<const std::vector<std::uint32_t>> next_;
     sim::Bytes chunk_;
+    std::uint32_t steps_;
+};
+
+class RingAllreduce final : public RingCollective {
+public:
+    RingAllreduce(std::uint32_t n, sim::Bytes bytes);
 };
 
 }  // namespace ddlsim::topo

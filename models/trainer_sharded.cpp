@@ -1,0 +1,407 @@
+// Sharded data parallelism on the event engine: ZeRO stages 1-3 (Rajbhandari et al., SC 2020), FSDP and hybrid
+// sharding (Zhao et al., "PyTorch FSDP", VLDB 2023). The collectives are in topologies/sharded_collectives.hpp.
+//
+// One optimizer step of a worker, whose collectives all go to one FIFO queue with one in flight at a time
+// (PyTorch's ProcessGroupNCCL runs every collective of a process group on one NCCL stream; DeepSpeed's ZeRO
+// reduces and gathers on its own single communication stream):
+//   stage 1, 2  the k - 1 accumulation micro-batches (no communication, DDP's no_sync); forward; backward layer by
+//               layer, each gradient message (the overlap's buckets; one message without overlap) reduce-scattered
+//               as backward produces it (with overlap) or when backward ends; the update of the local shard (the
+//               optimizer's time / g for shard groups of g); the all-gather of the updated parameters, message by
+//               message; the next step starts once they are in (DeepSpeed gathers inside its step()).
+//   stage 3     per micro-batch: forward unit by unit, unit u waiting for the all-gather of its parameters;
+//               backward unit by unit in reverse, each waiting for its unit's all-gather again (parameters are
+//               freed after use: FSDP's FULL_SHARD, reshard_after_forward); the all-gather of the unit `prefetch`
+//               positions ahead is issued when a unit is reached (FSDP's forward_prefetch and backward_prefetch =
+//               BACKWARD_PRE; prefetch 0: each unit's all-gather is issued when it is reached); on the last
+//               micro-batch each unit's gradients are reduce-scattered when its backward ends; then the update of
+//               the local shard. Accumulation keeps the unsharded gradients between micro-batches (FSDP's no_sync),
+//               so only the last micro-batch reduce-scatters.
+//   hybrid      (group "node") each reduce-scatter is followed, in the same queue slot, by the all-reduce of the
+//               worker's gradient shard with the same-rank workers of the other nodes.
+// Compute that starts while the worker's queue holds communication runs (1 + overlap_slowdown) longer, as in the
+// replicated trainer. The compute is not cut by sharding except the update: forward and backward run on
+// the full (gathered) layers.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "models/stragglers.hpp"
+#include "models/trainer_detail.hpp"
+#include "topologies/sharded_collectives.hpp"
+
+namespace ddlsim::models::detail {
+namespace {
+
+using topo::ShardCollective;
+
+class ShardedTrainer final : public TrainerBase {
+public:
+    explicit ShardedTrainer(const TrainerEnv& env)
+        : TrainerBase(env, false),
+          groups_(
+              topo::shard_groups(plan_.context().node_of, env.job.workers, env.job.sharding.group == ShardGroup::node)),
+          ws_(env.job.workers) {
+        group_size_ = static_cast<std::uint32_t>(groups_.front().size());
+        hybrid_ = groups_.size() > 1;
+        if (job_.sharding.stage >= 3) {
+            build_stage3();
+        } else {
+            build_stage12();
+        }
+        for (const Op& op : ops_) {
+            wire_ += op.wire;
+            machine_ += op.machine;
+            collectives_ += static_cast<double>(op.phases.size());
+            if (op.reduce) ++reduces_;
+        }
+    }
+
+    void start() override {
+        for (std::uint32_t w = 0; w < job_.workers; ++w) begin_iteration(w);
+    }
+
+    [[nodiscard]] JobResult result() const override {
+        JobResult r;
+        fill_result(job_, clocks_, job_.iterations, static_cast<double>(job_.workers) * job_.batch_size, r);
+        r.bytes_on_wire_per_iteration = wire_;
+        r.machine_bytes_per_iteration = machine_;
+        r.collectives_per_iteration = collectives_;
+        r.rounds = job_.iterations;
+        r.model_versions = job_.iterations;
+        // The update runs on the local shard only.
+        const sim::Time update = shard_update(job_.compute);
+        r.update_time_s = update.seconds();
+        r.compute_time_s = (job_.compute.accumulation + job_.compute.fwd + job_.compute.bwd + update).seconds();
+        double busy = 0.0;
+        for (std::uint32_t w = 0; w < job_.workers; ++w) busy += clocks_[w].busy.seconds();
+        JobResult::Breakdown b;
+        b.compute = busy / (static_cast<double>(job_.workers) * job_.iterations);
+        b.exposed_communication = std::max(0.0, r.iteration_time_s - b.compute);
+        r.breakdown = b;
+        return r;
+    }
+
+private:
+    // One queued collective of a step: its phases run back to back (hybrid: reduce-scatter, then the replica
+    // all-reduce).
+    struct Op {
+        std::vector<const topo::Collective*> phases;
+        std::string label;
+        bool reduce = false;  ///< gradients (the update waits for every one)
+        double wire = 0.0, machine = 0.0;
+    };
+    enum class StepKind { accumulate, forward, backward, update };
+    // One compute step, the same on every worker: layers [first, last] of micro-batch mb.
+    struct Step {
+        StepKind kind = StepKind::forward;
+        std::uint32_t first = 0, last = 0;
+        std::uint32_t mb = 0;
+        int needs = -1;                    ///< an op that must be done before the step starts
+        std::vector<std::uint32_t> begin;  ///< ops issued when the step is reached
+        std::vector<std::uint32_t> end;    ///< ops issued when it ends
+    };
+    struct W {
+        std::uint32_t iter = 0;
+        std::uint32_t step = 0;
+        bool entered = false;  ///< the current step's `begin` ops are issued
+        bool idle = false;     ///< compute waits (for an op, the gradients, or the step's last ops)
+        StepSlowdown slow;
+        std::vector<char> done;  ///< per op of this step
+        std::uint32_t ops_left = 0, reduces_left = 0;
+        std::deque<std::uint32_t> queue;
+        bool busy = false;  ///< an op in flight
+        sim::Time op_start;
+    };
+    struct RoundState {
+        std::unique_ptr<sim::Round> runner;
+        std::uint32_t endpoints_left = 0;
+    };
+
+    [[nodiscard]] std::uint32_t layers() const { return static_cast<std::uint32_t>(job_.workload.layers.size()); }
+    [[nodiscard]] double layer_bytes(std::uint32_t first, std::uint32_t last) const {
+        double b = 0.0;
+        for (std::uint32_t l = first; l <= last; ++l)
+            b += static_cast<double>(job_.workload.layers[l].params()) * job_.bytes_per_param;
+        return b;
+    }
+    [[nodiscard]] sim::Time shard_update(const ComputeProfile& cp) const {
+        return scaled(cp.update, 1.0 / group_size_);
+    }
+
+    const topo::Collective* collective(ShardCollective kind, double bytes) {
+        const auto key = std::make_pair(static_cast<int>(kind), bytes);
+        auto it = cache_.find(key);
+        if (it == cache_.end())
+            it = cache_.emplace(key, topo::make_shard_collective(kind, groups_, job_.workers, sim::Bytes{bytes})).first;
+        return it->second.get();
+    }
+
+    // Adds an op of `bytes`: a gather, or a reduce (hybrid: with the replica all-reduce); returns its index.
+    std::uint32_t add_op(bool reduce, double bytes, std::string label) {
+        Op op;
+        op.reduce = reduce;
+        op.label = fmt::format("{} ({:.3g} MB)", label, bytes / 1e6);
+        op.phases.push_back(collective(reduce ? ShardCollective::reduce_scatter : ShardCollective::all_gather, bytes));
+        if (reduce && hybrid_) op.phases.push_back(collective(ShardCollective::replica_allreduce, bytes));
+        auto remote = [this](std::uint32_t a, std::uint32_t b) {
+            return job_.endpoint_hosts[a] != job_.endpoint_hosts[b];
+        };
+        auto machines = [this](std::uint32_t a, std::uint32_t b) {
+            return env_.fabric.node_of(job_.endpoint_hosts[a]) != env_.fabric.node_of(job_.endpoint_hosts[b]);
+        };
+        for (const topo::Collective* c : op.phases) {
+            op.wire += c->wire_bytes(remote).value();
+            op.machine += c->wire_bytes(machines).value();
+        }
+        ops_.push_back(std::move(op));
+        return static_cast<std::uint32_t>(ops_.size() - 1);
+    }
+
+    void build_stage12() {
+        const std::uint32_t L = layers();
+        if (job_.gradient_accumulation > 1) steps_.push_back({StepKind::accumulate, 0, 0, 0, -1, {}, {}});
+        if (L > 0) steps_.push_back({StepKind::forward, 0, L - 1, 0, -1, {}, {}});
+        const auto& msgs = plan_.messages();
+        const bool overlap = job_.overlap.overlapped();
+        std::vector<std::uint32_t> gathers;
+        std::vector<std::vector<std::uint32_t>> at_layer(L);
+        for (std::uint32_t m = 0; m < msgs.size(); ++m) {
+            const std::uint32_t op = add_op(true, msgs[m].dense_bytes, fmt::format("reduce-scatter msg{}", m));
+            at_layer[overlap ? msgs[m].front_layer : 0].push_back(op);
+        }
+        for (std::uint32_t m = 0; m < msgs.size(); ++m)
+            gathers.push_back(add_op(false, msgs[m].dense_bytes, fmt::format("all-gather msg{}", m)));
+        for (std::uint32_t l = L; l-- > 0;) steps_.push_back({StepKind::backward, l, l, 0, -1, {}, at_layer[l]});
+        steps_.push_back({StepKind::update, 0, 0, 0, -1, {}, gathers});
+    }
+
+    void build_stage3() {
+        const std::uint32_t L = layers();
+        const std::uint32_t wrap = std::max<std::uint32_t>(1, job_.sharding.wrap);
+        struct Unit {
+            std::uint32_t first, last;
+            double bytes;
+        };
+        std::vector<Unit> units;
+        for (std::uint32_t f = 0; f < L; f += wrap) {
+            const std::uint32_t l = std::min(L, f + wrap) - 1;
+            units.push_back({f, l, layer_bytes(f, l)});
+        }
+        const auto U = static_cast<std::uint32_t>(units.size());
+        const std::uint32_t p = std::min(job_.sharding.prefetch, U);
+        auto name = [&](const Unit& u) {
+            const auto& ls = job_.workload.layers;
+            return u.first == u.last ? ls[u.first].name : ls[u.first].name + ".." + ls[u.last].name;
+        };
+        const std::uint32_t A = job_.gradient_accumulation;
+        // One pass (forward or backward) of micro-batch mb: position j is unit u(j); its gather is issued when
+        // position j - p is reached (positions below p: when the pass begins).
+        auto pass = [&](StepKind kind, std::uint32_t mb) {
+            const bool fwd = kind == StepKind::forward;
+            const std::size_t first = steps_.size();
+            std::vector<int> gather(U, -1);
+            for (std::uint32_t j = 0; j < U; ++j) {
+                const Unit& u = units[fwd ? j : U - 1 - j];
+                Step s{kind, u.first, u.last, mb, -1, {}, {}};
+                if (u.bytes > 0.0)
+                    s.needs = static_cast<int>(add_op(
+                        false, u.bytes, fmt::format("all-gather {} ({})", name(u), fwd ? "forward" : "backward")));
+                gather[j] = s.needs;
+                if (kind == StepKind::backward && mb + 1 == A && u.bytes > 0.0)
+                    s.end.push_back(add_op(true, u.bytes, fmt::format("reduce-scatter {}", name(u))));
+                steps_.push_back(std::move(s));
+            }
+            for (std::uint32_t j = 0; j < U; ++j) {
+                if (gather[j] < 0) continue;
+                const std::size_t at = first + (j >= p ? j - p : 0);
+                steps_[at].begin.push_back(static_cast<std::uint32_t>(gather[j]));
+            }
+        };
+        for (std::uint32_t mb = 0; mb < A; ++mb) {
+            pass(StepKind::forward, mb);
+            pass(StepKind::backward, mb);
+        }
+        steps_.push_back({StepKind::update, 0, 0, 0, -1, {}, {}});
+    }
+
+    [[nodiscard]] bool comm_active(std::uint32_t w) const { return ws_[w].busy || !ws_[w].queue.empty(); }
+
+    void begin_iteration(std::uint32_t w) {
+        W& s = ws_[w];
+        if (s.iter == job_.iterations) {
+            clocks_[w].finished = engine_.now();
+            return;
+        }
+        s.step = 0;
+        s.entered = false;
+        s.done.assign(ops_.size(), 0);
+        s.ops_left = static_cast<std::uint32_t>(ops_.size());
+        s.reduces_left = reduces_;
+        s.slow = straggler(job_.stragglers, job_.seed, w, s.iter);
+        clocks_[w].busy += s.slow.delay;
+        if (s.slow.delay > sim::Time::zero()) {
+            engine_.after(s.slow.delay, [this, w] { advance(w); });
+            return;
+        }
+        advance(w);
+    }
+
+    [[nodiscard]] sim::Time duration(std::uint32_t w, const Step& st) const {
+        const ComputeProfile& cp = job_.compute_of(w);
+        sim::Time d;
+        switch (st.kind) {
+            case StepKind::accumulate: d = cp.accumulation; break;
+            case StepKind::update: d = shard_update(cp); break;
+            case StepKind::forward:
+            case StepKind::backward:
+                for (std::uint32_t l = st.first; l <= st.last; ++l)
+                    d += st.kind == StepKind::forward ? cp.layers[l].fwd : cp.layers[l].bwd;
+                break;
+        }
+        return scaled(d, ws_[w].slow.factor);
+    }
+
+    [[nodiscard]] std::string step_name(const Step& st) const {
+        const auto& ls = job_.workload.layers;
+        const std::string layers =
+            st.first == st.last ? ls[st.first].name : ls[st.first].name + ".." + ls[st.last].name;
+        const std::string mb = job_.gradient_accumulation > 1 ? fmt::format(" mb{}", st.mb) : std::string();
+        switch (st.kind) {
+            case StepKind::accumulate:
+                return fmt::format("micro-batches 1-{} (no_sync)", job_.gradient_accumulation - 1);
+            case StepKind::update: return fmt::format("update (shard 1/{})", group_size_);
+            case StepKind::forward: return "fwd " + layers + mb;
+            case StepKind::backward: return "bwd " + layers + mb;
+        }
+        return {};
+    }
+
+    // Runs worker w's compute from its current step until it must wait.
+    void advance(std::uint32_t w) {
+        W& s = ws_[w];
+        if (s.step == steps_.size()) {
+            s.idle = s.ops_left > 0;  // the step's last gathers still travel
+            if (!s.idle) end_iteration(w);
+            return;
+        }
+        const Step& st = steps_[s.step];
+        if (!s.entered) {
+            s.entered = true;
+            for (std::uint32_t op : st.begin) issue(w, op);
+        }
+        if ((st.needs >= 0 && !s.done[static_cast<std::size_t>(st.needs)]) ||
+            (st.kind == StepKind::update && s.reduces_left > 0)) {
+            s.idle = true;
+            return;
+        }
+        s.idle = false;
+        const bool slowed = comm_active(w) && job_.overlap_slowdown > 0.0;
+        sim::Time d = duration(w, st);
+        if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
+        const char* cat = st.kind == StepKind::forward  ? "forward"
+                          : st.kind == StepKind::update ? "update"
+                                                        : "backward";
+        const sim::Time now = engine_.now();
+        env_.timeline.span(Timeline::compute(w), step_name(st) + (slowed ? " (slowed by communication)" : ""), cat, now,
+                           now + d);
+        clocks_[w].busy += d;
+        engine_.at(now + d, [this, w] { step_done(w); });
+    }
+
+    void step_done(std::uint32_t w) {
+        W& s = ws_[w];
+        for (std::uint32_t op : steps_[s.step].end) issue(w, op);
+        ++s.step;
+        s.entered = false;
+        advance(w);
+    }
+
+    void end_iteration(std::uint32_t w) {
+        ++clocks_[w].iterations;
+        ++clocks_[w].updates;
+        ++ws_[w].iter;
+        begin_iteration(w);
+    }
+
+    void issue(std::uint32_t w, std::uint32_t op) {
+        ws_[w].queue.push_back(op);
+        pump(w);
+    }
+
+    // Starts the next queued op of worker w when none is in flight.
+    void pump(std::uint32_t w) {
+        W& s = ws_[w];
+        if (s.busy || s.queue.empty()) return;
+        const std::uint32_t op = s.queue.front();
+        s.queue.pop_front();
+        s.busy = true;
+        s.op_start = engine_.now();
+        clocks_[w].comm_begin(engine_.now());
+        const std::uint32_t i = s.iter;
+        engine_.after(job_.collective_overhead, [this, w, i, op] { round(i, op, 0).runner->open(w); });
+    }
+
+    static std::uint64_t round_key(std::uint32_t i, std::uint32_t op, std::uint32_t p) {
+        return (static_cast<std::uint64_t>(i) << 32) | (static_cast<std::uint64_t>(op) << 2) | p;
+    }
+
+    RoundState& round(std::uint32_t i, std::uint32_t op, std::uint32_t p) {
+        const std::uint64_t key = round_key(i, op, p);
+        auto it = rounds_.find(key);
+        if (it != rounds_.end()) return it->second;
+        const topo::Collective& c = *ops_[op].phases[p];
+        RoundState& r = rounds_[key];
+        r.endpoints_left = c.endpoints();
+        r.runner = comm_.start_round(
+            c, [this, i, op, p](std::uint32_t e) { phase_done(i, op, p, e); }, i);
+        return r;
+    }
+
+    void phase_done(std::uint32_t i, std::uint32_t op, std::uint32_t p, std::uint32_t e) {
+        const std::uint64_t key = round_key(i, op, p);
+        if (--rounds_[key].endpoints_left == 0)  // the round is still on the stack: drop it later
+            engine_.after(sim::Time::zero(), [this, key] { rounds_.erase(key); });
+        if (p + 1 < ops_[op].phases.size()) {
+            round(i, op, p + 1).runner->open(e);
+            return;
+        }
+        op_done(e, op);
+    }
+
+    void op_done(std::uint32_t w, std::uint32_t op) {
+        W& s = ws_[w];
+        clocks_[w].comm_end(engine_.now());
+        env_.timeline.span(Timeline::comm(w), fmt::format("it{} {}", s.iter, ops_[op].label), "communication",
+                           s.op_start, engine_.now());
+        s.busy = false;
+        s.done[op] = 1;
+        --s.ops_left;
+        if (ops_[op].reduce) --s.reduces_left;
+        pump(w);
+        if (s.idle) advance(w);
+    }
+
+    std::vector<std::vector<std::uint32_t>> groups_;
+    std::uint32_t group_size_ = 1;
+    bool hybrid_ = false;
+    std::vector<Op> ops_;
+    std::vector<Step> steps_;
+    std::uint32_t reduces_ = 0;
+    double wire_ = 0.0, machine_ = 0.0, collectives_ = 0.0;
+    std::map<std::pair<int, double>, std::unique_ptr<topo::Collective>> cache_;
+    std::vector<W> ws_;
+    std::unordered_map<std::uint64_t, RoundState> rounds_;
+};
+
+}  // namespace
+
+std::unique_ptr<JobTrainer> make_sharded_trainer(const TrainerEnv& env) {
+    return std::make_unique<ShardedTrainer>(env);
+}
+
+}  // namespace ddlsim::models::detail

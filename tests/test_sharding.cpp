@@ -1,0 +1,285 @@
+// Sharded data parallelism (`sharding`: ZeRO stages 1-3, FSDP, hybrid sharding): hand-derived step times on an
+// idle star, bytes on the wire against the ring all-reduce, memory per GPU against the ZeRO paper's formulas, the
+// per-unit all-gathers overlapping compute in the trace, and the refusals.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "scenarios/json_reader.hpp"
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/trace.hpp"
+
+using nlohmann::json;
+using namespace ddlsim;
+
+namespace {
+
+constexpr double kL = 5e-6;    // per-link latency of the star, s
+constexpr double kB = 1.25e9;  // 10 Gbit/s in bytes/s
+
+// `units` equal layers of `bytes` fp32 gradient bytes each, explicit compute, on an idle star with the ideal
+// transport (no per-message overheads, no compute slowdown beside communication).
+json star(int n, int units, double bytes, const char* model = "flow") {
+    json layers = json::array();
+    for (int u = 0; u < units; ++u)
+        layers.push_back({{"name", fmt::format("l{}", u)},
+                          {"params", static_cast<std::int64_t>(bytes / 4)},
+                          {"fwd_time", "1ms"},
+                          {"bwd_time", "2ms"},
+                          {"update_time", "4ms"}});
+    return json{{"workers", n},
+                {"model", {{"layers", layers}}},
+                {"batch_size", 1},
+                {"iterations", 3},
+                {"device", "V100"},
+                {"network",
+                 {{"topology", "star"},
+                  {"bandwidth", "10Gbps"},
+                  {"latency", "5us"},
+                  {"model", model},
+                  {"transport", "ideal"}}}};
+}
+
+// One ring phase (reduce-scatter or all-gather) of S bytes among n workers on the star: n - 1 steps of S/n, each
+// through the switch (two links).
+double ring_phase(int n, double S) {
+    return (n - 1) * (2 * kL + S / n / kB);
+}
+
+models::JobResult run(const json& j) {
+    return scenario::run_scenario(scenario::load_scenario(j)).jobs.at(0);
+}
+
+}  // namespace
+
+TEST_CASE("sharding: ZeRO-1 and ZeRO-2 on an idle star: compute, reduce-scatter, shard update, all-gather") {
+    for (const char* model : {"flow", "analytic"}) {
+        for (int n : {2, 4, 8}) {
+            for (int stage : {1, 2}) {
+                CAPTURE(model);
+                CAPTURE(n);
+                CAPTURE(stage);
+                const double S = 40e6;
+                json j = star(n, 1, S, model);
+                j["sharding"] = {{"stage", stage}};
+                const auto r = run(j);
+                const double expected = 0.001 + 0.002 + ring_phase(n, S) + 0.004 / n + ring_phase(n, S);
+                CHECK(r.iteration_time_s == doctest::Approx(expected).epsilon(1e-9));
+                CHECK(r.update_time_s == doctest::Approx(0.004 / n).epsilon(1e-12));
+            }
+        }
+    }
+}
+
+TEST_CASE("sharding: ZeRO-3 without prefetch runs every unit's three collectives in series") {
+    // prefetch 0: unit u's forward waits for its all-gather, issued when u is reached; in backward, unit u's
+    // all-gather queues behind unit u+1's reduce-scatter. Nothing overlaps: the step is the compute plus three ring
+    // phases per unit.
+    for (const char* model : {"flow", "analytic"}) {
+        CAPTURE(model);
+        const int n = 4, units = 3;
+        const double S = 8e6;
+        json j = star(n, units, S, model);
+        j["sharding"] = {{"stage", 3}, {"prefetch", 0}};
+        const auto r = run(j);
+        // update_time is per layer: the shard update is units x 4 ms / n.
+        const double expected = units * (0.001 + 0.002 + 0.004 / n) + 3 * units * ring_phase(n, S);
+        CHECK(r.iteration_time_s == doctest::Approx(expected).epsilon(1e-9));
+    }
+}
+
+TEST_CASE("sharding: prefetching hides all-gathers behind compute, never slower") {
+    const int n = 8, units = 6;
+    json j0 = star(n, units, 20e6), j1 = j0, j2 = j0;
+    j0["sharding"] = {{"stage", 3}, {"prefetch", 0}};
+    j1["sharding"] = {{"stage", 3}, {"prefetch", 1}};
+    j2["sharding"] = {{"stage", 3}, {"prefetch", 2}};
+    const auto a = run(j0), b = run(j1), c = run(j2);
+    CHECK(b.iteration_time_s < a.iteration_time_s);
+    CHECK(c.iteration_time_s <= b.iteration_time_s + 1e-12);
+    // Whatever the schedule, the bytes are the same, and never below the compute plus the first, exposed gather.
+    CHECK(a.bytes_on_wire_per_iteration == b.bytes_on_wire_per_iteration);
+    CHECK(c.iteration_time_s >= units * (0.003 + 0.004 / n) + ring_phase(n, 20e6) - 1e-12);
+}
+
+TEST_CASE("sharding: ZeRO-1/2 move a ring all-reduce's bytes, ZeRO-3 1.5 times that") {
+    for (int n : {2, 5, 16}) {
+        CAPTURE(n);
+        const double S = 12e6;
+        const json ddp = star(n, 4, S / 4);
+        json z1 = ddp, z2 = ddp, z3 = ddp;
+        z1["sharding"] = {{"stage", 1}};
+        z2["sharding"] = {{"stage", 2}};
+        z3["sharding"] = {{"stage", 3}};
+        const double ring = run(ddp).bytes_on_wire_per_iteration;
+        // Hand-derived: every worker sends 2(n-1)/n S.
+        CHECK(ring == doctest::Approx(n * 2.0 * (n - 1) / n * S).epsilon(1e-12));
+        CHECK(run(z1).bytes_on_wire_per_iteration == doctest::Approx(ring).epsilon(1e-12));
+        CHECK(run(z2).bytes_on_wire_per_iteration == doctest::Approx(ring).epsilon(1e-12));
+        CHECK(run(z3).bytes_on_wire_per_iteration == doctest::Approx(1.5 * ring).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("sharding: hybrid sharding sends between nodes only the replica all-reduce of S/g per GPU") {
+    // R nodes of g GPUs: inside a node reduce-scatter and all-gather; across nodes rank j of every node all-reduces
+    // its S/g shard: 2(R-1)/R x S/g per GPU between machines.
+    for (int nodes : {2, 4}) {
+        for (int stage : {2, 3}) {
+            CAPTURE(nodes);
+            CAPTURE(stage);
+            const int g = 4, n = nodes * g;
+            const double S = 32e6;
+            json j = star(n, 2, S / 2);
+            j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", g},  {"nics_per_node", 2},
+                            {"bandwidth", "100Gbps"}, {"latency", "2us"},    {"intra_bandwidth", "300GBps"},
+                            {"intra_latency", "1us"}, {"transport", "ideal"}};
+            j["sharding"] = {{"stage", stage}, {"group", "node"}};
+            const auto r = run(j);
+            const double inter = n * 2.0 * (nodes - 1) / nodes * S / g;
+            CHECK(r.machine_bytes_per_iteration == doctest::Approx(inter).epsilon(1e-12));
+            // Within nodes: each phase moves (g-1)/g S per GPU; stage 3 has three of them, stage 2 two.
+            const double intra = n * (stage == 3 ? 3.0 : 2.0) * (g - 1) / g * S;
+            CHECK(r.bytes_on_wire_per_iteration == doctest::Approx(inter + intra).epsilon(1e-12));
+            // Full sharding runs rings over all n GPUs, node after node: `nodes` of its hops cross machines, each
+            // carrying (n-1) chunks of S/n per phase.
+            json full = j;
+            full["sharding"] = {{"stage", stage}};
+            const double phases = stage == 3 ? 3.0 : 2.0;
+            CHECK(run(full).machine_bytes_per_iteration ==
+                  doctest::Approx(phases * nodes * (n - 1) * S / n).epsilon(1e-12));
+        }
+    }
+}
+
+TEST_CASE("sharding: memory per GPU follows ZeRO's (2 + 2 + K) psi / N with mixed-precision Adam") {
+    // Rajbhandari et al., SC 2020, Figure 1: K = 12 (fp32 master weights, momentum, variance). Weights + gradients +
+    // optimizer state: stage 1 4psi + 12psi/N, stage 2 2psi + 14psi/N, stage 3 16psi/N.
+    const int n = 8;
+    json j = {{"workers", n},        {"model", {{"name", "gpt2_medium"}, {"dtype", "fp16"}}},
+              {"batch_size", 1},     {"device", {{"name", "A100"}, {"precision", "fp16"}}},
+              {"optimizer", "adam"}, {"network", {{"topology", "star"}, {"bandwidth", "100Gbps"}, {"latency", "2us"}}}};
+    const auto state = [&](int stage) {
+        json k = j;
+        if (stage > 0) k["sharding"] = {{"stage", stage}};
+        const auto m = scenario::job_memory(scenario::load_scenario(k).jobs.at(0));
+        return std::array<double, 4>{m.weights + m.gradients + m.optimizer, m.activations, m.buffers, m.total()};
+    };
+    const double psi = static_cast<double>(scenario::load_scenario(j).jobs.at(0).workload.params());
+    CHECK(state(0)[0] == doctest::Approx(16.0 * psi));
+    CHECK(state(1)[0] == doctest::Approx(4.0 * psi + 12.0 * psi / n));
+    CHECK(state(2)[0] == doctest::Approx(2.0 * psi + 14.0 * psi / n));
+    CHECK(state(3)[0] == doctest::Approx(16.0 * psi / n));
+    // Activations are not sharded; each stage needs less in all.
+    CHECK(state(3)[1] == state(0)[1]);
+    CHECK(state(3)[3] < state(2)[3]);
+    CHECK(state(2)[3] < state(1)[3]);
+    CHECK(state(1)[3] < state(0)[3]);
+}
+
+TEST_CASE("sharding: accumulation reduce-scatters once per step, so bytes per sample fall by k") {
+    for (int stage : {2, 3}) {
+        CAPTURE(stage);
+        json a = star(4, 3, 4e6), b = a;
+        a["sharding"] = {{"stage", stage}};
+        b["sharding"] = {{"stage", stage}};
+        b["gradient_accumulation"] = 4;
+        const auto ra = run(a), rb = run(b);
+        if (stage == 2) {
+            // Replicated parameters: the same bytes per step, four times the samples.
+            CHECK(rb.bytes_on_wire_per_iteration == doctest::Approx(ra.bytes_on_wire_per_iteration));
+            CHECK(rb.iteration_time_s == doctest::Approx(ra.iteration_time_s + 3 * 3 * 0.003).epsilon(1e-9));
+        } else {
+            // Stage 3 gathers the parameters for every micro-batch's forward and backward, but reduce-scatters once:
+            // 2k + 1 phases of the gradient size instead of 3.
+            CHECK(rb.bytes_on_wire_per_iteration == doctest::Approx(ra.bytes_on_wire_per_iteration * 9.0 / 3.0));
+        }
+        const double per_sample_a = ra.bytes_on_wire_per_iteration / 4.0;
+        const double per_sample_b = rb.bytes_on_wire_per_iteration / 16.0;
+        CHECK(per_sample_b < per_sample_a);
+    }
+}
+
+TEST_CASE("sharding: the trace shows each unit's all-gather beside the previous unit's compute") {
+    json j = star(4, 4, 40e6);
+    j["iterations"] = 1;
+    j["sharding"] = {{"stage", 3}};
+    sim::Trace trace;
+    (void)scenario::run_scenario(scenario::load_scenario(j), &trace);
+    const json t = json::parse(trace.json());
+    const json& events = t.is_object() ? t.at("traceEvents") : t;
+    // Worker 0: compute track 0, communication track 1 (of job 0, process 1).
+    std::vector<std::pair<double, double>> fwd, gathers;
+    for (const json& e : events) {
+        if (e.value("ph", "") != "X" || e.value("pid", -1) != 1) continue;
+        const std::string name = e.value("name", "");
+        const double a = e.at("ts").get<double>(), b = a + e.at("dur").get<double>();
+        if (e.value("tid", -1) == 0 && name.rfind("fwd ", 0) == 0) fwd.emplace_back(a, b);
+        if (e.value("tid", -1) == 1 && name.find("all-gather") != std::string::npos &&
+            name.find("(forward)") != std::string::npos)
+            gathers.emplace_back(a, b);
+    }
+    REQUIRE(fwd.size() == 4);
+    REQUIRE(gathers.size() == 4);
+    // The first gather is exposed; gather u (u >= 1) starts when forward u-1 starts (prefetch 1) and so overlaps it.
+    CHECK(gathers[0].second <= fwd[0].first + 1e-6);
+    for (std::size_t u = 1; u < 4; ++u) {
+        CAPTURE(u);
+        CHECK(gathers[u].first < fwd[u - 1].second);
+        CHECK(gathers[u].second > fwd[u - 1].first);
+    }
+}
+
+TEST_CASE("sharding: refused where it does not apply, naming the key") {
+    const json base = star(4, 2, 1e6);
+    struct Case {
+        json patch;
+        std::string path;
+    };
+    std::vector<Case> cases{
+        {{{"sharding", {{"stage", 4}}}}, "$.sharding.stage"},
+        {{{"sharding", {{"stage", 0}}}}, "$.sharding.stage"},
+        {{{"sharding", {{"group", "node"}}}}, "$.sharding.stage"},
+        {{{"sharding", {{"stage", 2}, {"prefetch", 2}}}}, "$.sharding.prefetch"},
+        {{{"sharding", {{"stage", 1}, {"wrap", 2}}}}, "$.sharding.wrap"},
+        {{{"sharding", {{"stage", 3}, {"wrap", 3}}}}, "$.sharding.wrap"},
+        {{{"sharding", {{"stage", 3}, {"group", "rack"}}}}, "$.sharding.group"},
+        {{{"sharding", {{"stage", 3}, {"bogus", 1}}}}, "$.sharding.bogus"},
+        {{{"sharding", {{"stage", 2}}}, {"sync", {{"kind", "local_sgd"}, {"period", 2}}}}, "$.sharding"},
+        {{{"sharding", {{"stage", 2}}}, {"architecture", {{"kind", "ps"}}}}, "$.sharding"},
+        {{{"sharding", {{"stage", 2}}}, {"architecture", {{"kind", "allreduce"}, {"algorithm", "tree"}}}},
+         "$.architecture.algorithm"},
+        {{{"sharding", {{"stage", 2}}}, {"compression", {{"kind", "fp16"}}}}, "$.sharding"},
+        {{{"sharding", {{"stage", 2}}}, {"overlap", {{"priority", true}}}}, "$.sharding"},
+        {{{"sharding", {{"stage", 3}}}, {"overlap", {{"fusion", "buffer"}}}}, "$.sharding"},
+    };
+    for (const Case& c : cases) {
+        json j = base;
+        j.merge_patch(c.patch);
+        CAPTURE(j.dump());
+        try {
+            (void)scenario::load_scenario(j);
+            FAIL("accepted");
+        } catch (const scenario::ScenarioError& e) {
+            CHECK(e.path() == c.path);
+        }
+    }
+    // Hybrid sharding with uneven nodes: 6 workers on nodes of 4 leave 4 + 2.
+    json uneven = base;
+    uneven["workers"] = 6;
+    uneven["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 4},           {"bandwidth", "100Gbps"},
+                         {"latency", "2us"},       {"intra_bandwidth", "300GBps"}, {"intra_latency", "1us"}};
+    uneven["sharding"] = {{"stage", 3}, {"group", "node"}};
+    try {
+        (void)scenario::load_scenario(uneven);
+        FAIL("accepted");
+    } catch (const scenario::ScenarioError& e) {
+        CHECK(e.path() == "$.sharding.group");
+        CHECK(std::string(e.what()).find("4 and 2") != std::string::npos);
+    }
+}

@@ -1,0 +1,40 @@
+// The collectives of sharded data parallelism: ZeRO (Rajbhandari et al., "ZeRO: Memory Optimizations Toward
+// Training Trillion Parameter Models", SC 2020, §5 and §7) and PyTorch FSDP / HSDP (Zhao et al., "PyTorch FSDP:
+// Experiences on Scaling Fully Sharded Data Parallel", VLDB 2023, §3.2 and §4.2).
+//
+// A shard group is the set of workers that split the model state among themselves: every worker (group "all")
+// or the workers of one node (group "node": hybrid sharding, each node holding a full replica). With shard
+// groups of g workers and S bytes:
+//   reduce_scatter      every group reduce-scatters S: ring, g-1 steps of S/g per worker
+//   all_gather          every group all-gathers S from its S/g shards: ring, g-1 steps of S/g per worker
+//   replica_allreduce   (hybrid only) rank j of every group all-reduces its S/g shard with rank j of the other
+//                       groups: rings across the groups, 2(R-1) steps of S/(gR) for R groups
+// All are rings (RingCollective: O(n) state): NCCL runs reduce-scatter and all-gather on rings (NCCL user guide,
+// "Collective Operations"; src/device/reduce_scatter.h and all_gather.h of NVIDIA/nccl implement only the ring
+// algorithm for them outside NVLS/CollNet), and PyTorch's HSDP all-reduces the replicas with NCCL's default.
+// On the wire per worker: reduce_scatter + all_gather = 2(g-1)/g S, a ring all-reduce's; replica_allreduce
+// 2(R-1)/R S/g.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "topologies/collectives.hpp"
+
+namespace ddlsim::topo {
+
+enum class ShardCollective { reduce_scatter, all_gather, replica_allreduce };
+
+/// The shard groups of n workers: all of them (by_node false) or one per node of `node_of` (dense node ids per
+/// worker, collective_context's). Hybrid groups must be of equal size (each rank j has a peer in every group);
+/// throws std::invalid_argument naming the sizes otherwise.
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> shard_groups(const std::vector<std::uint32_t>& node_of,
+                                                                   std::uint32_t n, bool by_node);
+
+/// The collective `op` of `bytes` (S, the full tensor size per worker) over `groups` among n endpoints.
+[[nodiscard]] std::unique_ptr<Collective> make_shard_collective(ShardCollective op,
+                                                                const std::vector<std::vector<std::uint32_t>>& groups,
+                                                                std::uint32_t n, sim::Bytes bytes);
+
+}  // namespace ddlsim::topo
