@@ -86,6 +86,7 @@ struct Gpt2Config {
     std::int64_t ffn_hidden = 0;  ///< 0: 4 x hidden
     std::int64_t seq_len = 1024;  ///< n_positions and the sequence trained on
     std::int64_t vocab = 50257;
+    AttentionKernel attention = AttentionKernel::eager;  ///< GPT-2 and GPT-3 as HuggingFace's eager code runs them
 };
 [[nodiscard]] Workload gpt2(const Gpt2Config& config);
 /// LlamaForCausalLM of the given shape (models/workload.hpp, TransformerConfig).

@@ -59,6 +59,31 @@ void add_attention_core(Layer& layer, std::int64_t seq, std::int64_t d, double s
     add_memory(layer, PartKind::elementwise, 2.0, tokens);  // merge heads: permute + contiguous
 }
 
+/// FlashAttention between the projections (models/workload.hpp AttentionKernel::flash): one fused kernel reading Q, K
+/// and V (K and V of `kv_tokens` elements per sequence) and writing the context; FLOPs as attention_matmul_flops.
+void add_flash_attention(Layer& layer, std::int64_t seq, std::int64_t d, std::int64_t head_count, double kv_tokens) {
+    const double heads = static_cast<double>(head_count > 0 ? head_count : d / k_head_dim);
+    const double tokens = static_cast<double>(seq * d);
+    const double flops = attention_matmul_flops(seq, d);
+    layer.fwd_flops += flops;
+    layer.parts.push_back(LayerPart{.kind = PartKind::attention,
+                                    .flops = flops,
+                                    .activations = 2.0 * tokens + 2.0 * kv_tokens,  // read Q, K, V; write O
+                                    .rows_per_sample = static_cast<double>(seq),
+                                    .cols = static_cast<double>(d) / heads,
+                                    .gemms_per_sample = heads});
+}
+
+/// Attention between the projections with the given kernel (eager: add_attention_core's `score_passes`).
+void add_attention(Layer& layer, AttentionKernel kernel, std::int64_t seq, std::int64_t d, double score_passes,
+                   std::int64_t heads, double kv_tokens) {
+    if (kernel == AttentionKernel::flash) {
+        add_flash_attention(layer, seq, d, heads, kv_tokens);
+        return;
+    }
+    add_attention_core(layer, seq, d, score_passes, heads);
+}
+
 /// Dropout and the residual add after a projection back to the hidden size, over `tokens` elements.
 void add_dropout_residual(Layer& layer, double tokens) {
     add_memory(layer, PartKind::elementwise, 3.0, tokens);  // dropout
@@ -202,7 +227,7 @@ Workload gpt2(const Gpt2Config& config) {
         add_memory(attention, PartKind::norm, 2.0, tokens, true);
         add_linear(attention, p + ".attn.c_attn", d, 3 * d, seq, WeightLayout::in_by_out);
         // GPT2Attention._attn: scores / sqrt(d_head), causal torch.where, dropout of the probabilities (2 + 3 + 3).
-        add_attention_core(attention, seq, d, 8.0, config.heads);
+        add_attention(attention, config.attention, seq, d, 8.0, config.heads, tokens);
         add_linear(attention, p + ".attn.c_proj", d, d, seq, WeightLayout::in_by_out);
         add_dropout_residual(attention, tokens);
         workload.layers.push_back(std::move(attention));
@@ -253,10 +278,11 @@ Workload llama(const TransformerConfig& c) {
 
     for (int i = 0; i < c.layers; ++i) {
         const std::string p = "model.layers." + std::to_string(i);
-        // LlamaAttention (eager): RMSNorm in FP32 (2 passes), the projections, rotary embeddings on q and k
-        // (q * cos + rotate_half(q) * sin: a copy of 2 passes and three kernels of 3, 11 passes), repeat_kv's copy of
-        // k and v to every head (2 passes over both) under grouped-query attention, scores / sqrt(d_head) (2) + the
-        // causal mask (3), softmax in FP32, o_proj, the residual add.
+        // LlamaAttention (eager; with flash the score passes and softmax are inside the fused kernel): RMSNorm in FP32
+        // (2 passes), the projections, rotary embeddings on q and k (q * cos + rotate_half(q) * sin: a copy of 2 passes
+        // and three kernels of 3, 11 passes), repeat_kv's copy of k and v to every head (2 passes over both) under
+        // grouped-query attention, then eager: scores / sqrt(d_head) (2) + the causal mask (3), softmax in FP32;
+        // o_proj, the residual add.
         Layer attention = named_layer(p + ".self_attn");
         add_vector(attention, p + ".input_layernorm.weight", d);
         add_memory(attention, PartKind::norm, 2.0, tokens, true);
@@ -265,7 +291,7 @@ Workload llama(const TransformerConfig& c) {
         add_linear_no_bias(attention, p + ".self_attn.v_proj", d, kv, seq);
         add_memory(attention, PartKind::elementwise, 11.0, static_cast<double>(seq * (d + kv)));
         if (kv < d) add_memory(attention, PartKind::elementwise, 2.0, 2.0 * tokens);
-        add_attention_core(attention, seq, d, 5.0, c.heads);
+        add_attention(attention, c.attention, seq, d, 5.0, c.heads, static_cast<double>(seq * kv));
         add_linear_no_bias(attention, p + ".self_attn.o_proj", d, d, seq);
         add_memory(attention, PartKind::elementwise, 3.0, tokens);  // residual
         workload.layers.push_back(std::move(attention));
@@ -317,7 +343,8 @@ Workload transformer(const TransformerConfig& c) {
                                  .heads = c.heads,
                                  .ffn_hidden = c.ffn_hidden,
                                  .seq_len = c.seq_len,
-                                 .vocab = c.vocab});
+                                 .vocab = c.vocab,
+                                 .attention = c.attention});
 }
 
 }  // namespace ddlsim::models

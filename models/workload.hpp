@@ -124,9 +124,26 @@ constexpr std::span<const sim::EnumEntry<TransformerStyle>> enum_entries(Transfo
     return k_transformer_styles;
 }
 
+/// How attention runs between the projections.
+///   flash  one fused kernel per layer (FlashAttention, Dao et al., NeurIPS 2022; PyTorch's
+///   scaled_dot_product_attention
+///          picks it for fp16/bf16 on sm80+ since PyTorch 2.0): reads Q, K, V and writes the output, the score
+///          matrix never reaches memory, and only the output is kept for backward. Its FLOPs are counted in full
+///          (causal block skipping and the backward's recomputation of the scores are not modelled)
+///   eager  the HuggingFace reference code: scores, scaling and masking, softmax and the weighted sum as separate
+///          kernels over the full seq x seq score matrix, kept for backward
+enum class AttentionKernel { flash, eager };
+inline constexpr sim::EnumEntry<AttentionKernel> k_attention_kernels[]{
+    {AttentionKernel::flash, "flash", "one fused kernel (FlashAttention / PyTorch SDPA): no score matrix in memory"},
+    {AttentionKernel::eager, "eager", "separate kernels over the full score matrix (HuggingFace eager attention)"}};
+constexpr std::span<const sim::EnumEntry<AttentionKernel>> enum_entries(AttentionKernel) {
+    return k_attention_kernels;
+}
+
 struct TransformerConfig {
     using Style = TransformerStyle;
     Style style = Style::llama;
+    AttentionKernel attention = AttentionKernel::flash;
     int layers = 0;
     std::int64_t hidden = 0;
     std::int64_t heads = 0;

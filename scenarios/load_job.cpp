@@ -60,6 +60,7 @@ models::TransformerConfig read_transformer(const json& j, const std::string& pat
         c.kv_heads = count("kv_heads", 4096);
     }
     if (r.has("ffn_hidden")) c.ffn_hidden = count("ffn_hidden", 1 << 20);
+    if (r.has("attention")) c.attention = read_enum<models::AttentionKernel>(r.at("attention"), r.path("attention"));
     c.seq_len = count("seq_len", 1 << 20);
     c.vocab = count("vocab", 1 << 22);
     if (c.hidden % c.heads != 0)

@@ -90,6 +90,7 @@ json model_json(const JobSpec& j) {
     if (j.transformer) {
         const models::TransformerConfig& c = *j.transformer;
         json t{{"style", std::string(sim::enum_name(c.style))},
+               {"attention", std::string(sim::enum_name(c.attention))},
                {"layers", c.layers},
                {"hidden", c.hidden},
                {"heads", c.heads},

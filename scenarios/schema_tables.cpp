@@ -312,6 +312,9 @@ Tables build() {
                                  "heads)",
                                  1)},
             {"ffn_hidden", integer("MLP width (default: llama 2/3 of 4d rounded up to 256; gpt 4d)", 1)},
+            {"attention", with_default(enum_schema(sim::enum_names<models::AttentionKernel>(),
+                                                   sim::enum_descriptions<models::AttentionKernel>()),
+                                       "flash")},
             {"seq_len", integer("tokens per sample (the sequence trained on)", 1), true},
             {"vocab", integer("vocabulary size", 1), true},
         }};
