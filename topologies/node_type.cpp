@@ -53,16 +53,23 @@ std::string nic(std::size_t k) {
     return fmt::format("nic{}", k);
 }
 
-// Eight GPUs each on one link to an NVSwitch fabric, one NIC per GPU behind a PCIe link.
-NodeType nvswitch_node(std::string name, std::string fabric, sim::Bandwidth per_gpu, sim::Bandwidth nic_bw,
-                       sim::Bandwidth pcie) {
+// An 8-GPU node's headline figures, without links yet.
+NodeType eight_gpus(std::string name, std::string fabric, std::size_t nics, sim::Bandwidth nic_bw,
+                    sim::Bandwidth per_gpu) {
     NodeType t;
     t.preset = std::move(name);
     t.fabric = std::move(fabric);
     t.gpus = 8;
-    t.nics = 8;
+    t.nics = nics;
     t.nic_bandwidth = nic_bw;
     t.gpu_bandwidth = per_gpu;
+    return t;
+}
+
+// Eight GPUs each on one link to an NVSwitch fabric, one NIC per GPU behind a PCIe link.
+NodeType nvswitch_node(std::string name, std::string fabric, sim::Bandwidth per_gpu, sim::Bandwidth nic_bw,
+                       sim::Bandwidth pcie) {
+    NodeType t = eight_gpus(std::move(name), std::move(fabric), 8, nic_bw, per_gpu);
     for (std::size_t j = 0; j < t.gpus; ++j) {
         t.links.push_back({gpu(j), "", per_gpu, Medium::nvlink});
         t.links.push_back({gpu(j), nic(j), pcie, Medium::pcie, LinkClass::inter});
@@ -71,14 +78,11 @@ NodeType nvswitch_node(std::string name, std::string fabric, sim::Bandwidth per_
 }
 
 NodeType dgx1_v100() {
-    NodeType t;
-    t.preset = "dgx1_v100";
-    t.fabric = "NVLink 2 hybrid cube-mesh";
-    t.gpus = 8;
-    t.nics = 4;                                    // [DGX1] four EDR InfiniBand NICs
-    t.nic_bandwidth = gbit_s(100.0);               // [DGX1] 100 Gb/s EDR
     const sim::Bandwidth nvlink2 = gbyte_s(25.0);  // [V100] 25 GB/s per direction per link
-    t.gpu_bandwidth = nvlink2 * 6.0;               // [V100] six links per GPU
+    NodeType t = eight_gpus("dgx1_v100", "NVLink 2 hybrid cube-mesh",
+                            4,               // [DGX1] four EDR InfiniBand NICs
+                            gbit_s(100.0),   // [DGX1] 100 Gb/s EDR
+                            nvlink2 * 6.0);  // [V100] six links per GPU
     // NVLink links per GPU pair [NCCL671]: 0-1 NV1, 0-2 NV1, 0-3 NV2, 0-4 NV2, 1-2 NV2, 1-3 NV1, 1-5 NV2,
     // 2-3 NV2, 2-6 NV1, 3-7 NV1, 4-5 NV1, 4-6 NV1, 4-7 NV2, 5-6 NV2, 5-7 NV1, 6-7 NV2: two fully connected
     // quads (0-3, 4-7) joined GPU i to GPU i+4; 16 pairs, 24 links, six per GPU.
@@ -99,14 +103,11 @@ NodeType dgx1_v100() {
 }
 
 NodeType pcie_8gpu() {
-    NodeType t;
-    t.preset = "pcie_8gpu";
-    t.fabric = "PCIe Gen4, two GPUs per switch";
-    t.gpus = 8;
-    t.nics = 1;
-    t.pcie_switches = 4;              // [PEX] two x16 GPUs per switch
-    t.nic_bandwidth = gbit_s(200.0);  // [CX6] one 200 Gb/s NIC
-    t.gpu_bandwidth = kPcie4x16;      // [PCIe] Gen4 x16
+    NodeType t = eight_gpus("pcie_8gpu", "PCIe Gen4, two GPUs per switch",
+                            1,              // one NIC on the CPU's root complex
+                            gbit_s(200.0),  // [CX6] 200 Gb/s
+                            kPcie4x16);     // [PCIe] Gen4 x16 per GPU
+    t.pcie_switches = 4;                    // [PEX] two x16 GPUs per switch
     for (std::size_t k = 0; k < t.pcie_switches; ++k)
         t.links.push_back({fmt::format("p{}", k), "", kPcie4x16, Medium::pcie});  // [PEX] x16 uplink to the CPU
     for (std::size_t j = 0; j < t.gpus; ++j)

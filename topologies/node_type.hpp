@@ -9,7 +9,8 @@
 //   n<i>p<k>    PCIe switch k (pcie_8gpu)
 //   n<i>nic<k>  NIC k; its port joins the network (the top switch, or rail leaf k)
 // GPU j's traffic between machines leaves through NIC j * nics / gpus: that NIC is linked to
-// GPU j (or to the GPU pair's PCIe switch), and no shorter path leads to another NIC because
+// GPU j (dgx1_v100: to both GPUs of its pair, standing for the PCIe switch they share;
+// pcie_8gpu: its one NIC to the CPUs' root complex), and no path leads to another NIC because
 // routes do not cross GPUs. The PCIe hop from a GPU to its NIC belongs to the NIC's path (class
 // inter, the NIC's transport): the measured goodput of NCCL's network transport includes it.
 #pragma once
