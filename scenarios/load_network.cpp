@@ -8,7 +8,6 @@
 
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
-#include "sim/unit_parse.hpp"
 
 namespace ddlsim::scenario::detail {
 namespace {
@@ -138,10 +137,10 @@ std::optional<topo::NodeType> read_node_preset(ObjectReader& r) {
     const std::string name = read_choice(r.at("node"), r.path("node"), tables().choices.node_presets);
     const topo::NodeType& t = *topo::find_node_preset(name);
     for (const char* key : kPresetFixed)
-        r.forbid(key, fmt::format("fixed by network.node \"{}\" ({} GPUs, {} NICs of {}, {} per GPU); give either "
-                                  "the preset or the node's keys, not both",
-                                  name, t.gpus, t.nics, sim::format_bandwidth(t.nic_bandwidth),
-                                  sim::format_bandwidth(t.gpu_bandwidth)));
+        r.forbid(key, fmt::format("fixed by network.node \"{}\" ({} GPUs at {:.4g} GB/s each per direction, {} NICs "
+                                  "of {:.4g} Gbit/s); give either the preset or the node's keys, not both",
+                                  name, t.gpus, t.gpu_bandwidth.bytes_per_s() / 1e9, t.nics,
+                                  t.nic_bandwidth.bits_per_s() / 1e9));
     return t;
 }
 

@@ -86,7 +86,7 @@ std::string node_preset_descriptions() {
         "two_tier, rail_optimized: a node preset, fixing gpus_per_node, nics_per_node and "
         "intra_bandwidth (bandwidth defaults to its NIC rate): ";
     for (const auto& n : topo::node_presets())
-        out += fmt::format("{}{}: {} x GPU, {}, {} GB/s per GPU per direction, {} x {} Gbit/s NICs",
+        out += fmt::format("{}{}: {} x GPU, {}, {:.4g} GB/s per GPU per direction, {} x {:.4g} Gbit/s NICs",
                            &n == &topo::node_presets().front() ? "" : "; ", n.preset, n.gpus, n.fabric,
                            n.gpu_bandwidth.bytes_per_s() / 1e9, n.nics, n.nic_bandwidth.bits_per_s() / 1e9);
     return out;
