@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
@@ -98,6 +99,19 @@ struct TopologyInput {
     [[nodiscard]] std::size_t count(const char* key, std::uint64_t min, std::uint64_t max) {
         return static_cast<std::size_t>(read_uint(r.at(key), r.path(key), min, max));
     }
+    /// "oversubscription" (default 1) of leaves with `ports` host ports of `bw` and `spines` uplinks, each
+    /// uplink getting ports x bw / (spines x oversubscription): kept finite.
+    [[nodiscard]] double oversubscription(sim::Bandwidth bw, std::size_t ports, std::size_t spines) {
+        if (!r.has("oversubscription")) return 1.0;
+        const double over = read_positive(r.at("oversubscription"), r.path("oversubscription"), 1e6);
+        const double min_over = bw.bytes_per_s() * static_cast<double>(ports) / (static_cast<double>(spines) * 1e18);
+        if (over < min_over)
+            throw ScenarioError(r.path("oversubscription"),
+                                fmt::format("expected at least {:.3g} (smaller values make the leaf uplinks faster "
+                                            "than 8 Ebit/s), got {:g}",
+                                            min_over, over));
+        return over;
+    }
 };
 
 namespace {
@@ -114,18 +128,91 @@ topo::TopologySpec read_ring(TopologyInput& in) {
     return s;
 }
 
+// The node keys that a preset (network.node) fixes: giving one beside the preset is refused, not merged.
+constexpr const char* kPresetFixed[] = {"gpus_per_node", "nics_per_node", "intra_bandwidth"};
+
+// network.node: a preset's name, or nullopt when absent. Keys the preset fixes must not be given too.
+std::optional<topo::NodeType> read_node_preset(ObjectReader& r) {
+    if (!r.has("node")) return std::nullopt;
+    const std::string name = read_choice(r.at("node"), r.path("node"), tables().choices.node_presets);
+    const topo::NodeType& t = *topo::find_node_preset(name);
+    for (const char* key : kPresetFixed)
+        r.forbid(key, fmt::format("fixed by network.node \"{}\" ({} GPUs at {:.4g} GB/s each per direction, {} NICs "
+                                  "of {:.4g} Gbit/s); give either the preset or the node's keys, not both",
+                                  name, t.gpus, t.gpu_bandwidth.bytes_per_s() / 1e9, t.nics,
+                                  t.nic_bandwidth.bits_per_s() / 1e9));
+    return t;
+}
+
+// The keys a node takes when no preset names it; `what` is the topology.
+void require_node_keys(ObjectReader& r, std::string_view what) {
+    for (const char* key : {"gpus_per_node", "intra_bandwidth", "bandwidth"})
+        if (!r.has(key))
+            throw ScenarioError(r.path(key), fmt::format("required by topology \"{}\" without network.node", what));
+}
+
+// The NIC bandwidth: network.bandwidth, or the preset's.
+sim::Bandwidth nic_bandwidth(TopologyInput& in, const std::optional<topo::NodeType>& preset) {
+    return in.r.has("bandwidth") || !preset ? in.bandwidth() : preset->nic_bandwidth;
+}
+
+// Nodes enough for the workers unless num_nodes is given.
+std::size_t node_count(TopologyInput& in, std::size_t gpus_per_node) {
+    if (in.r.has("num_nodes")) return in.count("num_nodes", 1, kMaxWorkers);
+    return std::max<std::size_t>(1, (in.gpus_hint + gpus_per_node - 1) / gpus_per_node);
+}
+
 topo::TopologySpec read_two_tier(TopologyInput& in) {
     ObjectReader& r = in.r;
     topo::TwoTierSpec s;
-    s.bandwidth = in.bandwidth();
+    s.node = read_node_preset(r);
+    if (!s.node) require_node_keys(r, topo::TwoTierSpec::kName);
+    s.bandwidth = nic_bandwidth(in, s.node);
     s.latency = in.latency();
-    s.gpus_per_node = in.count("gpus_per_node", 1, 1024);
-    s.intra_bandwidth = read_bandwidth(r.at("intra_bandwidth"), r.path("intra_bandwidth"));
     s.intra_latency = read_time(r.at("intra_latency"), r.path("intra_latency"));
-    s.nodes = std::max<std::size_t>(1, (in.gpus_hint + s.gpus_per_node - 1) / s.gpus_per_node);
-    if (r.has("num_nodes")) s.nodes = in.count("num_nodes", 1, kMaxWorkers);
-    if (r.has("nics_per_node")) s.nics_per_node = in.count("nics_per_node", 1, 64);
+    if (s.node) {
+        s.gpus_per_node = s.node->gpus;
+        s.nics_per_node = s.node->nics;
+        s.intra_bandwidth = s.node->gpu_bandwidth;
+    } else {
+        s.gpus_per_node = in.count("gpus_per_node", 1, 1024);
+        s.intra_bandwidth = read_bandwidth(r.at("intra_bandwidth"), r.path("intra_bandwidth"));
+        if (r.has("nics_per_node")) s.nics_per_node = in.count("nics_per_node", 1, 64);
+    }
+    s.nodes = node_count(in, s.gpus_per_node);
     s.extra_hosts = in.hosts_needed - in.gpus_hint;
+    return s;
+}
+
+topo::TopologySpec read_rail_optimized(TopologyInput& in) {
+    ObjectReader& r = in.r;
+    topo::RailOptimizedSpec s;
+    const std::optional<topo::NodeType> preset = read_node_preset(r);
+    if (!preset) require_node_keys(r, topo::RailOptimizedSpec::kName);
+    s.bandwidth = nic_bandwidth(in, preset);
+    s.latency = in.latency();
+    s.intra_latency = read_time(r.at("intra_latency"), r.path("intra_latency"));
+    if (preset) {
+        s.node = *preset;
+    } else {
+        const std::size_t gpus = in.count("gpus_per_node", 1, 1024);
+        const std::size_t nics = r.has("nics_per_node") ? in.count("nics_per_node", 1, 64) : 1;
+        if (nics != 1 && nics != gpus)
+            throw ScenarioError(r.path("nics_per_node"),
+                                fmt::format("expected 1 (one NIC on the node switch) or gpus_per_node = {} (one NIC "
+                                            "per GPU, on rail leaves 0 .. {}), got {}; GPU pairs sharing a NIC "
+                                            "come with network.node \"dgx1_v100\"",
+                                            gpus, gpus - 1, nics));
+        s.node = topo::plain_node(gpus, read_bandwidth(r.at("intra_bandwidth"), r.path("intra_bandwidth")), nics,
+                                  s.bandwidth);
+    }
+    s.nodes = node_count(in, s.node.gpus);
+    s.spines = in.count("spines", 1, 4096);
+    s.oversubscription = in.oversubscription(s.bandwidth, s.nodes, s.spines);
+    if (in.hosts_needed > in.gpus_hint)
+        throw ScenarioError(r.path("topology"),
+                            "rail_optimized has no host for dedicated servers; use colocated "
+                            "servers (architecture.placement \"colocated\") or two_tier");
     return s;
 }
 
@@ -144,16 +231,7 @@ topo::TopologySpec read_leaf_spine(TopologyInput& in) {
     s.spines = in.count("spines", 1, 4096);
     s.leaves = std::max<std::size_t>(1, (in.hosts_needed + s.hosts_per_leaf - 1) / s.hosts_per_leaf);
     if (r.has("leaves")) s.leaves = in.count("leaves", 1, kMaxWorkers);
-    if (r.has("oversubscription"))
-        s.oversubscription = read_positive(r.at("oversubscription"), r.path("oversubscription"), 1e6);
-    // The leaf uplinks get hosts_per_leaf x bandwidth / (spines x oversubscription): keep that finite.
-    const double min_over =
-        s.bandwidth.bytes_per_s() * static_cast<double>(s.hosts_per_leaf) / (static_cast<double>(s.spines) * 1e18);
-    if (s.oversubscription < min_over)
-        throw ScenarioError(r.path("oversubscription"),
-                            fmt::format("expected at least {:.3g} (smaller values make the leaf uplinks faster "
-                                        "than 8 Ebit/s), got {:g}",
-                                        min_over, s.oversubscription));
+    s.oversubscription = in.oversubscription(s.bandwidth, s.hosts_per_leaf, s.spines);
     return s;
 }
 
@@ -191,8 +269,8 @@ TopologyReader entry(std::vector<std::string_view> keys, topo::TopologySpec (*re
 const std::vector<TopologyReader>& topology_readers() {
     static const std::vector<TopologyReader> readers{
         entry<topo::StarSpec>({"bandwidth*", "latency*", "hosts"}, read_star),
-        entry<topo::TwoTierSpec>({"bandwidth*", "latency*", "gpus_per_node*", "intra_bandwidth*", "intra_latency*",
-                                  "num_nodes", "nics_per_node", "intra_transport"},
+        entry<topo::TwoTierSpec>({"bandwidth", "latency*", "gpus_per_node", "intra_bandwidth", "intra_latency*",
+                                  "num_nodes", "nics_per_node", "intra_transport", "node"},
                                  read_two_tier),
         entry<topo::FatTreeSpec>({"bandwidth*", "latency*", "k*"}, read_fat_tree),
         entry<topo::LeafSpineSpec>(
@@ -200,6 +278,10 @@ const std::vector<TopologyReader>& topology_readers() {
         entry<topo::RingSpec>({"bandwidth*", "latency*", "hosts"}, read_ring),
         entry<topo::Torus2dSpec>({"bandwidth*", "latency*", "dims*"}, read_torus2d),
         entry<topo::CustomSpec>({"nodes", "links", "file"}, read_custom_topology),
+        entry<topo::RailOptimizedSpec>(
+            {"bandwidth", "latency*", "gpus_per_node", "intra_bandwidth", "intra_latency*", "num_nodes",
+             "nics_per_node", "intra_transport", "node", "spines*", "oversubscription"},
+            read_rail_optimized),
     };
     return readers;
 }

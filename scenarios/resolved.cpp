@@ -12,6 +12,28 @@ namespace {
 
 using nlohmann::json;
 
+// A node preset by its name (the keys it fixes are not echoed: giving them beside it is refused), or the
+// node's keys.
+void node_json(json& n, const std::string& preset, std::size_t gpus, std::size_t nics, sim::Bandwidth intra) {
+    if (!preset.empty()) {
+        n["node"] = preset;
+        return;
+    }
+    n["gpus_per_node"] = gpus;
+    n["nics_per_node"] = nics;
+    n["intra_bandwidth"] = sim::format_bandwidth(intra);
+}
+
+// The intra-node transport: what `auto` picks for the GPU links, or with a node preset (whose links differ in
+// medium) only the one given.
+template <class F>
+void intra_transport_json(json& n, const Scenario& s, bool preset, sim::Bandwidth intra, const F& transport_json) {
+    if (!preset)
+        n["intra_transport"] = transport_json(topo::transport_for(s.transports, topo::LinkClass::intra, intra));
+    else if (s.transports.intra)
+        n["intra_transport"] = transport_json(*s.transports.intra);
+}
+
 json network_json(const Scenario& s) {
     json n = json::object();
     n["topology"] = std::string(topo::topology_name(s.topology));
@@ -34,11 +56,15 @@ json network_json(const Scenario& s) {
                 if constexpr (std::is_same_v<T, topo::StarSpec> || std::is_same_v<T, topo::RingSpec>) {
                     n["hosts"] = t.hosts;
                 } else if constexpr (std::is_same_v<T, topo::TwoTierSpec>) {
-                    n["gpus_per_node"] = t.gpus_per_node;
+                    node_json(n, t.node ? t.node->preset : "", t.gpus_per_node, t.nics_per_node, t.intra_bandwidth);
                     n["num_nodes"] = t.nodes;
-                    n["nics_per_node"] = t.nics_per_node;
-                    n["intra_bandwidth"] = sim::format_bandwidth(t.intra_bandwidth);
                     n["intra_latency"] = sim::format_time(t.intra_latency);
+                } else if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) {
+                    node_json(n, t.node.preset, t.node.gpus, t.node.nics, t.node.gpu_bandwidth);
+                    n["num_nodes"] = t.nodes;
+                    n["intra_latency"] = sim::format_time(t.intra_latency);
+                    n["spines"] = t.spines;
+                    n["oversubscription"] = t.oversubscription;
                 } else if constexpr (std::is_same_v<T, topo::FatTreeSpec>) {
                     n["k"] = t.k;
                 } else if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) {
@@ -71,8 +97,9 @@ json network_json(const Scenario& s) {
             if constexpr (!std::is_same_v<T, topo::CustomSpec>) {
                 n["transport"] = transport_json(topo::transport_for(s.transports, topo::LinkClass::inter, t.bandwidth));
                 if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
-                    n["intra_transport"] =
-                        transport_json(topo::transport_for(s.transports, topo::LinkClass::intra, t.intra_bandwidth));
+                    intra_transport_json(n, s, t.node.has_value(), t.intra_bandwidth, transport_json);
+                if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>)
+                    intra_transport_json(n, s, !t.node.preset.empty(), t.node.gpu_bandwidth, transport_json);
             } else {
                 if (s.transports.inter) n["transport"] = transport_json(*s.transports.inter);
             }

@@ -34,7 +34,7 @@ std::pair<double, std::string> largest_latency(const Scenario& s) {
                         out = {t.links[i].latency.seconds(), fmt::format("$.network.links[{}].latency", i)};
             } else {
                 out.first = t.latency.seconds();
-                if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
+                if constexpr (std::is_same_v<T, topo::TwoTierSpec> || std::is_same_v<T, topo::RailOptimizedSpec>)
                     if (t.intra_latency > t.latency) out = {t.intra_latency.seconds(), "$.network.intra_latency"};
             }
         },
@@ -348,10 +348,16 @@ std::string describe_transports(const Scenario& s, bool with_source) {
             } else {
                 out = one(topo::transport_for(s.transports, topo::LinkClass::inter, t.bandwidth),
                           s.transports.inter.has_value() ? 1 : 0);
-                if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
-                    out += "; intra-node " +
-                           one(topo::transport_for(s.transports, topo::LinkClass::intra, t.intra_bandwidth),
-                               s.transports.intra.has_value() ? 2 : 0);
+                // A node preset's links pick by medium under auto (NVLink links nvlink, PCIe links pcie).
+                const auto intra = [&](bool preset, sim::Bandwidth bw) {
+                    out += "; intra-node " + (preset && !s.transports.intra
+                                                  ? std::string("auto per link (nvlink on NVLink, pcie on PCIe)")
+                                                  : one(topo::transport_for(s.transports, topo::LinkClass::intra, bw),
+                                                        s.transports.intra.has_value() ? 2 : 0));
+                };
+                if constexpr (std::is_same_v<T, topo::TwoTierSpec>) intra(t.node.has_value(), t.intra_bandwidth);
+                if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>)
+                    intra(!t.node.preset.empty(), t.node.gpu_bandwidth);
             }
         },
         s.topology);

@@ -81,6 +81,17 @@ ObjectSchema compression_schema(const Choices& c) {
     return o;
 }
 
+std::string node_preset_descriptions() {
+    std::string out =
+        "two_tier, rail_optimized: a node preset, fixing gpus_per_node, nics_per_node and "
+        "intra_bandwidth (bandwidth defaults to its NIC rate): ";
+    for (const auto& n : topo::node_presets())
+        out += fmt::format("{}{}: {} x GPU, {}, {:.4g} GB/s per GPU per direction, {} x {:.4g} Gbit/s NICs",
+                           &n == &topo::node_presets().front() ? "" : "; ", n.preset, n.gpus, n.fabric,
+                           n.gpu_bandwidth.bytes_per_s() / 1e9, n.nics, n.nic_bandwidth.bits_per_s() / 1e9);
+    return out;
+}
+
 std::string topology_descriptions() {
     std::string out;
     for (const auto& t : detail::topology_readers())
@@ -95,6 +106,7 @@ Tables build() {
     for (const auto& d : models::builtin_devices()) c.devices.push_back(d.name);
     for (const models::CompressorInfo* k : models::compressors()) c.compression_kinds.emplace_back(k->name);
     c.transports = topo::transport_names();
+    for (const auto& n : topo::node_presets()) c.node_presets.push_back(n.preset);
     for (const auto& topology : detail::topology_readers()) c.topologies.emplace_back(topology.name);
     c.network_models = sim::enum_names<NetworkModel>();
     c.routings = sim::enum_names<topo::Routing>();
@@ -183,22 +195,26 @@ Tables build() {
         "the physical network",
         {
             {"topology", enum_schema(c.topologies, "fabric shape: " + topology_descriptions()), true},
-            {"bandwidth", bandwidth_schema("host link bandwidth (node NIC bandwidth for two_tier; every link of a "
-                                           "fat_tree; leaf_spine host links)")},
-            {"latency", time_schema("latency of every link but two_tier intra-node ones")},
+            {"bandwidth", bandwidth_schema("host link bandwidth (each NIC for two_tier and rail_optimized, default "
+                                           "there the node preset's NIC rate; every link of a fat_tree; leaf_spine "
+                                           "host links)")},
+            {"latency", time_schema("latency of every link but the intra-node ones of two_tier and rail_optimized")},
             {"hosts", integer("star, ring: number of hosts (default: workers plus dedicated servers)", 1)},
-            {"gpus_per_node", integer("two_tier: GPUs per node", 1)},
-            {"num_nodes", integer("two_tier: number of nodes (default: enough for the workers)", 1)},
+            {"node", enum_schema(c.node_presets, node_preset_descriptions())},
+            {"gpus_per_node", integer("two_tier, rail_optimized: GPUs per node (required without node)", 1)},
+            {"num_nodes", integer("two_tier, rail_optimized: number of nodes (default: enough for the workers)", 1)},
             {"nics_per_node",
-             with_default(
-                 integer("two_tier: parallel NIC links from each node to the switch (default 1; ECMP spreads flows)",
-                         1),
-                 1)},
-            {"intra_bandwidth", bandwidth_schema("two_tier: GPU link bandwidth on the intra-node fabric")},
-            {"intra_latency", time_schema("two_tier: GPU link latency on the intra-node fabric")},
+             with_default(integer("two_tier: parallel NIC links from each node to the switch (default 1; ECMP "
+                                  "spreads flows); rail_optimized: 1 (a NIC on the node switch, rail 0) or "
+                                  "gpus_per_node (NIC k beside GPU k, on rail k); fixed by node",
+                                  1),
+                          1)},
+            {"intra_bandwidth", bandwidth_schema("two_tier, rail_optimized: GPU link bandwidth to the node switch "
+                                                 "(required without node, fixed by it)")},
+            {"intra_latency", time_schema("two_tier, rail_optimized: latency of every link inside a node")},
             {"k", integer("fat_tree: switch radix k (even): k^3/4 hosts", 2)},
             {"hosts_per_leaf", integer("leaf_spine: hosts on each leaf", 1)},
-            {"spines", integer("leaf_spine: spine switches (each leaf links to every spine)", 1)},
+            {"spines", integer("leaf_spine, rail_optimized: spine switches (each leaf links to every spine)", 1)},
             {"leaves", integer("leaf_spine: leaf switches (default: enough for the workers)", 1)},
             {"oversubscription",
              {{"type", "number"},
@@ -206,7 +222,8 @@ Tables build() {
               {"default", 1.0},
               {"description",
                "leaf_spine: host bandwidth / uplink bandwidth of a leaf (default 1): each uplink gets "
-               "hosts_per_leaf x bandwidth / (spines x oversubscription)"}}},
+               "hosts_per_leaf x bandwidth / (spines x oversubscription); rail_optimized: the same for a rail "
+               "leaf, whose uplinks get num_nodes x bandwidth / (spines x oversubscription)"}}},
             {"dims",
              {{"type", "array"},
               {"items", {{"type", "integer"}, {"minimum", 1}}},
@@ -242,7 +259,8 @@ Tables build() {
                             "transport_source says which)")},
             {"intra_transport",
              {{"description",
-               "two_tier: the transport inside a machine (GPU links to the node switch); default auto: nvlink "
+               "two_tier, rail_optimized: the transport inside a machine (GPU links to the node switch, NVLink "
+               "and PCIe links of a node preset); default auto: a preset's links by their medium, others nvlink "
                "above 64 GB/s, pcie otherwise"},
               {"oneOf", json::array({enum_schema(c.transports, "preset"), ref("transport", "transport object")})}}},
         }};

@@ -27,6 +27,13 @@ std::string latency(double s) {
     return fmt::format("{:.4g} ms", s * 1e3);
 }
 
+// "dgx_h100 (8 GPUs, NVSwitch ..., 450 GB/s per GPU, 8 NICs)" or, key by key, "of 8 GPUs (...)".
+std::string node_line(const topo::NodeType& n) {
+    return fmt::format("{}({} GPUs, {}, {:.4g} GB/s per GPU per direction, {} NICs)",
+                       n.preset.empty() ? "of " : n.preset + " ", n.gpus, n.fabric, n.gpu_bandwidth.bytes_per_s() / 1e9,
+                       n.nics);
+}
+
 std::string topology_line(const scenario::Scenario& s) {
     const auto bw = [](sim::Bandwidth b) { return si(b.bits_per_s(), "bit/s"); };
     return std::visit(
@@ -36,9 +43,12 @@ std::string topology_line(const scenario::Scenario& s) {
                 return fmt::format("star, {} hosts, {} links, {} latency", t.hosts, bw(t.bandwidth),
                                    latency(t.latency.seconds()));
             else if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
-                return fmt::format("two_tier, {} nodes x {} GPUs, {} x NIC {} / {}, intra {} / {}", t.nodes,
-                                   t.gpus_per_node, t.nics_per_node, bw(t.bandwidth), latency(t.latency.seconds()),
-                                   bw(t.intra_bandwidth), latency(t.intra_latency.seconds()));
+                return t.node ? fmt::format("two_tier, {} nodes {}, NICs {} / {}", t.nodes, node_line(*t.node),
+                                            bw(t.bandwidth), latency(t.latency.seconds()))
+                              : fmt::format("two_tier, {} nodes x {} GPUs, {} x NIC {} / {}, intra {} / {}", t.nodes,
+                                            t.gpus_per_node, t.nics_per_node, bw(t.bandwidth),
+                                            latency(t.latency.seconds()), bw(t.intra_bandwidth),
+                                            latency(t.intra_latency.seconds()));
             else if constexpr (std::is_same_v<T, topo::FatTreeSpec>)
                 return fmt::format("fat_tree k={}, {} hosts, {} links, {} latency", t.k, t.k * t.k * t.k / 4,
                                    bw(t.bandwidth), latency(t.latency.seconds()));
@@ -52,6 +62,11 @@ std::string topology_line(const scenario::Scenario& s) {
             else if constexpr (std::is_same_v<T, topo::Torus2dSpec>)
                 return fmt::format("torus2d {} x {}, {} links, {} latency", t.x, t.y, bw(t.bandwidth),
                                    latency(t.latency.seconds()));
+            else if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>)
+                return fmt::format("rail_optimized, {} nodes {}, {} rails of {} / {}, {} spines, uplinks {} ({}:1)",
+                                   t.nodes, node_line(t.node), t.node.nics, bw(t.bandwidth),
+                                   latency(t.latency.seconds()), t.spines, bw(topo::rail_uplink_bandwidth(t)),
+                                   t.oversubscription);
             else
                 return fmt::format("custom, {} nodes, {} links", t.nodes.size(), t.links.size());
         },

@@ -21,6 +21,17 @@ Fabric build(const StarSpec& s) {
 Fabric build(const TwoTierSpec& s) {
     Fabric f;
     f.add_node("switch", NodeKind::switch_);
+    if (s.node) {
+        for (std::size_t n = 0; n < s.nodes; ++n)
+            for (const std::string& nic : add_node(f, *s.node, n, s.intra_latency))
+                f.add_link(nic, "switch", s.bandwidth, s.latency);
+        for (std::size_t i = 0; i < s.extra_hosts; ++i) {
+            const std::string h = fmt::format("s{}", i);
+            f.set_node(f.add_node(h, NodeKind::host), static_cast<std::uint32_t>(s.nodes + i));
+            f.add_link(h, "switch", s.bandwidth, s.latency);
+        }
+        return f;
+    }
     for (std::size_t n = 0; n < s.nodes; ++n) {
         const std::string node = fmt::format("n{}", n);
         f.add_node(node, NodeKind::switch_);
@@ -113,6 +124,23 @@ Fabric build(const Torus2dSpec& s) {
     return f;
 }
 
+Fabric build(const RailOptimizedSpec& s) {
+    Fabric f;
+    const sim::Bandwidth up = rail_uplink_bandwidth(s);
+    for (std::size_t j = 0; j < s.spines; ++j) f.add_node(fmt::format("spine{}", j), NodeKind::switch_);
+    for (std::size_t k = 0; k < s.node.nics; ++k) {
+        const std::string rail = fmt::format("rail{}", k);
+        f.add_node(rail, NodeKind::switch_);
+        for (std::size_t j = 0; j < s.spines; ++j) f.add_link(rail, fmt::format("spine{}", j), up, s.latency);
+    }
+    for (std::size_t n = 0; n < s.nodes; ++n) {
+        const std::vector<std::string> nics = add_node(f, s.node, n, s.intra_latency);
+        for (std::size_t k = 0; k < nics.size(); ++k)
+            f.add_link(nics[k], fmt::format("rail{}", k), s.bandwidth, s.latency);
+    }
+    return f;
+}
+
 Fabric build(const CustomSpec& s) {
     Fabric f;
     for (const auto& n : s.nodes) f.add_node(n.name, n.kind);
@@ -124,6 +152,10 @@ Fabric build(const CustomSpec& s) {
 
 sim::Bandwidth leaf_uplink_bandwidth(const LeafSpineSpec& s) {
     return s.bandwidth * (static_cast<double>(s.hosts_per_leaf) / (static_cast<double>(s.spines) * s.oversubscription));
+}
+
+sim::Bandwidth rail_uplink_bandwidth(const RailOptimizedSpec& s) {
+    return s.bandwidth * (static_cast<double>(s.nodes) / (static_cast<double>(s.spines) * s.oversubscription));
 }
 
 Fabric build_fabric(const TopologySpec& spec) {

@@ -2,7 +2,10 @@
 // placement takes hosts in this order):
 //   star:       h0, h1, ...                        (switch "switch")
 //   two_tier:   n<i>g<j> for GPU j of node i (node switch "n<i>", top switch "switch"),
-//               then extra hosts s0, s1, ... on the top switch (dedicated servers)
+//               then extra hosts s0, s1, ... on the top switch (dedicated servers); with a
+//               node type, its parts as node_type.hpp names them, NICs n<i>nic<k> on "switch"
+//   rail_optimized: n<i>g<j> as two_tier with a node type; NIC k of every node on rail leaf
+//               "rail<k>", every rail leaf on every "spine<j>"
 //   fat_tree:   h0 .. h(k^3/4 - 1), edge switch by edge switch
 //               (switches e<pod>_<i>, a<pod>_<i>, c<i>)
 //   leaf_spine: h0, h1, ... leaf by leaf (switches leaf<i>, spine<j>)
@@ -12,12 +15,14 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
 #include "topologies/fabric.hpp"
+#include "topologies/node_type.hpp"
 
 namespace ddlsim::topo {
 
@@ -44,6 +49,28 @@ struct TwoTierSpec {
     sim::Time intra_latency;
     std::size_t nics_per_node = 1;
     std::size_t extra_hosts = 0;  ///< single-NIC hosts on the top switch (e.g. dedicated servers)
+    /// A node type (network.node): its parts replace the node switch, intra links and parallel NIC links
+    /// above; gpus_per_node, nics_per_node and intra_bandwidth then repeat the type's figures.
+    std::optional<NodeType> node = std::nullopt;
+};
+
+/// Rail-optimized leaf-spine (NVIDIA's DGX SuperPOD compute fabric): NIC k of every node on rail
+/// leaf k, so GPU k of one node reaches GPU k of another through its NIC, the rail leaf and the
+/// peer's NIC. The rail leaves join through `spines` spines, each leaf uplink carrying
+/// nodes * bandwidth / (spines * oversubscription). GPUs do not forward, so traffic between rails
+/// (GPU 3 to GPU 5 of another node) crosses a spine; NCCL's PXN, which moves it over NVLink to the
+/// GPU on the destination's rail first, is a choice of the collective, not of the routes.
+struct RailOptimizedSpec {
+    static constexpr std::string_view kName = "rail_optimized";
+    static constexpr std::string_view kDescription =
+        "nodes whose NIC k sits on rail leaf k, rail leaves joined by spines (DGX SuperPOD style)";
+    std::size_t nodes = 0;
+    NodeType node;
+    sim::Bandwidth bandwidth;  ///< each NIC port and rail-leaf port
+    sim::Time latency;         ///< every link outside the nodes
+    sim::Time intra_latency;   ///< every link inside a node
+    std::size_t spines = 1;
+    double oversubscription = 1.0;
 };
 
 /// k-ary fat-tree (Al-Fares et al., SIGCOMM 2008): k pods of k/2 edge and k/2
@@ -111,7 +138,8 @@ struct CustomSpec {
     std::vector<CustomLink> links;
 };
 
-using TopologySpec = std::variant<StarSpec, TwoTierSpec, FatTreeSpec, LeafSpineSpec, RingSpec, Torus2dSpec, CustomSpec>;
+using TopologySpec = std::variant<StarSpec, TwoTierSpec, FatTreeSpec, LeafSpineSpec, RingSpec, Torus2dSpec, CustomSpec,
+                                  RailOptimizedSpec>;
 
 /// The scenario name of a topology ("star", ...): each spec's kName.
 [[nodiscard]] inline std::string_view topology_name(const TopologySpec& t) {
@@ -123,5 +151,7 @@ using TopologySpec = std::variant<StarSpec, TwoTierSpec, FatTreeSpec, LeafSpineS
 
 /// Leaf uplink bandwidth of a leaf-spine spec.
 [[nodiscard]] sim::Bandwidth leaf_uplink_bandwidth(const LeafSpineSpec& s);
+/// Rail-leaf uplink bandwidth (to each spine) of a rail-optimized spec.
+[[nodiscard]] sim::Bandwidth rail_uplink_bandwidth(const RailOptimizedSpec& s);
 
 }  // namespace ddlsim::topo

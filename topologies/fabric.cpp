@@ -15,11 +15,13 @@ Vertex Fabric::add_node(std::string name, NodeKind kind) {
     by_name_.emplace(std::move(name), v);
     host_index_.push_back(static_cast<std::uint32_t>(hosts_.size()));
     node_of_.push_back(static_cast<std::uint32_t>(v));
+    transit_.push_back(1);
     if (kind == NodeKind::host) hosts_.push_back(v);
     return v;
 }
 
-void Fabric::add_link(const std::string& a, const std::string& b, sim::Bandwidth bw, sim::Time latency, LinkClass cls) {
+void Fabric::add_link(const std::string& a, const std::string& b, sim::Bandwidth bw, sim::Time latency, LinkClass cls,
+                      Medium medium) {
     const auto va = find(a);
     const auto vb = find(b);
     if (!va) throw std::invalid_argument("link endpoint \"" + a + "\" is not a node");
@@ -27,7 +29,7 @@ void Fabric::add_link(const std::string& a, const std::string& b, sim::Bandwidth
     if (*va == *vb) throw std::invalid_argument("link from \"" + a + "\" to itself");
     if (!(bw.bytes_per_s() > 0.0)) throw std::invalid_argument("link bandwidth must be positive");
     const auto id = static_cast<std::uint32_t>(link_ends_.size());
-    const LinkInfo info{bw, latency, id, cls, sim::Time::zero(), std::numeric_limits<double>::infinity()};
+    const LinkInfo info{bw, latency, id, cls, sim::Time::zero(), std::numeric_limits<double>::infinity(), medium};
     boost::add_edge(*va, *vb, info, g_);
     link_ends_.emplace_back(*va, *vb);
     link_info_.push_back(info);
@@ -78,6 +80,7 @@ void Fabric::bfs(Vertex a, Vertex b) const {
     touched_.push_back(a);
     while (head < touched_.size()) {
         const Vertex u = touched_[head++];
+        if (u != a && transit_[u] == 0) continue;  // reached, but routes do not pass through it
         for (auto [e, end] = boost::out_edges(u, g_); e != end; ++e) {
             const Vertex v = boost::target(*e, g_);
             if (dist_[v] >= 0) continue;
@@ -104,7 +107,8 @@ sim::Route Fabric::walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& u
         options.clear();
         for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e) {
             const Vertex u = boost::target(*e, g_);
-            if (dist_[u] >= 0 && dist_[u] == dist_[v] - 1) options.emplace_back(u, g_[*e].id);
+            if (dist_[u] >= 0 && dist_[u] == dist_[v] - 1 && (u == a || transit_[u] != 0))
+                options.emplace_back(u, g_[*e].id);
         }
         std::size_t pick = 0;
         if (options.size() > 1) {
@@ -149,6 +153,7 @@ bool Fabric::short_route(Vertex a, Vertex b, std::uint64_t flow_key, sim::Route&
     std::vector<std::pair<std::uint32_t, std::uint32_t>> two;  // (link a-u, link u-b)
     for (auto [e, end] = boost::out_edges(a, g_); e != end; ++e) {
         const Vertex u = boost::target(*e, g_);
+        if (transit_[u] == 0) continue;
         for (auto [f, fend] = boost::out_edges(b, g_); f != fend; ++f)
             if (boost::target(*f, g_) == u) two.emplace_back(g_[*e].id, g_[*f].id);
     }
@@ -205,7 +210,8 @@ std::uint64_t Fabric::path_count(Vertex a, Vertex b) const {
         std::uint64_t c = 0;
         for (auto [e, end] = boost::out_edges(u, g_); e != end; ++e) {
             const Vertex p = boost::target(*e, g_);
-            if (dist_[p] >= 0 && dist_[p] == dist_[u] - 1) c = std::min<std::uint64_t>(c + count[p], 1ULL << 63);
+            if (dist_[p] >= 0 && dist_[p] == dist_[u] - 1 && (p == a || transit_[p] != 0))
+                c = std::min<std::uint64_t>(c + count[p], 1ULL << 63);
         }
         count[u] = c;
     }

@@ -56,6 +56,11 @@ struct NodeInfo {
 /// the node switch: NVLink, PCIe) or the network between machines (everything else).
 enum class LinkClass : std::uint8_t { inter, intra };
 
+/// What a link inside a machine is made of, where its builder knows (node presets): the transport
+/// `auto` then follows the medium instead of guessing it from the line rate (a 25 GB/s NVLink 2
+/// link is slower than PCIe Gen5 x16, yet runs NVLink's protocol).
+enum class Medium : std::uint8_t { unknown, nvlink, pcie };
+
 struct LinkInfo {
     sim::Bandwidth bandwidth;
     sim::Time latency;
@@ -63,6 +68,7 @@ struct LinkInfo {
     LinkClass cls = LinkClass::inter;
     sim::Time overhead;  ///< per-transfer software latency of its transport (sim::LinkSpec::overhead)
     double flow_cap = std::numeric_limits<double>::infinity();  ///< per-transfer rate bound, bytes/s
+    Medium medium = Medium::unknown;
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, NodeInfo, LinkInfo>;
@@ -74,7 +80,7 @@ public:
     Vertex add_node(std::string name, NodeKind kind);
     /// Adds a full-duplex link; throws on unknown names, self-loops, non-positive bandwidth.
     void add_link(const std::string& a, const std::string& b, sim::Bandwidth bw, sim::Time latency,
-                  LinkClass cls = LinkClass::inter);
+                  LinkClass cls = LinkClass::inter, Medium medium = Medium::unknown);
     /// Every link, by id, for transports to adjust (bandwidth, overhead, flow cap); before install().
     template <class F>
     void for_each_link(F&& f) {
@@ -109,6 +115,10 @@ public:
     /// (two_tier: the GPUs of a node). By default every host is its own node.
     [[nodiscard]] std::uint32_t node_of(Vertex host) const { return node_of_[host]; }
     void set_node(Vertex host, std::uint32_t node) { node_of_[host] = node; }
+    /// Whether routes may pass through `v` on their way elsewhere (default: yes). The GPUs of a node
+    /// preset do not: a GPU is an endpoint, not a switch, so its NIC carries only its own traffic.
+    void set_transit(Vertex v, bool transit) { transit_[v] = transit ? 1 : 0; }
+    [[nodiscard]] bool transit(Vertex v) const { return transit_[v] != 0; }
     /// Sum of link latencies (plus the largest per-transfer overhead) and the smallest bandwidth
     /// (or flow cap) on the route from a to b: what one transfer alone sees.
     [[nodiscard]] sim::Time path_latency(Vertex a, Vertex b) const;
@@ -135,6 +145,7 @@ private:
     std::vector<LinkInfo> link_info_;                   ///< by link id
     std::vector<std::uint32_t> host_index_;             ///< by vertex: position in hosts_
     std::vector<std::uint32_t> node_of_;                ///< by vertex: node (machine) id
+    std::vector<std::uint8_t> transit_;                 ///< by vertex: 1 when routes may pass through it
     Routing routing_ = Routing::ecmp;
     mutable std::unordered_map<std::uint64_t, Cached> pair_routes_;
     mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> flow_routes_;

@@ -68,20 +68,22 @@ TransportSpec transport_preset(TransportKind kind) {
     return t;
 }
 
-TransportKind auto_transport(LinkClass cls, sim::Bandwidth line_rate) {
+TransportKind auto_transport(LinkClass cls, sim::Bandwidth line_rate, Medium medium) {
+    if (cls == LinkClass::intra && medium == Medium::nvlink) return TransportKind::nvlink;
+    if (cls == LinkClass::intra && medium == Medium::pcie) return TransportKind::pcie;
     if (cls == LinkClass::intra) return line_rate.bytes_per_s() > 64e9 ? TransportKind::nvlink : TransportKind::pcie;
     return line_rate.bits_per_s() >= 100e9 * (1.0 - 1e-9) ? TransportKind::rdma : TransportKind::tcp;
 }
 
-TransportSpec transport_for(const FabricTransports& t, LinkClass cls, sim::Bandwidth line_rate) {
+TransportSpec transport_for(const FabricTransports& t, LinkClass cls, sim::Bandwidth line_rate, Medium medium) {
     const auto& chosen = cls == LinkClass::intra ? t.intra : t.inter;
-    return chosen ? *chosen : transport_preset(auto_transport(cls, line_rate));
+    return chosen ? *chosen : transport_preset(auto_transport(cls, line_rate, medium));
 }
 
 sim::Time apply_transports(Fabric& fabric, const FabricTransports& t) {
     sim::Time collective;
     fabric.for_each_link([&](LinkInfo& link) {
-        const TransportSpec tr = transport_for(t, link.cls, link.bandwidth);
+        const TransportSpec tr = transport_for(t, link.cls, link.bandwidth, link.medium);
         link.bandwidth = sim::Bandwidth::bytes_per_s(link.bandwidth.bytes_per_s() * tr.efficiency);
         link.overhead = tr.message_overhead;
         link.flow_cap = tr.flow_cap();

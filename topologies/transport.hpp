@@ -70,8 +70,9 @@ struct TransportSpec {
 
 /// What `auto` picks for links of `line_rate` in class `cls`: between machines RDMA at
 /// 100 Gbit/s and above (InfiniBand EDR/HDR/NDR, RoCE on GPU clusters), TCP below (1/10/25/40
-/// GbE); inside a machine NVLink above 64 GB/s (faster than PCIe Gen5 x16), PCIe otherwise.
-[[nodiscard]] TransportKind auto_transport(LinkClass cls, sim::Bandwidth line_rate);
+/// GbE); inside a machine NVLink above 64 GB/s (faster than PCIe Gen5 x16), PCIe otherwise, unless
+/// the link's builder named its medium (node presets), which then decides.
+[[nodiscard]] TransportKind auto_transport(LinkClass cls, sim::Bandwidth line_rate, Medium medium = Medium::unknown);
 
 /// The transports a fabric runs: explicit ones per class, or `auto` (nullopt) per link.
 struct FabricTransports {
@@ -84,6 +85,7 @@ struct FabricTransports {
 sim::Time apply_transports(Fabric& fabric, const FabricTransports& t);
 
 /// The transport a link of class `cls` and `line_rate` runs under `t`.
-[[nodiscard]] TransportSpec transport_for(const FabricTransports& t, LinkClass cls, sim::Bandwidth line_rate);
+[[nodiscard]] TransportSpec transport_for(const FabricTransports& t, LinkClass cls, sim::Bandwidth line_rate,
+                                          Medium medium = Medium::unknown);
 
 }  // namespace ddlsim::topo
