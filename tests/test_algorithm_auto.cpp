@@ -165,6 +165,23 @@ TEST_CASE("auto on a star: small messages on many workers pick the tree, large o
     CHECK(last == topo::AllreduceAlgorithm::ring);
 }
 
+TEST_CASE("auto: with several NICs per node the pick spreads inter-node bytes over them") {
+    // 4 nodes of 8 GPUs, 1 GB. The flat ring crosses each node boundary with one flow per direction, so it uses
+    // one NIC whatever the count. The hierarchical rails send 8 flows per node (one per GPU index), which ECMP
+    // spreads over the node's NICs: their bandwidth term 2(N-1)S/(NB) shrinks towards 1/k of it with k NICs.
+    // auto picks the rails on both fabrics, and with 4 NICs it is at least 1.6 times faster than with one (the
+    // ECMP hash of 8 flows over 4 NICs leaves some NIC with more than 2).
+    const Placed one = two_tier(4, 8, 1), four = two_tier(4, 8, 4);
+    CHECK(pick(one, 1e9) == topo::AllreduceAlgorithm::hierarchical);
+    CHECK(pick(four, 1e9) == topo::AllreduceAlgorithm::hierarchical);
+    const double t1 = simulated(topo::AllreduceAlgorithm::automatic, one, 1e9);
+    const double t4 = simulated(topo::AllreduceAlgorithm::automatic, four, 1e9);
+    CHECK(t4 * 1.6 < t1);
+    // The ring's time does not change with the NIC count (within 1 %).
+    CHECK(simulated(topo::AllreduceAlgorithm::ring, four, 1e9) ==
+          doctest::Approx(simulated(topo::AllreduceAlgorithm::ring, one, 1e9)).epsilon(0.01));
+}
+
 TEST_CASE("auto: round_size bounds every candidate") {
     topo::ArchitectureSpec spec;
     spec.algorithm = topo::AllreduceAlgorithm::automatic;
@@ -210,6 +227,16 @@ TEST_CASE("auto: the loader accepts it, the resolved scenario echoes it, the res
     }
     // Every message's all-reduce is one collective with one pick.
     CHECK(messages == doctest::Approx(r.at("collectives_per_iteration").get<double>()));
+    // Top-k's payloads are all-gathered, which NCCL runs as a ring: no all-reduce, so nothing to pick.
+    nlohmann::json topk = j;
+    topk["compression"] = {{"kind", "topk"}, {"density", 0.01}};
+    const auto st = scenario::load_scenario(topk);
+    const auto rt = scenario::result_json(st, scenario::run_scenario(st));
+    CHECK(!rt.contains("algorithm_picks"));
+    nlohmann::json ring = topk;
+    ring["architecture"]["algorithm"] = "ring";
+    const auto sr = scenario::load_scenario(ring);
+    CHECK(scenario::result_json(sr, scenario::run_scenario(sr)).at("iteration_time_s") == rt.at("iteration_time_s"));
     // A parameter server has no algorithm: the loader refuses the key (exit 2 at the CLI), naming its path.
     nlohmann::json ps = j;
     ps["architecture"] = {{"kind", "ps"}, {"algorithm", "auto"}};

@@ -17,7 +17,8 @@
 //   ring          NCCL's ring (one channel; every rank sends S/n to its successor).
 //   double_tree   NCCL's double binary tree (ncclGetDtree) over all ranks. That is NCCL's tree exactly when every
 //                 node holds one rank; with several ranks per node NCCL >= 2.4 chains the ranks inside a node and
-//                 runs the double tree among nodes, which ddlsim does not build: its tree crosses nodes more.
+//                 runs the double tree among nodes (src/graph/connect.cc calls ncclGetDtree(nNodes, node, ...),
+//                 same commit), which ddlsim does not build: its tree crosses nodes more.
 //   hierarchical  only when there are at least two nodes of equal size above one worker: NCCL's rings on several
 //                 channels, each crossing between nodes on its own NIC (rails), carry a node's inter-node bytes
 //                 over all of its NICs; ddlsim's hierarchical all-reduce (intra-node reduce-scatter, rings along
