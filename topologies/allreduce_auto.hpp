@@ -23,8 +23,11 @@
 //                 channels, each crossing between nodes on its own NIC (rails), carry a node's inter-node bytes
 //                 over all of its NICs; ddlsim's hierarchical all-reduce (intra-node reduce-scatter, rings along
 //                 rails, intra-node all-gather) is the form of that which its fabric and ECMP routing can run.
-// Not candidates: NVLS and CollNet reduce inside the switch (NVLink SHARP, InfiniBand SHARP); the fabric model has
-// no in-switch reduction, so they cannot be expressed. PAT is NCCL's all-gather/reduce-scatter only.
+// Not candidates: the single binary tree (NCCL's tree algorithm is always the double tree), halving-doubling and
+// torus2d (NCCL has neither); NVLS and CollNet reduce inside the switch (NVLink SHARP, InfiniBand SHARP), and the
+// fabric model has no in-switch reduction, so they cannot be expressed. PAT is NCCL's all-gather/reduce-scatter
+// only. A pick is a pure function of the message size, the workers, their nodes and the fabric, so equal runs
+// pick equally.
 #pragma once
 
 #include <vector>
