@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "topologies/allreduce_auto.hpp"
 #include "topologies/parameter_server.hpp"
 #include "topologies/sparse_collectives.hpp"
 
@@ -149,7 +150,17 @@ const topo::Collective* CommPlan::collective_for(int kind, double bytes, const s
         ctx.bytes = sim::Bytes{bytes};
         ctx.tensor_bytes = tensor_bytes;
         ctx.tensor_server = tensor_server;
-        c = topo::make_collective(arch, ctx);
+        if (arch.kind == topo::ArchKind::allreduce && arch.algorithm == topo::AllreduceAlgorithm::automatic) {
+            // auto: one pick per message size (topologies/allreduce_auto.hpp), the collective of that algorithm.
+            const auto [pick, fresh] = pick_by_bytes_.try_emplace(bytes);
+            if (fresh) pick->second = topo::pick_allreduce(arch, ctx);
+            topo::ArchitectureSpec concrete = arch;
+            concrete.algorithm = pick->second;
+            c = topo::make_collective(concrete, ctx);
+            picked_[c.get()] = {pick->second, bytes};
+        } else {
+            c = topo::make_collective(arch, ctx);
+        }
     } else if (arch.kind == topo::ArchKind::ps) {
         if (kind == gtopk) throw std::invalid_argument("gtopk needs architecture \"allreduce\"");
         if (arch.style == topo::PsStyle::byteps)
@@ -162,9 +173,11 @@ const topo::Collective* CommPlan::collective_for(int kind, double bytes, const s
     } else if (kind == gtopk) {
         c = std::make_unique<topo::PlanCollective>(topo::gtopk_plan(n, sim::Bytes{bytes}, topo::GtopkForm::tree));
     } else {
-        c = std::make_unique<topo::PlanCollective>(arch.algorithm == topo::AllreduceAlgorithm::ring
-                                                       ? topo::sparse_allgather_ring_plan(n, sim::Bytes{bytes})
-                                                       : topo::sparse_allgather_doubling_plan(n, sim::Bytes{bytes}));
+        // auto: NCCL runs all-gathers as rings (src/graph/tuning.cc admits no tree for ncclFuncAllGather).
+        const bool ring =
+            arch.algorithm == topo::AllreduceAlgorithm::ring || arch.algorithm == topo::AllreduceAlgorithm::automatic;
+        c = std::make_unique<topo::PlanCollective>(ring ? topo::sparse_allgather_ring_plan(n, sim::Bytes{bytes})
+                                                        : topo::sparse_allgather_doubling_plan(n, sim::Bytes{bytes}));
     }
     return cache_.emplace(key, std::move(c)).first->second.get();
 }
@@ -245,6 +258,27 @@ void CommPlan::build_phases(Message& m) {
     add(summable, sum, sum_tensors, {}, sum_owners);
     add(allgather, gather, {}, {});
     add(gtopk, gtop, {}, {});
+}
+
+std::vector<AlgorithmPick> CommPlan::algorithm_picks() const {
+    std::vector<AlgorithmPick> out;
+    for (const Message& m : messages_)
+        for (const Phase& ph : m.phases) {
+            const auto it = picked_.find(ph.collective);
+            if (it == picked_.end()) continue;
+            const topo::AllreduceAlgorithm algorithm = it->second.first;
+            const double bytes = it->second.second;
+            auto p =
+                std::find_if(out.begin(), out.end(), [&](const AlgorithmPick& x) { return x.algorithm == algorithm; });
+            if (p == out.end()) p = out.insert(out.end(), AlgorithmPick{algorithm, 0, bytes, bytes});
+            ++p->messages;
+            p->min_bytes = std::min(p->min_bytes, bytes);
+            p->max_bytes = std::max(p->max_bytes, bytes);
+        }
+    // In the order of the algorithm table, so that equal runs print equally.
+    std::sort(out.begin(), out.end(),
+              [](const AlgorithmPick& a, const AlgorithmPick& b) { return a.algorithm < b.algorithm; });
+    return out;
 }
 
 sim::Time CommPlan::work_time(const CodecWork& work, std::uint32_t w) const {

@@ -88,6 +88,8 @@ public:
     /// Messages in which each layer's tensors end (per layer: count), for priority scheduling.
     [[nodiscard]] const std::vector<std::uint32_t>& messages_per_layer() const { return per_layer_; }
     [[nodiscard]] const topo::CollectiveContext& context() const { return ctx_; }
+    /// Algorithm auto: per picked algorithm, the collectives of one iteration that run it (empty otherwise).
+    [[nodiscard]] std::vector<AlgorithmPick> algorithm_picks() const;
 
 private:
     const topo::Collective* collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes,
@@ -108,6 +110,9 @@ private:
     std::map<std::pair<int, std::uint64_t>, std::unique_ptr<topo::Collective>> cache_;
     double wire_bytes_ = 0.0;
     double machine_bytes_ = 0.0;
+    /// Algorithm auto: the pick per message size, and per collective built the pick and its bytes.
+    std::map<double, topo::AllreduceAlgorithm> pick_by_bytes_;
+    std::map<const topo::Collective*, std::pair<topo::AllreduceAlgorithm, double>> picked_;
 };
 
 /// Latency and bottleneck bandwidth between the hosts of two endpoints of `job` (local on one host).

@@ -184,6 +184,14 @@ struct TrainingJob {
     }
 };
 
+/// Algorithm auto: the collectives of one iteration that run one picked algorithm.
+struct AlgorithmPick {
+    topo::AllreduceAlgorithm algorithm = topo::AllreduceAlgorithm::ring;
+    std::uint32_t messages = 0;  ///< collectives per iteration (a message's summable part; PowerSGD's P and Q)
+    double min_bytes = 0.0;      ///< per worker, the smallest of them
+    double max_bytes = 0.0;
+};
+
 /// Per-iteration figures of one job (SPEC §3).
 struct JobResult {
     double iteration_time_s = 0.0;
@@ -231,6 +239,8 @@ struct JobResult {
     double collectives_per_iteration = 0.0;    ///< collective rounds a worker joins per iteration (messages x phases)
     std::shared_ptr<const Schedule> schedule;  ///< with TrainingJob::record_schedule
     std::uint32_t max_lead = 0;                ///< ssp/asp: most iterations a worker started ahead of the slowest
+    /// Algorithm auto: what it picked, one entry per algorithm (empty for every other algorithm).
+    std::vector<AlgorithmPick> algorithm_picks;
 };
 
 /// What the job's collective needs: sizes, tensors in backward order, nodes of the workers.

@@ -25,6 +25,9 @@ topo::CollectiveContext collective_context(const TrainingJob& job, const topo::F
         const std::uint32_t node = fabric.node_of(job.endpoint_hosts[w]);
         ctx.node_of.push_back(dense.emplace(node, static_cast<std::uint32_t>(dense.size())).first->second);
     }
+    if (job.architecture.kind == topo::ArchKind::allreduce &&
+        job.architecture.algorithm == topo::AllreduceAlgorithm::automatic)
+        ctx.round_time = [&job, &fabric](const topo::Collective& c) { return detail::solo_round_time(job, fabric, c); };
     return ctx;
 }
 
@@ -110,6 +113,19 @@ std::unique_ptr<sim::Round> Comm::start_round(const topo::Collective& c, sim::En
             closed_form_.emplace(&c, c.alpha_beta([this](std::uint32_t a, std::uint32_t b) { return path_cost(a, b); }))
                 .first;
     return std::make_unique<TimedRound>(engine_, c.endpoints(), it->second, std::move(on_done));
+}
+
+sim::Time solo_round_time(const TrainingJob& job, const topo::Fabric& fabric, const topo::Collective& c) {
+    sim::Engine engine;
+    sim::Network network(engine);
+    fabric.install(network);
+    Comm comm(engine, network, fabric, job, false);
+    sim::Time last;
+    const auto round = comm.start_round(
+        c, [&](std::uint32_t) { last = std::max(last, engine.now()); }, 0);
+    for (std::uint32_t e = 0; e < c.endpoints(); ++e) round->open(e);
+    engine.run();
+    return last;
 }
 
 TrainerBase::TrainerBase(const TrainerEnv& env, bool model_sync)
@@ -242,6 +258,7 @@ JobResult simulate_closed_form(const topo::Fabric& fabric, const TrainingJob& jo
     r.model_versions = job.iterations;
     r.rounds = job.iterations;
     r.collectives_per_iteration = plan.collectives();
+    r.algorithm_picks = plan.algorithm_picks();
     return r;
 }
 

@@ -47,6 +47,10 @@ private:
     std::vector<sim::Time> out_free_, in_free_;  ///< analytic: per host, when its NIC is free
 };
 
+/// One round of `c` alone on an idle copy of `fabric` with the job's routes, every gate open at 0: how long it
+/// takes (algorithm auto's prediction, topologies/allreduce_auto.hpp).
+[[nodiscard]] sim::Time solo_round_time(const TrainingJob& job, const topo::Fabric& fabric, const topo::Collective& c);
+
 /// Timeline tracks of a job: per worker a compute and a communication track.
 struct Timeline {
     sim::Trace* trace = nullptr;

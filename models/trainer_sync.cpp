@@ -87,6 +87,7 @@ public:
         r.codec_time_s = plan_.codec_time(0).seconds() * syncs;
         r.rounds = sync_count();
         r.collectives_per_iteration = plan_.collectives() * syncs;
+        r.algorithm_picks = plan_.algorithm_picks();
         r.schedule = schedule_;
         r.model_versions = cfg_.averaging ? sync_count() : job_.iterations;
         // Waiting: a worker whose gradients are ready waits for the last worker of its round (stragglers, slower

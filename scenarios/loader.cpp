@@ -154,7 +154,10 @@ double plan_memory_bytes(const JobSpec& j) {
     const auto aggregation = models::compressor_info(j.compression).aggregation;
     if (a.kind == topo::ArchKind::allreduce) {
         if (aggregation == models::Aggregation::allgather)
-            bytes += kDagStep * (a.algorithm == topo::AllreduceAlgorithm::ring ? n * (n - 1.0) : n * log_n);
+            bytes += kDagStep * (a.algorithm == topo::AllreduceAlgorithm::ring ||
+                                         a.algorithm == topo::AllreduceAlgorithm::automatic
+                                     ? n * (n - 1.0)
+                                     : n * log_n);
         else if (aggregation == models::Aggregation::gtopk)
             bytes += kDagStep * 2.0 * n * log_n;
     }

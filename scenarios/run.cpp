@@ -201,6 +201,15 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
     };
     if (j.machine_bytes_per_iteration >= 0.0)
         out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
+    if (!j.algorithm_picks.empty()) {
+        // algorithm auto: which algorithm ran which collectives of an iteration (topologies/allreduce_auto.hpp).
+        auto& picks = out["algorithm_picks"] = nlohmann::json::array();
+        for (const auto& p : j.algorithm_picks)
+            picks.push_back({{"algorithm", std::string(sim::enum_name(p.algorithm))},
+                             {"messages", p.messages},
+                             {"min_bytes", p.min_bytes},
+                             {"max_bytes", p.max_bytes}});
+    }
     if (const auto t = token_rates(spec, j)) {
         out["tokens_per_s"] = t->tokens_per_s;
         out["mfu"] = t->mfu;

@@ -394,13 +394,16 @@ Tables build() {
         "how gradients are aggregated",
         {
             {"kind", enum_schema(c.arch_kinds, "allreduce, ps (parameter server) or gossip (D-PSGD)"), true},
-            {"algorithm", with_default(enum_schema(c.algorithms,
-                                                   "allreduce: ring (default), tree (binary tree reduce + broadcast), "
-                                                   "double_tree (NCCL's double binary tree), halving_doubling "
-                                                   "(Rabenseifner, MPICH for non-powers of two), hierarchical "
-                                                   "(intra-node reduce-scatter, inter-node rings, intra-node "
-                                                   "all-gather), torus2d (rings in X then Y)"),
-                                       "ring")},
+            {"algorithm",
+             with_default(enum_schema(c.algorithms,
+                                      "allreduce: ring (default), tree (binary tree reduce + broadcast), "
+                                      "double_tree (NCCL's double binary tree), halving_doubling "
+                                      "(Rabenseifner, MPICH for non-powers of two), hierarchical "
+                                      "(intra-node reduce-scatter, inter-node rings, intra-node "
+                                      "all-gather), torus2d (rings in X then Y), auto (per message the fastest "
+                                      "of ring, double_tree and, on equal multi-GPU nodes, hierarchical, "
+                                      "as NCCL's tuner picks per call)"),
+                          "ring")},
             {"segment_size", bytes_schema("allreduce: pipelining segment for large messages (default: none)")},
             {"servers", integer("ps: number of servers k (default 1 dedicated, workers colocated; byteps: CPU "
                                 "summation servers, may be 0)",

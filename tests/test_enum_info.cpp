@@ -48,7 +48,7 @@ TEST_CASE("enum tables: unique names, descriptions, round trips") {
     // Expected sizes: the number of enumerators each enum declares (none of StragglerDistribution is the absence
     // of the key and has no name), so an enumerator added without a table entry fails here.
     check_table<topo::ArchKind>(3);
-    check_table<topo::AllreduceAlgorithm>(6);
+    check_table<topo::AllreduceAlgorithm>(7);
     check_table<topo::ServerPlacement>(2);
     check_table<topo::PsSharding>(3);
     check_table<topo::PsStyle>(2);

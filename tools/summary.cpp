@@ -103,6 +103,9 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
                        scenario::describe_sync(spec));
     out += fmt::format("  compression   {}; overlap {}\n", scenario::describe_compression(spec),
                        scenario::describe_overlap(spec));
+    for (const auto& p : j.algorithm_picks)
+        out += fmt::format("  auto picked   {} for {} message{} of {} .. {}\n", sim::enum_name(p.algorithm), p.messages,
+                           p.messages == 1 ? "" : "s", si(p.min_bytes, "B"), si(p.max_bytes, "B"));
     {
         const auto m = scenario::job_memory(spec);
         out += fmt::format(

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "topologies/allreduce_auto.hpp"
 #include "topologies/ring_allreduce.hpp"
 
 namespace ddlsim::topo {
@@ -206,10 +207,27 @@ const AllreduceAlgorithmInfo& allreduce_algorithm(AllreduceAlgorithm a) {
 
 std::unique_ptr<Collective> make_allreduce(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
     if (spec.segment_size.value() < 0.0) throw std::invalid_argument("all-reduce: segment_size must not be negative");
+    if (spec.algorithm == AllreduceAlgorithm::automatic) {
+        ArchitectureSpec picked = spec;
+        picked.algorithm = pick_allreduce(spec, ctx);
+        return allreduce_algorithm(picked.algorithm).make(picked, ctx);
+    }
     return allreduce_algorithm(spec.algorithm).make(spec, ctx);
 }
 
 RoundSize allreduce_round_size(const ArchitectureSpec& spec, const RoundShape& shape) {
+    if (spec.algorithm == AllreduceAlgorithm::automatic) {
+        // Before anything is built the pick is unknown: the largest of every candidate auto may take.
+        RoundSize most{0.0, false};
+        ArchitectureSpec concrete = spec;
+        for (AllreduceAlgorithm a : k_auto_pool) {
+            concrete.algorithm = a;
+            const RoundSize r = allreduce_round_size(concrete, shape);
+            most.transfers = std::max(most.transfers, r.transfers);
+            most.explicit_dag = most.explicit_dag || r.explicit_dag;
+        }
+        return most;
+    }
     const AllreduceAlgorithmInfo& info = allreduce_algorithm(spec.algorithm);
     const double seg = spec.segment_size.value();
     if (shape.workers <= 1.0) return {0.0, info.explicit_dag(seg)};  // one worker alone: no traffic

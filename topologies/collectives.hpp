@@ -33,7 +33,8 @@
 namespace ddlsim::topo {
 
 enum class ArchKind { allreduce, ps, gossip };
-enum class AllreduceAlgorithm { ring, tree, double_tree, halving_doubling, hierarchical, torus2d };
+/// `automatic` ("auto") is no algorithm of its own: each collective picks one (allreduce_auto.hpp).
+enum class AllreduceAlgorithm { ring, tree, double_tree, halving_doubling, hierarchical, torus2d, automatic };
 enum class ServerPlacement { dedicated, colocated };
 enum class PsSharding { bytes, round_robin, balanced };
 enum class PsStyle { standard, byteps };
@@ -56,7 +57,9 @@ inline constexpr sim::EnumEntry<AllreduceAlgorithm> k_allreduce_algorithms[]{
      "recursive halving/doubling (Rabenseifner; MPICH for non-powers of two)"},
     {AllreduceAlgorithm::hierarchical, "hierarchical",
      "intra-node reduce-scatter, inter-node rings, intra-node all-gather"},
-    {AllreduceAlgorithm::torus2d, "torus2d", "rings in X then in Y (2D torus)"}};
+    {AllreduceAlgorithm::torus2d, "torus2d", "rings in X then in Y (2D torus)"},
+    {AllreduceAlgorithm::automatic, "auto",
+     "per message, the fastest of NCCL's algorithms (ring, double binary tree) on this fabric"}};
 constexpr std::span<const sim::EnumEntry<AllreduceAlgorithm>> enum_entries(AllreduceAlgorithm) {
     return k_allreduce_algorithms;
 }
@@ -114,6 +117,8 @@ struct ArchitectureSpec {
 /// A tensor cut evenly over every server rather than held whole by one.
 inline constexpr std::uint32_t kCutOverAll = 0xffffffffU;
 
+class Collective;
+
 /// What a collective needs to know about its job.
 struct CollectiveContext {
     std::uint32_t workers = 1;
@@ -124,6 +129,8 @@ struct CollectiveContext {
     /// whole model (kCutOverAll: cut over every server). Empty: this round's tensors are the whole model.
     std::vector<std::uint32_t> tensor_server;
     std::uint64_t seed = 0;  ///< for seeded choices (random matchings)
+    /// algorithm auto: the time one round of a candidate takes alone on the job's fabric (empty: auto refuses).
+    std::function<sim::Time(const Collective&)> round_time;
 };
 
 /// Whether two endpoints sit on different hosts.
