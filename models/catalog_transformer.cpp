@@ -163,6 +163,7 @@ Workload bert(const BertConfig& config) {
         const std::string p = "encoder.layer." + std::to_string(i);
 
         Layer self_attention = named_layer(p + ".attention.self");
+        self_attention.block = i;
         for (const char* projection : {".query", ".key", ".value"}) {
             add_linear(self_attention, p + ".attention.self" + projection, d, d, seq);
         }
@@ -171,6 +172,7 @@ Workload bert(const BertConfig& config) {
         workload.layers.push_back(std::move(self_attention));
 
         Layer attention_output = named_layer(p + ".attention.output");
+        attention_output.block = i;
         add_linear(attention_output, p + ".attention.output.dense", d, d, seq);
         add_norm(attention_output, p + ".attention.output.LayerNorm", d);
         add_dropout_residual(attention_output, tokens);
@@ -178,11 +180,13 @@ Workload bert(const BertConfig& config) {
         workload.layers.push_back(std::move(attention_output));
 
         Layer intermediate = named_layer(p + ".intermediate");
+        intermediate.block = i;
         add_linear(intermediate, p + ".intermediate.dense", d, k_ffn_expansion * d, seq);
         add_memory(intermediate, PartKind::elementwise, 2.0, static_cast<double>(k_ffn_expansion) * tokens);  // GELU
         workload.layers.push_back(std::move(intermediate));
 
         Layer output = named_layer(p + ".output");
+        output.block = i;
         add_linear(output, p + ".output.dense", k_ffn_expansion * d, d, seq);
         add_norm(output, p + ".output.LayerNorm", d);
         add_dropout_residual(output, tokens);
@@ -223,6 +227,7 @@ Workload gpt2(const Gpt2Config& config) {
         const std::string p = "transformer.h." + std::to_string(i);
 
         Layer attention = named_layer(p + ".attn");
+        attention.block = i;
         add_norm(attention, p + ".ln_1", d);
         add_memory(attention, PartKind::norm, 2.0, tokens, true);
         add_linear(attention, p + ".attn.c_attn", d, 3 * d, seq, WeightLayout::in_by_out);
@@ -233,6 +238,7 @@ Workload gpt2(const Gpt2Config& config) {
         workload.layers.push_back(std::move(attention));
 
         Layer mlp = named_layer(p + ".mlp");
+        mlp.block = i;
         add_norm(mlp, p + ".ln_2", d);
         add_memory(mlp, PartKind::norm, 2.0, tokens, true);
         add_linear(mlp, p + ".mlp.c_fc", d, f, seq, WeightLayout::in_by_out);
@@ -284,6 +290,7 @@ Workload llama(const TransformerConfig& c) {
         // grouped-query attention, then eager: scores / sqrt(d_head) (2) + the causal mask (3), softmax in FP32;
         // o_proj, the residual add.
         Layer attention = named_layer(p + ".self_attn");
+        attention.block = i;
         add_vector(attention, p + ".input_layernorm.weight", d);
         add_memory(attention, PartKind::norm, 2.0, tokens, true);
         add_linear_no_bias(attention, p + ".self_attn.q_proj", d, d, seq);
@@ -298,6 +305,7 @@ Workload llama(const TransformerConfig& c) {
 
         // LlamaMLP: RMSNorm, down(silu(gate(x)) * up(x)): SiLU 2 passes, the product 3, the residual add 3.
         Layer mlp = named_layer(p + ".mlp");
+        mlp.block = i;
         add_vector(mlp, p + ".post_attention_layernorm.weight", d);
         add_memory(mlp, PartKind::norm, 2.0, tokens, true);
         add_linear_no_bias(mlp, p + ".mlp.gate_proj", d, f, seq);

@@ -113,8 +113,8 @@ constexpr std::span<const sim::EnumEntry<ShardGroup>> enum_entries(ShardGroup) {
 struct ShardingSpec {
     std::uint32_t stage = 0;  ///< 0: replicated (DDP)
     ShardGroup group = ShardGroup::all;
-    std::uint32_t prefetch = 1;    ///< stage 3: units whose all-gathers are issued ahead of the one computing
-    std::uint32_t wrap = 1;        ///< stage 3: consecutive layers per unit (FSDP's wrapping)
+    std::uint32_t prefetch = 1;  ///< stage 3: units whose all-gathers are issued ahead of the one computing
+    std::uint32_t wrap = 1;      ///< stage 3: transformer blocks (or layers) per unit (models/workload.hpp shard_units)
     std::uint32_t group_size = 0;  ///< workers per shard group, resolved with the placement (0: every worker)
 
     [[nodiscard]] bool any() const { return stage > 0; }

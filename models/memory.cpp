@@ -34,12 +34,10 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
             if (p.kind != PartKind::elementwise) kept += p.activations / 2.0;  // in-place ReLU, adds: nothing new
     m.activations = kept * job.batch_size * activation_bytes(d.precision);
     if (sh.stage >= 3) {
-        double unit = 0.0;  // the largest unit's parameters (wrap consecutive layers)
-        const auto& ls = job.workload.layers;
-        const std::size_t wrap = std::max<std::uint32_t>(1, sh.wrap);
-        for (std::size_t f = 0; f < ls.size(); f += wrap) {
+        double unit = 0.0;  // the largest unit's parameters
+        for (const auto& [f, last] : shard_units(job.workload, sh.wrap)) {
             double u = 0.0;
-            for (std::size_t l = f; l < std::min(ls.size(), f + wrap); ++l) u += static_cast<double>(ls[l].params());
+            for (std::uint32_t l = f; l <= last; ++l) u += static_cast<double>(job.workload.layers[l].params());
             unit = std::max(unit, u);
         }
         m.buffers += unit * job.bytes_per_param * (2.0 + sh.prefetch);

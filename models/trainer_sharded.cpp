@@ -9,7 +9,8 @@
 //               as backward produces it (with overlap) or when backward ends; the update of the local shard (the
 //               optimizer's time / g for shard groups of g); the all-gather of the updated parameters, message by
 //               message; the next step starts once they are in (DeepSpeed gathers inside its step()).
-//   stage 3     per micro-batch: forward unit by unit, unit u waiting for the all-gather of its parameters;
+//   stage 3     units: `wrap` transformer blocks, or layers outside blocks (models/workload.hpp shard_units).
+//               Per micro-batch: forward unit by unit, unit u waiting for the all-gather of its parameters;
 //               backward unit by unit in reverse, each waiting for its unit's all-gather again (parameters are
 //               freed after use: FSDP's FULL_SHARD, reshard_after_forward); the all-gather of the unit `prefetch`
 //               positions ahead is issued when a unit is reached (FSDP's forward_prefetch and backward_prefetch =
@@ -181,17 +182,13 @@ private:
     }
 
     void build_stage3() {
-        const std::uint32_t L = layers();
-        const std::uint32_t wrap = std::max<std::uint32_t>(1, job_.sharding.wrap);
         struct Unit {
             std::uint32_t first, last;
             double bytes;
         };
         std::vector<Unit> units;
-        for (std::uint32_t f = 0; f < L; f += wrap) {
-            const std::uint32_t l = std::min(L, f + wrap) - 1;
+        for (const auto& [f, l] : shard_units(job_.workload, job_.sharding.wrap))
             units.push_back({f, l, layer_bytes(f, l)});
-        }
         const auto U = static_cast<std::uint32_t>(units.size());
         const std::uint32_t p = std::min(job_.sharding.prefetch, U);
         auto name = [&](const Unit& u) {

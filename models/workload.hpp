@@ -84,6 +84,8 @@ struct Layer {
     /// The kernels it runs (built-in models); empty means one matmul part of fwd_flops (custom layers), or
     /// one part of `kind` when a custom layer names it. Part FLOPs sum to fwd_flops.
     std::vector<LayerPart> parts;
+    /// The transformer block it belongs to (built-in transformers), -1 for none: the unit FSDP wraps.
+    std::int32_t block = -1;
 
     [[nodiscard]] std::int64_t params() const;
 };
@@ -158,6 +160,12 @@ struct TransformerConfig {
 /// Llama's default MLP width: 2/3 of 4d, rounded up to a multiple of 256 (modeling_llama / Meta's model.py,
 /// `multiple_of`).
 [[nodiscard]] std::int64_t llama_ffn_hidden(std::int64_t hidden);
+
+/// Layers [first, last] (forward order) that sharded data parallelism gathers and reduces as one unit: `wrap`
+/// consecutive transformer blocks (FSDP's transformer_auto_wrap_policy wraps each block; Zhao et al., VLDB 2023,
+/// §3.2.1), and every layer outside a block (embeddings, the head; every layer of a model without blocks: `wrap`
+/// consecutive layers) a unit of its own kind.
+[[nodiscard]] std::vector<std::pair<std::uint32_t, std::uint32_t>> shard_units(const Workload& w, std::uint32_t wrap);
 
 /// Names of the built-in workloads, in catalog order.
 [[nodiscard]] const std::vector<std::string>& builtin_workload_names();

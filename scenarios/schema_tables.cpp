@@ -490,8 +490,9 @@ Tables build() {
                                               "(default 1, FSDP's forward and backward prefetch; 0: none)",
                                               0),
                                       1)},
-            {"wrap", with_default(integer("stage 3: consecutive layers per unit, each all-gathered and "
-                                          "reduce-scattered as one (default 1: every layer)",
+            {"wrap", with_default(integer("stage 3: transformer blocks per unit (layers, for layers outside blocks "
+                                          "and models without them), each all-gathered and reduce-scattered as "
+                                          "one (default 1: every block, FSDP's transformer wrapping)",
                                           1),
                                   1)},
         }};

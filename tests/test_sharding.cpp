@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "models/workload.hpp"
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
@@ -282,4 +283,29 @@ TEST_CASE("sharding: refused where it does not apply, naming the key") {
         CHECK(e.path() == "$.sharding.group");
         CHECK(std::string(e.what()).find("4 and 2") != std::string::npos);
     }
+}
+
+TEST_CASE("sharding: units are transformer blocks (wrap blocks each), layers outside blocks on their own") {
+    const auto w = *models::builtin_workload("llama2_7b");  // embeddings, 32 blocks of attention + MLP, head
+    for (std::uint32_t wrap : {1U, 2U, 3U, 32U}) {
+        CAPTURE(wrap);
+        const auto units = models::shard_units(w, wrap);
+        const std::uint32_t blocks = (32 + wrap - 1) / wrap;
+        REQUIRE(units.size() == blocks + 2);
+        CHECK(units.front() == std::make_pair(0U, 0U));
+        CHECK(units.back() == std::make_pair(65U, 65U));
+        // Every layer in exactly one unit, in order; a block unit holds 2 x wrap layers (the last may hold fewer).
+        std::uint32_t next = 0;
+        for (const auto& u : units) {
+            CHECK(u.first == next);
+            next = u.second + 1;
+        }
+        CHECK(next == 66);
+        CHECK(units[1].second - units[1].first + 1 == std::min(2 * wrap, 64U));
+    }
+    // A model without blocks: wrap consecutive layers.
+    models::Workload plain;
+    plain.layers.resize(5);
+    CHECK(models::shard_units(plain, 2).size() == 3);
+    CHECK(models::shard_units(plain, 1).size() == 5);
 }
