@@ -240,4 +240,12 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
     return p;
 }
 
+void add_recomputation(ComputeProfile& p, const Workload& w) {
+    for (std::size_t l = 0; l < p.layers.size() && l < w.layers.size(); ++l)
+        if (checkpointed(w, l)) {
+            p.layers[l].bwd += p.layers[l].fwd;
+            p.bwd += p.layers[l].fwd;
+        }
+}
+
 }  // namespace ddlsim::models

@@ -68,6 +68,10 @@ struct ComputeProfile {
 [[nodiscard]] ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint32_t batch,
                                              double bytes_per_param, Optimizer optimizer = Optimizer::sgd);
 
+/// Full activation checkpointing: every checkpointed layer (models/workload.hpp `checkpointed`) runs its forward
+/// again in backward, so its backward time grows by its forward time; the totals follow.
+void add_recomputation(ComputeProfile& p, const Workload& w);
+
 /// Seconds of one part for a local batch of `batch` samples, forward (backward = false) or backward.
 [[nodiscard]] double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t batch, bool backward);
 

@@ -153,6 +153,7 @@ struct TrainingJob {
     /// Micro-batches per optimizer step (gradient accumulation; 1: none): an iteration is one step of
     /// gradient_accumulation x batch_size samples per worker, synchronised once.
     std::uint32_t gradient_accumulation = 1;
+    bool activation_checkpointing = false;  ///< full: recompute each block's forward in backward (compute.hpp)
     std::uint32_t iterations = 1;
     double bytes_per_param = 4.0;
     topo::ArchitectureSpec architecture;

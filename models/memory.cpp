@@ -29,9 +29,32 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     }
     m.optimizer *= master_share;
     double kept = 0.0;  // activation elements kept per sample
-    for (const Layer& l : job.workload.layers)
+    const auto& layers = job.workload.layers;
+    auto layer_kept = [](const Layer& l) {
+        double k = 0.0;
         for (const LayerPart& p : l.parts)
-            if (p.kind != PartKind::elementwise) kept += p.activations / 2.0;  // in-place ReLU, adds: nothing new
+            if (p.kind != PartKind::elementwise) k += p.activations / 2.0;  // in-place ReLU, adds: nothing new
+        return k;
+    };
+    // Full checkpointing keeps each checkpointed segment's input (a block's, or a layer's: its first kernel's read
+    // half) and, during backward, one segment's activations at a time while it is recomputed.
+    double segment = 0.0, largest = 0.0;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const Layer& l = layers[i];
+        if (!job.activation_checkpointing || !checkpointed(job.workload, i)) {
+            kept += layer_kept(l);
+            continue;
+        }
+        const bool starts =
+            i == 0 || !checkpointed(job.workload, i - 1) || l.block < 0 || layers[i - 1].block != l.block;
+        if (starts) {
+            largest = std::max(largest, segment);
+            segment = 0.0;
+            if (!l.parts.empty()) kept += l.parts.front().activations / 2.0;
+        }
+        segment += layer_kept(l);
+    }
+    kept += std::max(largest, segment);
     m.activations = kept * job.batch_size * activation_bytes(d.precision);
     if (sh.stage >= 3) {
         double unit = 0.0;  // the largest unit's parameters

@@ -10,6 +10,11 @@
 //                place, residual adds) keep nothing new: per sample, half of those parts' read + written
 //                elements, at the precision's activation size, times the batch. A check, not a fit: NVIDIA's
 //                DeepLearningExamples train ResNet-50 at batch 112 in fp32 on 16 GB V100s, which must fit
+//                With full activation checkpointing (`checkpointed` layers, models/workload.hpp) only each
+//                checkpointed segment's input is kept (a transformer block's; its first kernel's read half) plus,
+//                during backward, the activations of the one segment being recomputed (Chen et al., arXiv
+//                1604.06174: O(sqrt n) memory for O(n) segments; Korthikanti et al., arXiv 2205.05198, §4: 2sbh
+//                bytes per layer in 16-bit)
 //   buffers      DDP / Horovod fusion buffers (a flattened copy of the gradients: PyTorch DDP's buckets with
 //                gradient_as_bucket_view=False, the default) and compression's error-feedback residuals
 //   sharding     (models/job.hpp ShardingSpec) with shard groups of g workers: stage 1 keeps 1/g of the optimizer

@@ -38,6 +38,11 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> shard_units(const Workload&
     return units;
 }
 
+bool checkpointed(const Workload& w, std::size_t l) {
+    const bool blocks = std::any_of(w.layers.begin(), w.layers.end(), [](const Layer& x) { return x.block >= 0; });
+    return !blocks || w.layers[l].block >= 0;
+}
+
 std::int64_t Workload::params() const {
     std::int64_t total = 0;
     for (const Layer& layer : layers) total += layer.params();

@@ -167,6 +167,20 @@ struct TransformerConfig {
 /// consecutive layers) a unit of its own kind.
 [[nodiscard]] std::vector<std::pair<std::uint32_t, std::uint32_t>> shard_units(const Workload& w, std::uint32_t wrap);
 
+/// Whether full activation checkpointing recomputes layer l: the layers inside transformer blocks (Megatron-LM's and
+/// torchtitan's full checkpointing wrap each block; Chen et al., "Training Deep Nets with Sublinear Memory Cost",
+/// arXiv 1604.06174, checkpoints segments), every layer of a model without blocks.
+[[nodiscard]] bool checkpointed(const Workload& w, std::size_t l);
+
+/// The job's `activation_checkpointing`.
+enum class Checkpointing { none, full };
+inline constexpr sim::EnumEntry<Checkpointing> k_checkpointings[]{
+    {Checkpointing::none, "none", "keep every activation for backward"},
+    {Checkpointing::full, "full", "keep each transformer block's input, recompute its forward in backward"}};
+constexpr std::span<const sim::EnumEntry<Checkpointing>> enum_entries(Checkpointing) {
+    return k_checkpointings;
+}
+
 /// Names of the built-in workloads, in catalog order.
 [[nodiscard]] const std::vector<std::string>& builtin_workload_names();
 /// The built-in workload `name`, or nullopt when there is none.

@@ -625,6 +625,11 @@ JobSpec read_job(ObjectReader& r, const std::string& base_dir) {
         if (s.gradient_accumulation > 1 && s.overlap.priority)
             throw ScenarioError(p, "does not combine with overlap.priority (expected 1, or priority false)");
     }
+    if (r.has("activation_checkpointing")) {
+        s.activation_checkpointing =
+            read_enum<models::Checkpointing>(r.at("activation_checkpointing"), r.path("activation_checkpointing")) ==
+            models::Checkpointing::full;
+    }
     if (r.has("sharding"))
         s.sharding = read_sharding(r.at("sharding"), r.path("sharding"), s,
                                    r.has("architecture") ? &r.at("architecture") : nullptr, r.path("architecture"));

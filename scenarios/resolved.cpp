@@ -268,6 +268,7 @@ json job_keys(const JobSpec& j) {
              {"model", model_json(j)},
              {"batch_size", j.batch_size},
              {"gradient_accumulation", j.gradient_accumulation},
+             {"activation_checkpointing", j.activation_checkpointing ? "full" : "none"},
              {"device", device_json(j.device)},
              {"placement", j.placement},
              {"architecture", architecture_json(j)},

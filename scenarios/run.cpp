@@ -65,6 +65,7 @@ models::TrainingJob job_keys(const JobSpec& j) {
     job.sync = j.sync;
     job.overlap = j.overlap;
     job.sharding = j.sharding;
+    job.activation_checkpointing = j.activation_checkpointing;
     job.compression = j.compression;
     job.stragglers = j.stragglers;
     job.device = j.device;
@@ -100,6 +101,10 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
             throw ScenarioError(fmt::format("{}[{}]", wpath, w), e.what());
         }
         job.worker_device.push_back(j.worker_devices[w]);
+    }
+    if (j.activation_checkpointing) {
+        models::add_recomputation(job.compute, j.workload);
+        for (auto& wc : job.worker_compute) models::add_recomputation(wc, j.workload);
     }
     // Gradient accumulation: k - 1 micro-batches of forward and backward before the last one.
     job.gradient_accumulation = j.gradient_accumulation;

@@ -52,6 +52,7 @@ struct JobSpec {
     models::Source optimizer_source = models::Source::builtin_default;
     std::uint32_t batch_size = 1;
     std::uint32_t gradient_accumulation = 1;  ///< micro-batches per optimizer step
+    bool activation_checkpointing = false;    ///< "activation_checkpointing": "full"
     models::DeviceSpec device;
     std::vector<std::string> placement;         ///< host of each worker
     std::vector<std::string> server_placement;  ///< host of each server endpoint (ps)

@@ -129,6 +129,12 @@ Tables build() {
          {{"description", "a built-in workload name or a model object"},
           {"oneOf", json::array({enum_schema(c.models, "built-in workload"), ref("model", "model object")})}}},
         {"batch_size", integer("samples per worker per micro-batch (per iteration without gradient_accumulation)", 1)},
+        {"activation_checkpointing",
+         with_default(enum_schema(sim::enum_names<models::Checkpointing>(),
+                                  "full: keep only each transformer block's input (every layer's, for models without "
+                                  "blocks) and recompute its forward in backward; none (default): keep every "
+                                  "activation"),
+                      "none")},
         {"gradient_accumulation",
          with_default(integer("micro-batches of batch_size per optimizer step, synchronised once (DDP no_sync); an "
                               "iteration is then one step; bsp and local_sgd",
