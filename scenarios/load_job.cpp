@@ -435,14 +435,18 @@ models::ShardingSpec read_sharding(const json& j, const std::string& path, const
         throw ScenarioError(path, fmt::format("sharded data parallelism runs collectives among the workers; expected "
                                               "architecture \"allreduce\", got \"{}\"",
                                               sim::enum_name(job.architecture.kind)));
-    if (arch != nullptr && arch->is_object())
-        for (const char* k : {"algorithm", "segment_size"})
-            if (arch->contains(k))
-                throw ScenarioError(
-                    fmt::format("{}.{}", arch_path, k),
-                    "sharding runs ring reduce-scatters and all-gathers (NCCL's algorithm for them); expected no "
-                    "architecture." +
-                        std::string(k) + " with sharding");
+    // Sharding's collectives are rings (NCCL's reduce-scatter and all-gather): another algorithm, or pipelining
+    // segments, would be ignored, so they are refused ("ring", the resolved scenario's echo, is what runs).
+    if (arch != nullptr && arch->is_object()) {
+        if (arch->contains("algorithm") && job.architecture.algorithm != topo::AllreduceAlgorithm::ring)
+            throw ScenarioError(arch_path + ".algorithm",
+                                "sharding runs ring reduce-scatters and all-gathers (NCCL's algorithm for them); "
+                                "expected \"ring\" or no algorithm with sharding");
+        if (job.architecture.segment_size.value() > 0.0)
+            throw ScenarioError(arch_path + ".segment_size",
+                                "sharding's rings send whole chunks; expected no "
+                                "segment_size with sharding");
+    }
     if (job.compression.kind != "none")
         throw ScenarioError(path, fmt::format("sharding moves dense shards; expected no compression, got \"{}\"",
                                               job.compression.kind));

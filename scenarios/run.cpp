@@ -65,6 +65,7 @@ models::TrainingJob job_keys(const JobSpec& j) {
     job.sync = j.sync;
     job.overlap = j.overlap;
     job.sharding = j.sharding;
+    job.gradient_accumulation = j.gradient_accumulation;  // the memory check keeps unsharded gradients with it
     job.activation_checkpointing = j.activation_checkpointing;
     job.compression = j.compression;
     job.stragglers = j.stragglers;
@@ -399,6 +400,15 @@ std::string describe_compression(const JobSpec& j) {
 
 std::string describe_overlap(const JobSpec& j) {
     const auto& o = j.overlap;
+    if (j.sharding.stage >= 3) {
+        std::string out = fmt::format(
+            "per unit (sharding: all-gathers {} unit{} ahead, reduce-scatter after each "
+            "unit's backward)",
+            j.sharding.prefetch, j.sharding.prefetch == 1 ? "" : "s");
+        if (o.compute_slowdown)
+            out += fmt::format(", compute slowdown {:.3g} beside communication", *o.compute_slowdown);
+        return out;
+    }
     if (!o.any()) return "none";
     if (o.priority)
         return fmt::format("priority (P3/ByteScheduler, {:.4g} MB partitions)", o.partition_size.value() / 1e6);
@@ -422,9 +432,15 @@ std::string describe_sharding(const JobSpec& j) {
     if (sh.group == models::ShardGroup::node)
         out += fmt::format(" (one per node; {} replicas all-reduce their shards)",
                            j.workers / std::max(1U, sh.group_size));
-    out += sh.stage >= 3
-               ? fmt::format("; {} layer{} per unit, prefetch {}", sh.wrap, sh.wrap == 1 ? "" : "s", sh.prefetch)
-               : "; reduce-scatter, shard update, all-gather";
+    out += sh.stage >= 3 ? fmt::format("; {} per unit, prefetch {}",
+                                       fmt::format("{} {}{}", sh.wrap,
+                                                   std::any_of(j.workload.layers.begin(), j.workload.layers.end(),
+                                                               [](const models::Layer& l) { return l.block >= 0; })
+                                                       ? "transformer block"
+                                                       : "layer",
+                                                   sh.wrap == 1 ? "" : "s"),
+                                       sh.prefetch)
+                         : "; reduce-scatter, shard update, all-gather";
     return out;
 }
 

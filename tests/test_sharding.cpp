@@ -207,7 +207,8 @@ TEST_CASE("sharding: accumulation reduce-scatters once per step, so bytes per sa
 }
 
 TEST_CASE("sharding: the trace shows each unit's all-gather beside the previous unit's compute") {
-    json j = star(4, 4, 40e6);
+    // Units of 1 MB: each ring phase (~0.6 ms) is shorter than a unit's forward (1 ms) or backward (2 ms).
+    json j = star(4, 4, 1e6);
     j["iterations"] = 1;
     j["sharding"] = {{"stage", 3}};
     sim::Trace trace;
@@ -215,7 +216,7 @@ TEST_CASE("sharding: the trace shows each unit's all-gather beside the previous 
     const json t = json::parse(trace.json());
     const json& events = t.is_object() ? t.at("traceEvents") : t;
     // Worker 0: compute track 0, communication track 1 (of job 0, process 1).
-    std::vector<std::pair<double, double>> fwd, gathers;
+    std::vector<std::pair<double, double>> fwd, gathers, bwd, bgathers;
     for (const json& e : events) {
         if (e.value("ph", "") != "X" || e.value("pid", -1) != 1) continue;
         const std::string name = e.value("name", "");
@@ -224,6 +225,16 @@ TEST_CASE("sharding: the trace shows each unit's all-gather beside the previous 
         if (e.value("tid", -1) == 1 && name.find("all-gather") != std::string::npos &&
             name.find("(forward)") != std::string::npos)
             gathers.emplace_back(a, b);
+        if (e.value("tid", -1) == 0 && name.rfind("bwd ", 0) == 0) bwd.emplace_back(a, b);
+        if (e.value("tid", -1) == 1 && name.find("(backward)") != std::string::npos) bgathers.emplace_back(a, b);
+    }
+    // Backward runs units 3, 2, 1, 0: the gather of the next unit down overlaps the current unit's backward.
+    REQUIRE(bwd.size() == 4);
+    REQUIRE(bgathers.size() == 4);
+    for (std::size_t k = 1; k < 4; ++k) {
+        CAPTURE(k);
+        CHECK(bgathers[k].first < bwd[k - 1].second);
+        CHECK(bgathers[k].second > bwd[k - 1].first);
     }
     REQUIRE(fwd.size() == 4);
     REQUIRE(gathers.size() == 4);

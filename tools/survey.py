@@ -105,6 +105,11 @@ def runs(pairs, unit):
     return ", ".join(f"{w} at {a}" + (f"–{b}" if b != a else "") for w, a, b in groups)
 
 
+def fits(row):
+    """Whether the row's job fits in device memory (rows without the column count as fitting)."""
+    return str(row.get("memory_fits", "true")).lower() not in ("false", "0")
+
+
 def fmt_s(t):
     return f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
 
@@ -115,24 +120,27 @@ def findings(study, rows):
     series = list(study["series"].keys())
     panels = sorted({r[panel] for r in rows}, key=number)
     xs = sorted({r[x] for r in rows}, key=number)
-    higher_better = metric in ("scaling_efficiency", "throughput_samples_per_s")
+    higher_better = metric in ("scaling_efficiency", "throughput_samples_per_s", "tokens_per_s", "mfu")
     out, table = [], []
     table.append("| " + panel + " | " + x + " | best | " + " | ".join(series) + " |")
     table.append("|---" * (3 + len(series)) + "|")
     for p in panels:
         for xv in xs:
-            vals = {}
+            vals, oom = {}, set()
             for s in series:
                 r = value(rows, s, **{panel: p, x: xv})
                 if r and r.get(metric) not in (None, ""):
                     vals[s] = float(r[metric])
+                    if not fits(r):
+                        oom.add(s)
             if not vals:
                 continue
             best = (max if higher_better else min)(vals, key=vals.get)
-            cell = (lambda v: f"{v:.3f}") if metric == "scaling_efficiency" else (
-                (lambda v: f"{v:.0f}") if metric == "throughput_samples_per_s" else fmt_s)
-            table.append(f"| {p} | {xv} | {best} | " + " | ".join(cell(vals[s]) if s in vals else "—" for s in series)
-                         + " |")
+            cell = {"scaling_efficiency": lambda v: f"{v:.3f}", "throughput_samples_per_s": lambda v: f"{v:.0f}",
+                    "tokens_per_s": lambda v: f"{v:.3g}", "mfu": lambda v: f"{100 * v:.1f}%"}.get(metric, fmt_s)
+            table.append(f"| {p} | {xv} | {best} | " +
+                         " | ".join(cell(vals[s]) + (" (does not fit)" if s in oom else "") if s in vals else "—"
+                                    for s in series) + " |")
     name = study["name"]
     if name == "architectures":
         for p in panels:
@@ -180,6 +188,25 @@ def findings(study, rows):
                 else:
                     lost = [xv for xv in xs if xv not in pays]
                     out.append(f"{p} workers: {s} pays at {', '.join(pays)}, not at {', '.join(lost)}.")
+    elif name == "sharding":
+        for p in panels:
+            fitting = lambda s, xv: value(rows, s, **{panel: p, x: xv}) and fits(value(rows, s, **{panel: p, x: xv}))
+            bests = [(xv, max((s for s in series if fitting(s, xv)),
+                              key=lambda s: float(value(rows, s, **{panel: p, x: xv})[metric]), default="none"))
+                     for xv in xs]
+            out.append(f"At {p} per GPU the most tokens/s among the schemes that fit come from {runs(bests, 'size')} "
+                       f"GPUs.")
+            big = xs[-1]
+            parts = [f"{s} {100 * float(value(rows, s, **{panel: p, x: big})['mfu']):.0f}%" for s in series
+                     if value(rows, s, **{panel: p, x: big})]
+            out.append(f"At {p} and {big} GPUs, model FLOPs utilisation: " + "; ".join(parts) + ".")
+        for s in series:
+            lo, hi = value(rows, s, **{panel: panels[-1], x: xs[0]}), value(rows, s, **{panel: panels[-1], x: xs[-1]})
+            if lo and hi:
+                a, b = (float(r["memory_per_gpu_bytes.total"]) / 1e9 for r in (lo, hi))
+                verdict = "fits" if fits(lo) and fits(hi) else ("does not fit" if not fits(hi) else "fits only at scale")
+                out.append(f"{s} needs {a:.0f} GB per GPU at {xs[0]} GPUs and {b:.0f} GB at {xs[-1]}: {verdict} in "
+                           f"the H100's 80 GB.")
     elif name == "overlap":
         for p in panels:
             for xv in xs:
