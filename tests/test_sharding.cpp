@@ -320,3 +320,19 @@ TEST_CASE("sharding: units are transformer blocks (wrap blocks each), layers out
     CHECK(models::shard_units(plain, 2).size() == 3);
     CHECK(models::shard_units(plain, 1).size() == 5);
 }
+
+TEST_CASE("sharding: a run too large for the flow model is refused up front, not left to run for hours") {
+    json j = star(4, 2, 1e6);
+    j["sharding"] = {{"stage", 3}};
+    j["workers"] = 20000;  // 3 rings of 20000 x 19999 transfers per unit and iteration
+    j["iterations"] = 100;
+    try {
+        (void)scenario::load_scenario(j);
+        FAIL("accepted");
+    } catch (const scenario::ScenarioError& e) {
+        CHECK(std::string(e.what()).find("events") != std::string::npos);
+    }
+    // The analytic model runs each round as its closed form: accepted.
+    j["network"]["model"] = "analytic";
+    CHECK_NOTHROW((void)scenario::load_scenario(j));
+}
