@@ -10,91 +10,121 @@ namespace {
 
 namespace detail = catalog_detail;
 
+// `build(seq)`: seq is the sequence trained on for sequence models (0: the model's own); `max_seq` its bound (the
+// learned position table; 0: not a sequence model; -1: none, rotary positions).
 struct CatalogEntry {
     std::string_view name;
-    Workload (*build)();
+    Workload (*build)(std::int64_t seq);
+    std::int64_t max_seq = 0;
 };
 
 constexpr std::array<CatalogEntry, 21> k_catalog{{
-    {"alexnet", [] { return detail::alexnet(); }},
-    {"vgg16", [] { return detail::vgg16(); }},
+    {"alexnet", [](std::int64_t) { return detail::alexnet(); }},
+    {"vgg16", [](std::int64_t) { return detail::vgg16(); }},
     {"resnet50",
-     [] {
+     [](std::int64_t) {
          return detail::resnet({3, 4, 6, 3});
      }},
     {"resnet101",
-     [] {
+     [](std::int64_t) {
          return detail::resnet({3, 4, 23, 3});
      }},
-    {"inception_v3", [] { return detail::inception_v3(); }},
-    {"bert_base", [] { return detail::bert({.layers = 12, .hidden = 768}); }},
-    {"bert_large", [] { return detail::bert({.layers = 24, .hidden = 1024}); }},
-    {"gpt2", [] { return detail::gpt2({.layers = 12, .hidden = 768}); }},
-    {"gpt2_medium", [] { return detail::gpt2({.layers = 24, .hidden = 1024}); }},
-    {"gpt2_large", [] { return detail::gpt2({.layers = 36, .hidden = 1280}); }},
-    {"gpt2_xl", [] { return detail::gpt2({.layers = 48, .hidden = 1600}); }},
+    {"inception_v3", [](std::int64_t) { return detail::inception_v3(); }},
+    {"bert_base",
+     [](std::int64_t q) { return detail::bert({.layers = 12, .hidden = 768, .seq_len = q > 0 ? q : 128}); }, 512},
+    {"bert_large",
+     [](std::int64_t q) { return detail::bert({.layers = 24, .hidden = 1024, .seq_len = q > 0 ? q : 128}); }, 512},
+    {"gpt2", [](std::int64_t q) { return detail::gpt2({.layers = 12, .hidden = 768, .train_seq = q}); }, 1024},
+    {"gpt2_medium", [](std::int64_t q) { return detail::gpt2({.layers = 24, .hidden = 1024, .train_seq = q}); }, 1024},
+    {"gpt2_large", [](std::int64_t q) { return detail::gpt2({.layers = 36, .hidden = 1280, .train_seq = q}); }, 1024},
+    {"gpt2_xl", [](std::int64_t q) { return detail::gpt2({.layers = 48, .hidden = 1600, .train_seq = q}); }, 1024},
     // GPT-3 (Brown et al. 2020, arXiv 2005.14165, Table 2.1: n_layers, d_model, n_heads x d_head; context 2048,
     // the GPT-2 vocabulary). Where the table's n_heads x d_head differs from d_model (1.3B: 24 x 128 vs 2048; 13B:
     // 40 x 128 vs 5140) the heads are d_model / 128 (1.3B) or 20 of 257 (13B): the head count changes neither the
     // parameters nor the FLOPs, only the attention GEMMs' shapes.
-    {"gpt3_1_3b", [] { return detail::gpt2({.layers = 24, .hidden = 2048, .heads = 16, .seq_len = 2048}); }},
-    {"gpt3_2_7b", [] { return detail::gpt2({.layers = 32, .hidden = 2560, .heads = 32, .seq_len = 2048}); }},
-    {"gpt3_6_7b", [] { return detail::gpt2({.layers = 32, .hidden = 4096, .heads = 32, .seq_len = 2048}); }},
-    {"gpt3_13b", [] { return detail::gpt2({.layers = 40, .hidden = 5140, .heads = 20, .seq_len = 2048}); }},
-    {"gpt3_175b", [] { return detail::gpt2({.layers = 96, .hidden = 12288, .heads = 96, .seq_len = 2048}); }},
+    {"gpt3_1_3b",
+     [](std::int64_t q) {
+         return detail::gpt2({.layers = 24, .hidden = 2048, .heads = 16, .seq_len = 2048, .train_seq = q});
+     },
+     2048},
+    {"gpt3_2_7b",
+     [](std::int64_t q) {
+         return detail::gpt2({.layers = 32, .hidden = 2560, .heads = 32, .seq_len = 2048, .train_seq = q});
+     },
+     2048},
+    {"gpt3_6_7b",
+     [](std::int64_t q) {
+         return detail::gpt2({.layers = 32, .hidden = 4096, .heads = 32, .seq_len = 2048, .train_seq = q});
+     },
+     2048},
+    {"gpt3_13b",
+     [](std::int64_t q) {
+         return detail::gpt2({.layers = 40, .hidden = 5140, .heads = 20, .seq_len = 2048, .train_seq = q});
+     },
+     2048},
+    {"gpt3_175b",
+     [](std::int64_t q) {
+         return detail::gpt2({.layers = 96, .hidden = 12288, .heads = 96, .seq_len = 2048, .train_seq = q});
+     },
+     2048},
     // Llama 2 (Touvron et al. 2023, arXiv 2307.09288, Table 1 and the released config.json files: hidden,
     // intermediate_size, layers, heads, key-value heads, vocabulary 32000, context 4096) and Llama 3 (Llama Team
     // 2024, arXiv 2407.21783, Table 3: vocabulary 128256, context 8192, 8 key-value heads).
     {"llama2_7b",
-     [] {
+     [](std::int64_t q) {
          return models::transformer({.layers = 32,
                                      .hidden = 4096,
                                      .heads = 32,
                                      .kv_heads = 32,
                                      .ffn_hidden = 11008,
-                                     .seq_len = 4096,
+                                     .seq_len = q > 0 ? q : 4096,
                                      .vocab = 32000});
-     }},
+     },
+     -1},
     {"llama2_13b",
-     [] {
+     [](std::int64_t q) {
          return models::transformer({.layers = 40,
                                      .hidden = 5120,
                                      .heads = 40,
                                      .kv_heads = 40,
                                      .ffn_hidden = 13824,
-                                     .seq_len = 4096,
+                                     .seq_len = q > 0 ? q : 4096,
                                      .vocab = 32000});
-     }},
+     },
+     -1},
     {"llama2_70b",
-     [] {
+     [](std::int64_t q) {
          return models::transformer({.layers = 80,
                                      .hidden = 8192,
                                      .heads = 64,
                                      .kv_heads = 8,
                                      .ffn_hidden = 28672,
-                                     .seq_len = 4096,
+                                     .seq_len = q > 0 ? q : 4096,
                                      .vocab = 32000});
-     }},
+     },
+     -1},
     {"llama3_8b",
-     [] {
+     [](std::int64_t q) {
          return models::transformer({.layers = 32,
                                      .hidden = 4096,
                                      .heads = 32,
                                      .kv_heads = 8,
                                      .ffn_hidden = 14336,
-                                     .seq_len = 8192,
+                                     .seq_len = q > 0 ? q : 8192,
                                      .vocab = 128256});
-     }},
+     },
+     -1},
     {"llama3_70b",
-     [] {
+     [](std::int64_t q) {
          return models::transformer({.layers = 80,
                                      .hidden = 8192,
                                      .heads = 64,
                                      .kv_heads = 8,
                                      .ffn_hidden = 28672,
-                                     .seq_len = 8192,
+                                     .seq_len = q > 0 ? q : 8192,
                                      .vocab = 128256});
-     }},
+     },
+     -1},
 }};
 
 }  // namespace
@@ -108,10 +138,16 @@ const std::vector<std::string>& builtin_workload_names() {
     return names;
 }
 
-std::optional<Workload> builtin_workload(std::string_view name) {
+std::int64_t builtin_max_seq_len(std::string_view name) {
+    for (const CatalogEntry& entry : k_catalog)
+        if (entry.name == name) return entry.max_seq;
+    return 0;
+}
+
+std::optional<Workload> builtin_workload(std::string_view name, std::int64_t seq_len) {
     for (const CatalogEntry& entry : k_catalog) {
         if (entry.name != name) continue;
-        Workload workload = entry.build();
+        Workload workload = entry.build(entry.max_seq != 0 ? seq_len : 0);
         workload.name = std::string(entry.name);
         return workload;
     }

@@ -74,6 +74,7 @@ inline void add_norm(Layer& layer, const std::string& prefix, std::int64_t featu
 struct BertConfig {
     int layers = 0;
     std::int64_t hidden = 0;
+    std::int64_t seq_len = 128;  ///< the sequence trained on (DeepLearningExamples' phase 1; at most the 512 positions)
 };
 [[nodiscard]] Workload bert(const BertConfig& config);
 
@@ -84,7 +85,8 @@ struct Gpt2Config {
     std::int64_t hidden = 0;
     std::int64_t heads = 0;       ///< 0: hidden / 64
     std::int64_t ffn_hidden = 0;  ///< 0: 4 x hidden
-    std::int64_t seq_len = 1024;  ///< n_positions and the sequence trained on
+    std::int64_t seq_len = 1024;  ///< n_positions (the learned position table)
+    std::int64_t train_seq = 0;   ///< the sequence trained on, at most seq_len (0: seq_len)
     std::int64_t vocab = 50257;
     AttentionKernel attention = AttentionKernel::eager;  ///< GPT-2 and GPT-3 as HuggingFace's eager code runs them
 };

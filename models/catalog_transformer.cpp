@@ -140,7 +140,7 @@ Workload bert(const BertConfig& config) {
     constexpr std::int64_t vocab = 30522;
     constexpr std::int64_t max_positions = 512;
     constexpr std::int64_t token_types = 2;
-    constexpr std::int64_t seq = 128;
+    const std::int64_t seq = config.seq_len;
     const std::int64_t d = config.hidden;
 
     Workload workload = sequence_workload(seq);
@@ -204,7 +204,7 @@ Workload bert(const BertConfig& config) {
 Workload gpt2(const Gpt2Config& config) {
     const std::int64_t vocab = config.vocab;
     const std::int64_t context = config.seq_len;  // n_positions: GPT-2 1024, GPT-3 2048
-    const std::int64_t seq = context;
+    const std::int64_t seq = config.train_seq > 0 ? config.train_seq : context;
     const std::int64_t d = config.hidden;
     const std::int64_t f = config.ffn_hidden > 0 ? config.ffn_hidden : k_ffn_expansion * d;
 

@@ -184,6 +184,11 @@ constexpr std::span<const sim::EnumEntry<Checkpointing>> enum_entries(Checkpoint
 /// Names of the built-in workloads, in catalog order.
 [[nodiscard]] const std::vector<std::string>& builtin_workload_names();
 /// The built-in workload `name`, or nullopt when there is none.
-[[nodiscard]] std::optional<Workload> builtin_workload(std::string_view name);
+/// `seq_len` > 0 sets the sequence a built-in sequence model trains on (BERT, GPT-2/3 up to their learned position
+/// table, Llama any); other models ignore it (check builtin_max_seq_len first).
+[[nodiscard]] std::optional<Workload> builtin_workload(std::string_view name, std::int64_t seq_len = 0);
+/// The longest sequence a built-in model can train on: its learned position table (BERT 512, GPT-2 1024, GPT-3
+/// 2048), -1 for no bound (Llama's rotary positions), 0 for a model without sequences (the CNNs).
+[[nodiscard]] std::int64_t builtin_max_seq_len(std::string_view name);
 
 }  // namespace ddlsim::models

@@ -92,10 +92,24 @@ void read_model(const json& j, const std::string& path, JobSpec& s) {
         }
         s.workload.name = "transformer";
         s.model_name = "custom";
+        r.forbid("seq_len", "is the transformer's own key here (model.transformer.seq_len)");
     } else if (r.has("name")) {
         s.workload = builtin_or_throw(r.at("name"), r.path("name"));
         s.model_name = s.workload.name;
+        if (r.has("seq_len")) {
+            const std::int64_t max = models::builtin_max_seq_len(s.model_name);
+            if (max == 0)
+                throw ScenarioError(r.path("seq_len"),
+                                    fmt::format("\"{}\" has no sequences; seq_len applies to the built-in "
+                                                "transformers (BERT, GPT-2, GPT-3, Llama)",
+                                                s.model_name));
+            s.seq_len = static_cast<std::int64_t>(
+                read_uint(r.at("seq_len"), r.path("seq_len"), 1, max > 0 ? static_cast<std::uint64_t>(max) : 1 << 20));
+            s.workload = *models::builtin_workload(s.model_name, s.seq_len);
+            s.workload.name = s.model_name;
+        }
     } else {
+        r.forbid("seq_len", "applies to a built-in model by name (custom layers carry their own FLOPs)");
         const json& layers = read_array(r.at("layers"), r.path("layers"), 1);
         s.workload.name = "custom";
         s.workload.family = models::ModelFamily::custom;

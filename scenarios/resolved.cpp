@@ -128,6 +128,7 @@ json model_json(const JobSpec& j) {
         m["transformer"] = std::move(t);
     } else if (j.model_name != "custom") {
         m["name"] = j.model_name;
+        if (j.seq_len > 0) m["seq_len"] = j.seq_len;
     } else {
         m["layers"] = json::array();
         for (const auto& l : j.workload.layers) {

@@ -45,9 +45,10 @@ struct JobSpec {
     std::string name;  ///< "job0", "job1", ... unless given
     std::uint32_t workers = 1;
     models::Workload workload;
-    std::string model_name;                                     ///< built-in name or "custom"
-    std::optional<models::TransformerConfig> transformer;       ///< `"model": {"transformer": {...}}`
-    double bytes_per_param = 4.0;                               ///< gradient element size (model.dtype)
+    std::string model_name;                                ///< built-in name or "custom"
+    std::optional<models::TransformerConfig> transformer;  ///< `"model": {"transformer": {...}}`
+    std::int64_t seq_len = 0;      ///< `"model": {"name": ..., "seq_len": s}`: a built-in sequence model's sequence
+    double bytes_per_param = 4.0;  ///< gradient element size (model.dtype)
     models::Optimizer optimizer = models::Optimizer::momentum;  ///< "optimizer", or the model family's default
     models::Source optimizer_source = models::Source::builtin_default;
     std::uint32_t batch_size = 1;

@@ -317,6 +317,10 @@ Tables build() {
             {"layers",
              {{"type", "array"}, {"items", ref("layer", "a layer")}, {"description", "layers in forward order"}}},
             {"transformer", ref("transformer", "a decoder-only transformer by its shape (Llama or GPT style)")},
+            {"seq_len", integer("with name: the sequence a built-in transformer trains on (default its own: BERT "
+                                "128, GPT-2 1024, GPT-3 2048, Llama 2 4096, Llama 3 8192; at most the learned "
+                                "position table: BERT 512, GPT-2 1024, GPT-3 2048)",
+                                1)},
             {"dtype", with_default(enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)"),
                                    "fp32")},
         }};

@@ -136,3 +136,29 @@ TEST_CASE("transformer: tokens/s and MFU from the throughput and the dense peak"
     const auto cnn = scenario::load_scenario(scenario_of("resnet50", 2, "H100"));
     CHECK_FALSE(scenario::token_rates(cnn.jobs[0], scenario::run_scenario(cnn).jobs.at(0)).has_value());
 }
+
+TEST_CASE("transformer: seq_len of a built-in model changes its sequence, not its parameters") {
+    // GPT-2 keeps its 1024-position table; per token the model FLOPs are 6N + 12 L d s (PaLM, Appendix B).
+    const auto full = *models::builtin_workload("gpt2");
+    const auto half = *models::builtin_workload("gpt2", 512);
+    CHECK(half.params() == full.params());
+    CHECK(full.model_flops_per_token - half.model_flops_per_token == doctest::Approx(12.0 * 12 * 768 * 512));
+    const auto bert = *models::builtin_workload("bert_large", 512);
+    CHECK(bert.params() == models::builtin_workload("bert_large")->params());
+    CHECK(bert.fwd_flops() > 4.0 * models::builtin_workload("bert_large")->fwd_flops());
+    CHECK(models::builtin_max_seq_len("resnet50") == 0);
+    CHECK(models::builtin_max_seq_len("gpt3_175b") == 2048);
+    CHECK(models::builtin_max_seq_len("llama3_8b") == -1);
+    // Through the loader: echoed, bounded by the position table, refused for CNNs.
+    nlohmann::json j = {{"workers", 1},
+                        {"model", {{"name", "gpt2"}, {"seq_len", 256}}},
+                        {"batch_size", 1},
+                        {"device", "A100"},
+                        {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}}};
+    CHECK(scenario::resolved_scenario(scenario::load_scenario(j))["model"]["seq_len"] == 256);
+    for (const auto& bad : std::vector<std::pair<std::string, int>>{{"gpt2", 2048}, {"resnet50", 128}}) {
+        nlohmann::json k = j;
+        k["model"] = {{"name", bad.first}, {"seq_len", bad.second}};
+        CHECK_THROWS_AS((void)scenario::load_scenario(k), scenario::ScenarioError);
+    }
+}
