@@ -78,6 +78,15 @@ public:
         const sim::Time update = shard_update(job_.compute);
         r.update_time_s = update.seconds();
         r.compute_time_s = (job_.compute.accumulation + job_.compute.fwd + job_.compute.bwd + update).seconds();
+        // Efficiency against each worker's own compute with its shard's update (a lone GPU would update the whole
+        // model, which sharding never does: against that the step could exceed 100 %).
+        double ideal = 0.0;
+        for (std::uint32_t w = 0; w < job_.workers; ++w) {
+            const ComputeProfile& cp = job_.compute_of(w);
+            ideal += static_cast<double>(job_.batch_size) * job_.gradient_accumulation /
+                     (cp.accumulation + cp.fwd + cp.bwd + shard_update(cp)).seconds();
+        }
+        r.scaling_efficiency = ideal > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / ideal : 1.0;
         double busy = 0.0;
         for (std::uint32_t w = 0; w < job_.workers; ++w) busy += clocks_[w].busy.seconds();
         JobResult::Breakdown b;
@@ -138,7 +147,10 @@ private:
         const auto key = std::make_pair(static_cast<int>(kind), bytes);
         auto it = cache_.find(key);
         if (it == cache_.end())
-            it = cache_.emplace(key, topo::make_shard_collective(kind, groups_, job_.workers, sim::Bytes{bytes})).first;
+            it = cache_
+                     .emplace(key, topo::make_shard_collective(kind, groups_, job_.workers, sim::Bytes{bytes},
+                                                               plan_.context().node_of))
+                     .first;
         return it->second.get();
     }
 

@@ -90,21 +90,25 @@ double job_events(const Scenario& s, const JobSpec& j) {
         // Sharded steps (models/trainer_sharded.cpp): stage 1/2 a reduce-scatter and an all-gather per message,
         // stage 3 per unit an all-gather per micro-batch pass and one reduce-scatter; each a ring of n (g - 1)
         // transfers, plus the hybrid replica all-reduce's 2n (R - 1); compute steps on the event clock.
+        // Across nodes of m GPUs the reduce-scatters and all-gathers run as m channels (sharded_collectives.hpp).
         const double n = j.workers;
-        double g = n;
-        if (j.sharding.group == models::ShardGroup::node)
-            std::visit(
-                [&](const auto& t) {
-                    if constexpr (requires { t.gpus_per_node; })
-                        g = std::clamp(static_cast<double>(t.gpus_per_node), 1.0, n);
-                },
-                s.topology);
+        double m = 1.0;
+        std::visit(
+            [&](const auto& t) {
+                if constexpr (requires { t.gpus_per_node; })
+                    m = std::clamp(static_cast<double>(t.gpus_per_node), 1.0, n);
+                else if constexpr (requires { t.node.gpus; })  // rail_optimized: its node type
+                    m = std::clamp(static_cast<double>(t.node.gpus), 1.0, n);
+            },
+            s.topology);
+        const bool by_node = j.sharding.group == models::ShardGroup::node;
+        const double g = by_node ? m : n, channels = by_node || m >= n ? 1.0 : m;
         const double acc = j.gradient_accumulation;
         const bool stage3 = j.sharding.stage >= 3;
         const double units = stage3 ? static_cast<double>(models::shard_units(j.workload, j.sharding.wrap).size())
                                     : messages_per_iteration(j);
         const double gathers = stage3 ? units * 2.0 * acc : units, reduces = units;
-        const double ring = n * (g - 1.0), replica = g < n ? 2.0 * n * (n / g - 1.0) : 0.0;
+        const double ring = channels * n * (g - 1.0), replica = g < n ? 2.0 * n * (n / g - 1.0) : 0.0;
         const double steps = static_cast<double>(j.workload.layers.size()) * 2.0 * (stage3 ? acc : 1.0) * n;
         return s.iterations * ((gathers + reduces) * (4.0 * ring + 4.0 * n) + reduces * 4.0 * replica + steps);
     }

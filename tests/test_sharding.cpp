@@ -336,3 +336,26 @@ TEST_CASE("sharding: a run too large for the flow model is refused up front, not
     j["network"]["model"] = "analytic";
     CHECK_NOTHROW((void)scenario::load_scenario(j));
 }
+
+TEST_CASE("sharding: rings across nodes run as channels, one per GPU, so every NIC carries a share") {
+    // 2 DGX H100-class nodes, one 400 Gbit/s NIC per GPU: 8 channels of S/8, each leaving and entering a node through
+    // a different GPU's NIC. A reduce-scatter or all-gather of S among n = 16 takes about (n - 1) steps of
+    // S / (8 n) over one NIC, 8 times less than one ring through a single NIC per node.
+    const int n = 16;
+    const double S = 1.6e9, nic = 400e9 / 8;
+    json j = star(n, 1, S);
+    j["model"]["layers"][0]["fwd_time"] = "0s";
+    j["model"]["layers"][0]["bwd_time"] = "0s";
+    j["model"]["layers"][0]["update_time"] = "0s";
+    j["network"] = {{"topology", "two_tier"},
+                    {"node", "dgx_h100"},
+                    {"latency", "2us"},
+                    {"intra_latency", "1us"},
+                    {"transport", "ideal"}};
+    j["sharding"] = {{"stage", 1}};
+    const auto r = run(j);
+    const double phase = (n - 1) * S / (8.0 * n) / nic;
+    CHECK(r.iteration_time_s == doctest::Approx(2 * phase).epsilon(0.05));
+    // The bytes between machines are the single ring's: each channel crosses 2 node boundaries with (n-1) S/(8n).
+    CHECK(r.machine_bytes_per_iteration == doctest::Approx(2.0 * 8 * 2 * (n - 1) * S / (8.0 * n)).epsilon(1e-12));
+}

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -33,11 +34,102 @@ std::vector<std::vector<std::uint32_t>> shard_groups(const std::vector<std::uint
     return groups;
 }
 
+namespace {
+
+class ParallelRound final : public sim::Round {
+public:
+    ParallelRound(std::size_t parts, std::uint32_t endpoints, sim::EndpointDone on_done)
+        : left_(endpoints, static_cast<std::uint32_t>(parts)), on_done_(std::move(on_done)) {}
+    void add(std::unique_ptr<sim::Round> r) { rounds_.push_back(std::move(r)); }
+    void part_done(std::uint32_t e) {
+        if (--left_[e] == 0) on_done_(e);
+    }
+    void open(std::uint32_t e) override {
+        for (auto& r : rounds_) r->open(e);
+    }
+
+private:
+    std::vector<std::unique_ptr<sim::Round>> rounds_;
+    std::vector<std::uint32_t> left_;
+    sim::EndpointDone on_done_;
+};
+
+// The channels of a ring over `groups`: one ring order per channel (a single channel when no group spans several
+// nodes with the same number m >= 2 of its workers on each).
+std::vector<std::vector<std::vector<std::uint32_t>>> channels(const std::vector<std::vector<std::uint32_t>>& groups,
+                                                              const std::vector<std::uint32_t>& node_of) {
+    std::vector<std::vector<std::vector<std::uint32_t>>> out{groups};
+    if (node_of.empty()) return out;
+    std::size_t m = 0;
+    std::vector<std::vector<std::vector<std::uint32_t>>> by_node;  // per group: its nodes' workers
+    for (const auto& group : groups) {
+        std::map<std::uint32_t, std::size_t> index;
+        auto& nodes = by_node.emplace_back();
+        for (std::uint32_t w : group) {
+            const auto it = index.try_emplace(w < node_of.size() ? node_of[w] : w, nodes.size()).first;
+            if (it->second == nodes.size()) nodes.emplace_back();
+            nodes[it->second].push_back(w);
+        }
+        if (nodes.size() < 2) return out;
+        for (const auto& node : nodes) {
+            if (m == 0) m = node.size();
+            if (node.size() != m) return out;
+        }
+    }
+    if (m < 2) return out;
+    out.assign(m, {});
+    for (std::size_t k = 0; k < m; ++k)
+        for (const auto& nodes : by_node) {
+            auto& ring = out[k].emplace_back();
+            for (const auto& node : nodes)
+                for (std::size_t j = 0; j < m; ++j) ring.push_back(node[(j + k) % m]);
+        }
+    return out;
+}
+
+}  // namespace
+
+ParallelCollective::ParallelCollective(std::vector<std::unique_ptr<Collective>> parts) : parts_(std::move(parts)) {
+    if (parts_.empty()) throw std::invalid_argument("a parallel collective needs at least one part");
+}
+
+std::unique_ptr<sim::Round> ParallelCollective::start_round(sim::Engine& engine, sim::Network& network,
+                                                            sim::RouteLookup routes, sim::EndpointDone on_done,
+                                                            std::uint32_t round) const {
+    auto r = std::make_unique<ParallelRound>(parts_.size(), endpoints(), std::move(on_done));
+    ParallelRound* self = r.get();
+    for (const auto& p : parts_)
+        r->add(p->start_round(
+            engine, network, routes, [self](std::uint32_t e) { self->part_done(e); }, round));
+    return r;
+}
+
+sim::Bytes ParallelCollective::wire_bytes(const RemoteTest& remote) const {
+    sim::Bytes b{0.0};
+    for (const auto& p : parts_) b = b + p->wire_bytes(remote);
+    return b;
+}
+
+sim::Time ParallelCollective::alpha_beta(const sim::PathCostLookup& cost) const {
+    sim::Time t;
+    for (const auto& p : parts_) t = std::max(t, p->alpha_beta(cost));
+    return t;
+}
+
 std::unique_ptr<Collective> make_shard_collective(ShardCollective op,
                                                   const std::vector<std::vector<std::uint32_t>>& groups,
-                                                  std::uint32_t n, sim::Bytes bytes) {
+                                                  std::uint32_t n, sim::Bytes bytes,
+                                                  const std::vector<std::uint32_t>& node_of) {
     const auto g = static_cast<std::uint32_t>(groups.empty() ? 1 : groups.front().size());
-    if (op != ShardCollective::replica_allreduce) return std::make_unique<RingCollective>(n, groups, bytes / g, g - 1);
+    if (op != ShardCollective::replica_allreduce) {
+        auto rings = channels(groups, node_of);
+        if (rings.size() == 1) return std::make_unique<RingCollective>(n, groups, bytes / g, g - 1);
+        const double c = static_cast<double>(rings.size());
+        std::vector<std::unique_ptr<Collective>> parts;
+        for (auto& channel : rings)
+            parts.push_back(std::make_unique<RingCollective>(n, std::move(channel), bytes / c / g, g - 1));
+        return std::make_unique<ParallelCollective>(std::move(parts));
+    }
     // Rails: rank j of every group.
     const auto r = static_cast<std::uint32_t>(groups.size());
     std::vector<std::vector<std::uint32_t>> rails(g);

@@ -9,6 +9,12 @@
 //   all_gather          every group all-gathers S from its S/g shards: ring, g-1 steps of S/g per worker
 //   replica_allreduce   (hybrid only) rank j of every group all-reduces its S/g shard with rank j of the other
 //                       groups: rings across the groups, 2(R-1) steps of S/(gR) for R groups
+// Channels: where a group spans several nodes with m >= 2 of its workers on each, the reduce-scatter and all-gather
+// run as m rings at once, each carrying 1/m of the bytes, ring k visiting every node's workers rotated by k so that
+// each ring leaves and enters a node through a different GPU (and so a different NIC with one NIC per GPU): NCCL's
+// channels, which spread a ring collective over a node's NICs (NCCL user guide, "NCCL_MIN_NCHANNELS"; the ring
+// search of src/graph/search.cc of NVIDIA/nccl builds one ring per channel). The rails of the replica all-reduce
+// already leave every node through each of its GPUs.
 // All are rings (RingCollective: O(n) state): NCCL runs reduce-scatter and all-gather on rings (NCCL user guide,
 // "Collective Operations"; src/device/reduce_scatter.h and all_gather.h of NVIDIA/nccl implement only the ring
 // algorithm for them outside NVLS/CollNet), and PyTorch's HSDP all-reduces the replicas with NCCL's default.
@@ -32,9 +38,27 @@ enum class ShardCollective { reduce_scatter, all_gather, replica_allreduce };
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> shard_groups(const std::vector<std::uint32_t>& node_of,
                                                                    std::uint32_t n, bool by_node);
 
-/// The collective `op` of `bytes` (S, the full tensor size per worker) over `groups` among n endpoints.
+/// The collective `op` of `bytes` (S, the full tensor size per worker) over `groups` among n endpoints; `node_of`
+/// (per worker, may be empty) sets the channels.
 [[nodiscard]] std::unique_ptr<Collective> make_shard_collective(ShardCollective op,
                                                                 const std::vector<std::vector<std::uint32_t>>& groups,
-                                                                std::uint32_t n, sim::Bytes bytes);
+                                                                std::uint32_t n, sim::Bytes bytes,
+                                                                const std::vector<std::uint32_t>& node_of = {});
+
+/// Several collectives over the same endpoints run at once as one (channels): an endpoint is done once it is done
+/// in every part; bytes on the wire add up, the closed form is the slowest part's.
+class ParallelCollective final : public Collective {
+public:
+    explicit ParallelCollective(std::vector<std::unique_ptr<Collective>> parts);
+    [[nodiscard]] std::uint32_t endpoints() const override { return parts_.front()->endpoints(); }
+    [[nodiscard]] std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
+                                                          sim::RouteLookup routes, sim::EndpointDone on_done,
+                                                          std::uint32_t round) const override;
+    [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override;
+    [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
+
+private:
+    std::vector<std::unique_ptr<Collective>> parts_;
+};
 
 }  // namespace ddlsim::topo
