@@ -241,8 +241,9 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
 }
 
 void add_recomputation(ComputeProfile& p, const Workload& w) {
+    const std::vector<bool> ckpt = checkpointed_layers(w);
     for (std::size_t l = 0; l < p.layers.size() && l < w.layers.size(); ++l)
-        if (checkpointed(w, l)) {
+        if (ckpt[l]) {
             p.layers[l].bwd += p.layers[l].fwd;
             p.bwd += p.layers[l].fwd;
         }

@@ -39,14 +39,14 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     // Full checkpointing keeps each checkpointed segment's input (a block's, or a layer's: its first kernel's read
     // half) and, during backward, one segment's activations at a time while it is recomputed.
     double segment = 0.0, largest = 0.0;
+    const std::vector<bool> ckpt = checkpointed_layers(job.workload);
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const Layer& l = layers[i];
-        if (!job.activation_checkpointing || !checkpointed(job.workload, i)) {
+        if (!job.activation_checkpointing || !ckpt[i]) {
             kept += layer_kept(l);
             continue;
         }
-        const bool starts =
-            i == 0 || !checkpointed(job.workload, i - 1) || l.block < 0 || layers[i - 1].block != l.block;
+        const bool starts = i == 0 || !ckpt[i - 1] || l.block < 0 || layers[i - 1].block != l.block;
         if (starts) {
             largest = std::max(largest, segment);
             segment = 0.0;

@@ -38,9 +38,15 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> shard_units(const Workload&
     return units;
 }
 
-bool checkpointed(const Workload& w, std::size_t l) {
-    const bool blocks = std::any_of(w.layers.begin(), w.layers.end(), [](const Layer& x) { return x.block >= 0; });
-    return !blocks || w.layers[l].block >= 0;
+bool Workload::has_blocks() const {
+    return std::any_of(layers.begin(), layers.end(), [](const Layer& x) { return x.block >= 0; });
+}
+
+std::vector<bool> checkpointed_layers(const Workload& w) {
+    const bool blocks = w.has_blocks();
+    std::vector<bool> out;
+    for (const Layer& l : w.layers) out.push_back(!blocks || l.block >= 0);
+    return out;
 }
 
 std::int64_t Workload::params() const {

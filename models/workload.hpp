@@ -109,6 +109,7 @@ struct Workload {
     [[nodiscard]] std::int64_t params() const;
     [[nodiscard]] std::size_t tensor_count() const;
     [[nodiscard]] double fwd_flops() const;  ///< per sample, all layers
+    [[nodiscard]] bool has_blocks() const;   ///< some layer belongs to a transformer block
 };
 
 /// A decoder-only transformer by its shape (`"model": {"transformer": {...}}` and the Llama / GPT-3 catalog
@@ -167,10 +168,10 @@ struct TransformerConfig {
 /// consecutive layers) a unit of its own kind.
 [[nodiscard]] std::vector<std::pair<std::uint32_t, std::uint32_t>> shard_units(const Workload& w, std::uint32_t wrap);
 
-/// Whether full activation checkpointing recomputes layer l: the layers inside transformer blocks (Megatron-LM's and
+/// Per layer, whether full activation checkpointing recomputes it: the layers inside transformer blocks (Megatron-LM's and
 /// torchtitan's full checkpointing wrap each block; Chen et al., "Training Deep Nets with Sublinear Memory Cost",
 /// arXiv 1604.06174, checkpoints segments), every layer of a model without blocks.
-[[nodiscard]] bool checkpointed(const Workload& w, std::size_t l);
+[[nodiscard]] std::vector<bool> checkpointed_layers(const Workload& w);
 
 /// The job's `activation_checkpointing`.
 enum class Checkpointing { none, full };

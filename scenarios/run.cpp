@@ -107,8 +107,7 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
         models::add_recomputation(job.compute, j.workload);
         for (auto& wc : job.worker_compute) models::add_recomputation(wc, j.workload);
     }
-    // Gradient accumulation: k - 1 micro-batches of forward and backward before the last one.
-    job.gradient_accumulation = j.gradient_accumulation;
+    // Gradient accumulation (job_keys copied the count): k - 1 micro-batches of forward and backward before the last.
     const double extra = static_cast<double>(j.gradient_accumulation - 1);
     job.compute.accumulation = models::scaled(job.compute.fwd + job.compute.bwd, extra);
     for (auto& wc : job.worker_compute) wc.accumulation = models::scaled(wc.fwd + wc.bwd, extra);
@@ -432,15 +431,12 @@ std::string describe_sharding(const JobSpec& j) {
     if (sh.group == models::ShardGroup::node)
         out += fmt::format(" (one per node; {} replicas all-reduce their shards)",
                            j.workers / std::max(1U, sh.group_size));
-    out += sh.stage >= 3 ? fmt::format("; {} per unit, prefetch {}",
-                                       fmt::format("{} {}{}", sh.wrap,
-                                                   std::any_of(j.workload.layers.begin(), j.workload.layers.end(),
-                                                               [](const models::Layer& l) { return l.block >= 0; })
-                                                       ? "transformer block"
-                                                       : "layer",
-                                                   sh.wrap == 1 ? "" : "s"),
-                                       sh.prefetch)
-                         : "; reduce-scatter, shard update, all-gather";
+    out += sh.stage >= 3
+               ? fmt::format("; {} per unit, prefetch {}",
+                             fmt::format("{} {}{}", sh.wrap, j.workload.has_blocks() ? "transformer block" : "layer",
+                                         sh.wrap == 1 ? "" : "s"),
+                             sh.prefetch)
+               : "; reduce-scatter, shard update, all-gather";
     return out;
 }
 
