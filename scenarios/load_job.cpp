@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "models/compression.hpp"
+#include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
 
@@ -14,23 +15,10 @@ namespace ddlsim::scenario::detail {
 namespace {
 
 models::Layer read_layer(const json& j, const std::string& path) {
-    const Tables& t = tables();
-    ObjectReader r(j, path, t.layer);
+    ObjectReader r(j, path, tables().layer);
     models::Layer l;
-    l.name = read_string(r.at("name"), r.path("name"));
-    const auto params = static_cast<std::int64_t>(read_uint(r.at("params"), r.path("params"), 0, 10'000'000'000'000));
-    l.tensors.push_back({l.name, params});
-    if (r.has("fwd_flops")) l.fwd_flops = read_number(r.at("fwd_flops"), r.path("fwd_flops"), 0.0, 1e18);
-    if (r.has("fwd_time")) l.fwd_time = read_time(r.at("fwd_time"), r.path("fwd_time"));
-    if (r.has("bwd_time")) l.bwd_time = read_time(r.at("bwd_time"), r.path("bwd_time"));
-    if (r.has("update_time")) l.update_time = read_time(r.at("update_time"), r.path("update_time"));
-    if (r.has("kind") || r.has("fwd_bytes")) {
-        models::LayerPart part;
-        if (r.has("kind")) part.kind = read_enum<models::PartKind>(r.at("kind"), r.path("kind"));
-        part.flops = l.fwd_flops;
-        if (r.has("fwd_bytes")) part.bytes = read_number(r.at("fwd_bytes"), r.path("fwd_bytes"), 0.0, 1e18);
-        l.parts.push_back(part);
-    }
+    layer_keys().read(r, l);
+    if (!l.parts.empty()) l.parts.front().flops = l.fwd_flops;
     r.finish();
     return l;
 }
@@ -47,22 +35,7 @@ models::Workload builtin_or_throw(const json& j, const std::string& path) {
 models::TransformerConfig read_transformer(const json& j, const std::string& path) {
     ObjectReader r(j, path, tables().transformer);
     models::TransformerConfig c;
-    auto count = [&](const char* key, std::uint64_t max) {
-        return static_cast<std::int64_t>(read_uint(r.at(key), r.path(key), 1, max));
-    };
-    if (r.has("style")) c.style = read_enum<models::TransformerStyle>(r.at("style"), r.path("style"));
-    c.layers = static_cast<int>(count("layers", 1024));
-    c.hidden = count("hidden", 1 << 17);
-    c.heads = count("heads", 4096);
-    if (r.has("kv_heads")) {
-        if (c.style == models::TransformerConfig::Style::gpt)
-            r.forbid("kv_heads", "applies to style \"llama\" only (GPT blocks use multi-head attention)");
-        c.kv_heads = count("kv_heads", 4096);
-    }
-    if (r.has("ffn_hidden")) c.ffn_hidden = count("ffn_hidden", 1 << 20);
-    if (r.has("attention")) c.attention = read_enum<models::AttentionKernel>(r.at("attention"), r.path("attention"));
-    c.seq_len = count("seq_len", 1 << 20);
-    c.vocab = count("vocab", 1 << 22);
+    transformer_keys().read(r, c);
     if (c.hidden % c.heads != 0)
         throw ScenarioError(r.path("heads"),
                             fmt::format("expected a divisor of hidden ({}), got {}", c.hidden, c.heads));
@@ -119,8 +92,8 @@ void read_model(const json& j, const std::string& path, JobSpec& s) {
         s.model_name = "custom";
     }
     if (r.has("dtype")) {
-        const std::string d = read_choice(r.at("dtype"), r.path("dtype"), t.choices.dtypes);
-        s.bytes_per_param = d == "fp32" ? 4.0 : 2.0;
+        s.dtype = read_choice(r.at("dtype"), r.path("dtype"), t.choices.dtypes);
+        s.bytes_per_param = s.dtype == "fp32" ? 4.0 : 2.0;
     }
     r.finish();
 }
@@ -214,33 +187,11 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     const Tables& t = tables();
     topo::ArchitectureSpec a;
     reject_planned_keys(j, path, "architecture");
+    reject_planned_kind(j, path, "algorithm", "algorithm", t.choices.algorithms);
+    reject_planned_kind(j, path, "graph", "graph", t.choices.gossip_graphs);
     ObjectReader r(j, path, t.architecture);
-    const std::string kind = read_choice(r.at("kind"), r.path("kind"), t.choices.arch_kinds);
-    // Keys that belong to one kind only.
-    const std::vector<std::pair<std::string, std::vector<std::string>>> kind_keys{
-        {"ps",
-         {"servers", "placement", "aggregation_rate", "server_placement", "sharding", "split_size", "per_tensor",
-          "style", "local_aggregation", "partition_size"}},
-        {"allreduce", {"algorithm", "segment_size"}},
-        {"gossip", {"graph"}},
-    };
-    for (const auto& [owner, keys] : kind_keys)
-        if (owner != kind)
-            for (const auto& k : keys) r.forbid(k, fmt::format("applies to kind \"{}\" only, not \"{}\"", owner, kind));
-    if (kind == "allreduce") {
-        a.kind = topo::ArchKind::allreduce;
-        if (r.has("algorithm"))
-            a.algorithm =
-                sim::enum_value<topo::AllreduceAlgorithm>(read_kind(r, "algorithm", "algorithm", t.choices.algorithms));
-        if (r.has("segment_size")) a.segment_size = read_bytes(r.at("segment_size"), r.path("segment_size"));
-    } else if (kind == "gossip") {
-        a.kind = topo::ArchKind::gossip;
-        if (r.has("graph"))
-            a.graph = sim::enum_value<topo::GossipGraph>(read_kind(r, "graph", "graph", t.choices.gossip_graphs));
-    } else {
-        a.kind = topo::ArchKind::ps;
-        if (r.has("style")) a.style = read_enum<topo::PsStyle>(r.at("style"), r.path("style"));
-        if (r.has("placement")) a.placement = read_enum<topo::ServerPlacement>(r.at("placement"), r.path("placement"));
+    architecture_keys().read(r, a);
+    if (a.kind == topo::ArchKind::ps) {
         // Colocated BytePS (its usual deployment without spare CPU machines): a server process on every
         // worker machine and no CPU summation server, i.e. the worker-host shares alone (k = 0).
         const bool byteps_colocated =
@@ -260,29 +211,6 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
                                 fmt::format("colocated servers live on worker hosts: expected at most "
                                             "{} (the workers), got {}",
                                             workers, a.servers));
-        if (r.has("aggregation_rate"))
-            a.aggregation_rate = read_bandwidth(r.at("aggregation_rate"), r.path("aggregation_rate"));
-        if (r.has("sharding")) a.sharding = read_enum<topo::PsSharding>(r.at("sharding"), r.path("sharding"));
-        if (r.has("split_size")) {
-            if (a.sharding == topo::PsSharding::bytes)
-                throw ScenarioError(r.path("split_size"),
-                                    "applies to sharding \"round_robin\" or \"balanced\" "
-                                    "(\"bytes\" already cuts every tensor over all servers)");
-            a.split_size = read_bytes(r.at("split_size"), r.path("split_size"));
-        }
-        // BytePS pipelines push and pull per partition unless told otherwise.
-        a.per_tensor = a.style == topo::PsStyle::byteps;
-        if (r.has("per_tensor")) a.per_tensor = read_bool(r.at("per_tensor"), r.path("per_tensor"));
-        if (r.has("local_aggregation"))
-            a.local_aggregation = read_bool(r.at("local_aggregation"), r.path("local_aggregation"));
-        if (r.has("partition_size")) {
-            if (a.style != topo::PsStyle::byteps || !a.per_tensor)
-                throw ScenarioError(r.path("partition_size"),
-                                    "applies to style \"byteps\" with per-partition push/pull (per_tensor true)");
-            a.partition_size = read_bytes(r.at("partition_size"), r.path("partition_size"));
-            if (!(a.partition_size.value() >= 1024.0))
-                throw ScenarioError(r.path("partition_size"), "expected at least 1KB");
-        }
         if (r.has("server_placement")) {
             const json& sp = read_array(r.at("server_placement"), r.path("server_placement"), 0);
             if (sp.size() != a.servers)
@@ -297,32 +225,14 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     return a;
 }
 
-// Keys of `r` that belong to other kinds than `kind` are refused with a message naming the owner.
-void forbid_other_kinds(ObjectReader& r, const std::string& kind,
-                        const std::vector<std::pair<std::string, std::vector<std::string>>>& owners) {
-    for (const auto& [key, kinds] : owners)
-        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
-            r.forbid(key, fmt::format("applies to kind {} only, not \"{}\"", list(kinds), kind));
-}
-
 models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec& job) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.sync);
     models::SyncSpec s;
-    const std::string kind = read_choice(r.at("kind"), r.path("kind"), t.choices.sync_kinds);
-    s.kind = sim::enum_value<models::SyncKind>(kind);
-    // The scheme's descriptor (models/sync_schemes.cpp): the keys it takes, where it runs.
+    s.kind = read_enum<models::SyncKind>(r.at("kind"), r.path("kind"));
+    const std::string kind(sim::enum_name(s.kind));
+    // The scheme's descriptor (models/sync_schemes.cpp): where it runs.
     const models::SyncSchemeInfo& info = models::sync_scheme(s.kind);
-    for (const Field& f : t.sync.fields) {
-        if (f.name == "kind") continue;
-        std::vector<std::string> owners;
-        for (const models::SyncSchemeInfo& other : models::sync_schemes())
-            for (std::string_view k : other.keys)
-                if ((k.back() == '*' ? k.substr(0, k.size() - 1) : k) == f.name)
-                    owners.emplace_back(sim::enum_name(other.kind));
-        if (std::find(owners.begin(), owners.end(), kind) == owners.end())
-            r.forbid(f.name, fmt::format("applies to kind {} only, not \"{}\"", list(owners), kind));
-    }
     const std::string arch(sim::enum_name(job.architecture.kind));
     if (std::find(info.architectures.begin(), info.architectures.end(), job.architecture.kind) ==
         info.architectures.end()) {
@@ -343,23 +253,13 @@ models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec
                                                         "synchronous (expected {})",
                                                         kind, list(synchronous)));
     }
-    auto need = [&](const char* key) -> const json& {
-        if (!r.has(key)) throw ScenarioError(r.path(key), fmt::format("required for kind \"{}\"", kind));
-        return r.at(key);
-    };
-    if (kind == "ssp")
-        s.staleness = static_cast<std::uint32_t>(read_uint(need("staleness"), r.path("staleness"), 0, 1'000'000));
-    if (kind == "local_sgd")
-        s.period = static_cast<std::uint32_t>(read_uint(need("period"), r.path("period"), 1, 1'000'000));
-    if (kind == "fedavg") {
-        s.clients_per_round = job.workers;
-        if (r.has("clients_per_round"))
-            s.clients_per_round = static_cast<std::uint32_t>(
-                read_uint(r.at("clients_per_round"), r.path("clients_per_round"), 1, job.workers));
-        if (r.has("local_steps"))
-            s.local_steps =
-                static_cast<std::uint32_t>(read_uint(r.at("local_steps"), r.path("local_steps"), 1, 1'000'000));
-        if (r.has("availability")) s.availability = read_positive(r.at("availability"), r.path("availability"), 1.0);
+    sync_keys().read(r, s);
+    // FedAvg samples among the job's workers: all of them by default, at most all of them.
+    if (s.kind == models::SyncKind::fedavg) {
+        if (!r.has("clients_per_round")) s.clients_per_round = job.workers;
+        if (s.clients_per_round > job.workers)
+            throw ScenarioError(r.path("clients_per_round"), fmt::format("expected an integer in 1 .. {}, got {}",
+                                                                         job.workers, s.clients_per_round));
     }
     r.finish();
     return s;
@@ -430,16 +330,10 @@ models::ShardingSpec read_sharding(const json& j, const std::string& path, const
     const Tables& t = tables();
     ObjectReader r(j, path, t.sharding);
     models::ShardingSpec s;
-    s.stage = static_cast<std::uint32_t>(read_uint(r.at("stage"), r.path("stage"), 1, 3));
-    if (r.has("group")) s.group = read_enum<models::ShardGroup>(r.at("group"), r.path("group"));
-    if (s.stage < 3) {
-        r.forbid("prefetch", "applies to stage 3 only (stages 1 and 2 gather the whole model after the update)");
-        r.forbid("wrap", "applies to stage 3 only (stages 1 and 2 follow the overlap's buckets)");
-    }
-    if (r.has("prefetch"))
-        s.prefetch = static_cast<std::uint32_t>(read_uint(r.at("prefetch"), r.path("prefetch"), 0, 1024));
-    const auto layers = static_cast<std::uint64_t>(std::max<std::size_t>(1, job.workload.layers.size()));
-    if (r.has("wrap")) s.wrap = static_cast<std::uint32_t>(read_uint(r.at("wrap"), r.path("wrap"), 1, layers));
+    sharding_keys().read(r, s);
+    const auto layers = std::max<std::size_t>(1, job.workload.layers.size());
+    if (s.wrap > layers)
+        throw ScenarioError(r.path("wrap"), fmt::format("expected an integer in 1 .. {}, got {}", layers, s.wrap));
     r.finish();
     if (job.sync.kind != models::SyncKind::bsp)
         throw ScenarioError(path, fmt::format("sharded data parallelism synchronises every step; expected sync "
@@ -475,33 +369,16 @@ models::ShardingSpec read_sharding(const json& j, const std::string& path, const
     return s;
 }
 
+
 models::OverlapSpec read_overlap(const json& j, const std::string& path, const JobSpec& job) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.overlap);
     models::OverlapSpec o;
-    if (r.has("wfbp")) o.wfbp = read_bool(r.at("wfbp"), r.path("wfbp"));
-    if (r.has("fusion")) o.fusion = read_enum<models::Fusion>(r.at("fusion"), r.path("fusion"));
-    if (r.has("priority")) o.priority = read_bool(r.at("priority"), r.path("priority"));
-    if (o.fusion != models::Fusion::buffer) {
-        for (const char* k : {"bucket_size", "cycle_time"}) r.forbid(k, "applies to fusion \"buffer\" only");
-    }
-    if (!o.priority) {
-        r.forbid("partition_size", "applies with \"priority\": true only");
-        r.forbid("credit", "applies with \"priority\": true only");
-    }
+    overlap_keys().read(r, o);
     if (o.priority && o.fusion != models::Fusion::none)
         throw ScenarioError(r.path("fusion"),
                             "priority scheduling sends its own partitions; expected \"none\" with "
                             "\"priority\": true");
-    if (r.has("bucket_size")) o.bucket_size = read_bytes(r.at("bucket_size"), r.path("bucket_size"));
-    if (r.has("cycle_time")) o.cycle_time = read_time(r.at("cycle_time"), r.path("cycle_time"));
-    if (r.has("partition_size")) o.partition_size = read_bytes(r.at("partition_size"), r.path("partition_size"));
-    if (r.has("credit"))
-        o.credit = static_cast<std::uint32_t>(read_uint(r.at("credit"), r.path("credit"), 1, 1'000'000));
-    if (o.priority && !(o.partition_size.value() >= 1.0))
-        throw ScenarioError(r.path("partition_size"), "expected at least 1 byte");
-    if (o.fusion == models::Fusion::buffer && !(o.bucket_size.value() >= 1.0))
-        throw ScenarioError(r.path("bucket_size"), "expected at least 1 byte");
     // MG-WFBP and priority scheduling are WFBP schedules; fusion buffers overlap unless "wfbp": false
     // says otherwise (then they are sent when backward ends: Horovod's and the survey's no-overlap
     // baseline). A key that is set is never overridden.
@@ -513,8 +390,6 @@ models::OverlapSpec read_overlap(const json& j, const std::string& path, const J
         o.wfbp = true;
     }
     if (o.fusion == models::Fusion::buffer && !r.has("wfbp")) o.wfbp = true;
-    if (r.has("compute_slowdown"))
-        o.compute_slowdown = read_number(r.at("compute_slowdown"), r.path("compute_slowdown"), 0.0, 10.0);
     if (o.any() && job.sync.kind != models::SyncKind::bsp)
         throw ScenarioError(path,
                             "overlap applies to sync \"bsp\" (gradients of one iteration); expected no overlap "
@@ -531,6 +406,8 @@ models::StragglerSpec read_stragglers(const json& j, const std::string& path, st
     const Tables& t = tables();
     ObjectReader r(j, path, t.stragglers);
     models::StragglerSpec s;
+    straggler_keys().read(r, s);
+    // The keys bounded by the job's workers.
     if (r.has("fixed")) {
         const json& f = r.at("fixed");
         if (!f.is_object())
@@ -545,33 +422,13 @@ models::StragglerSpec read_stragglers(const json& j, const std::string& path, st
             s.fixed.emplace_back(static_cast<std::uint32_t>(w), read_positive(value, kp, 1e6));
         }
     }
-    const bool has_dist = r.has("distribution");
-    if (has_dist) {
-        const std::string d =
-            read_choice(r.at("distribution"), r.path("distribution"), t.choices.straggler_distributions);
-        s.distribution = sim::enum_value<models::StragglerDistribution>(d);
-        forbid_other_kinds(r, d,
-                           {{"sigma", {"lognormal"}},
-                            {"mean_delay", {"exponential"}},
-                            {"every", {"periodic"}},
-                            {"slowdown", {"periodic"}}});
-        if (d == "exponential" && !r.has("mean_delay"))
-            throw ScenarioError(r.path("mean_delay"), "required for distribution \"exponential\"");
-    } else {
-        for (const char* k : {"sigma", "mean_delay", "every", "slowdown", "workers"})
-            r.forbid(k, "applies with a \"distribution\" only");
-    }
-    if (r.has("sigma")) s.sigma = read_number(r.at("sigma"), r.path("sigma"), 0.0, 10.0);
-    if (r.has("mean_delay")) s.mean_delay = read_time(r.at("mean_delay"), r.path("mean_delay"));
-    if (r.has("every")) s.every = static_cast<std::uint32_t>(read_uint(r.at("every"), r.path("every"), 1, 1'000'000));
-    if (r.has("slowdown")) s.slowdown = read_positive(r.at("slowdown"), r.path("slowdown"), 1e6);
     if (r.has("workers")) {
         const json& ws = read_array(r.at("workers"), r.path("workers"), 1);
         for (std::size_t i = 0; i < ws.size(); ++i)
             s.workers.push_back(static_cast<std::uint32_t>(
                 read_uint(ws[i], fmt::format("{}[{}]", r.path("workers"), i), 0, workers - 1)));
     }
-    if (!has_dist && s.fixed.empty())
+    if (s.distribution == models::StragglerDistribution::none && s.fixed.empty())
         throw ScenarioError(path, "expected \"fixed\" factors, a \"distribution\", or both");
     r.finish();
     return s;
@@ -580,25 +437,9 @@ models::StragglerSpec read_stragglers(const json& j, const std::string& path, st
 }  // namespace
 
 ConvergenceSpec read_convergence(const json& j, const std::string& path) {
-    const Tables& t = tables();
-    ObjectReader r(j, path, t.convergence);
+    ObjectReader r(j, path, tables().convergence);
     ConvergenceSpec c;
-    if (r.has("task")) c.task = read_choice(r.at("task"), r.path("task"), t.choices.convergence_tasks);
-    if (r.has("target_accuracy"))
-        c.target_accuracy = read_positive(r.at("target_accuracy"), r.path("target_accuracy"), 1.0);
-    if (r.has("max_iterations"))
-        c.max_iterations =
-            static_cast<std::uint32_t>(read_uint(r.at("max_iterations"), r.path("max_iterations"), 1, 1'000'000));
-    if (r.has("learning_rate")) c.learning_rate = read_positive(r.at("learning_rate"), r.path("learning_rate"), 100.0);
-    if (r.has("batch_size"))
-        c.batch_size = static_cast<std::uint32_t>(read_uint(r.at("batch_size"), r.path("batch_size"), 1, 60'000));
-    if (r.has("eval_every"))
-        c.eval_every = static_cast<std::uint32_t>(read_uint(r.at("eval_every"), r.path("eval_every"), 1, 1'000'000));
-    if (r.has("test_samples"))
-        c.test_samples = static_cast<std::uint32_t>(read_uint(r.at("test_samples"), r.path("test_samples"), 1, 10'000));
-    if (r.has("train_samples"))
-        c.train_samples =
-            static_cast<std::uint32_t>(read_uint(r.at("train_samples"), r.path("train_samples"), 0, 60'000));
+    convergence_keys().read(r, c);
     r.finish();
     return c;
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
 
@@ -49,21 +50,10 @@ topo::CustomSpec read_custom(const json& nodes, const json& links, const std::st
 
 // A transport: a preset name, or {"kind": preset, ...overrides} (topologies/transport.hpp).
 topo::TransportSpec read_transport(const json& j, const std::string& path) {
-    const Tables& t = tables();
-    auto preset = [&](const json& name, const std::string& p) {
-        return topo::transport_preset(*topo::transport_kind(read_choice(name, p, t.choices.transports)));
-    };
-    if (j.is_string()) return preset(j, path);
-    ObjectReader r(j, path, t.transport);
-    topo::TransportSpec tr = preset(r.at("kind"), r.path("kind"));
-    if (r.has("efficiency")) tr.efficiency = read_positive(r.at("efficiency"), r.path("efficiency"), 1.0);
-    if (r.has("message_overhead"))
-        tr.message_overhead = read_time(r.at("message_overhead"), r.path("message_overhead"));
-    if (r.has("collective_overhead"))
-        tr.collective_overhead = read_time(r.at("collective_overhead"), r.path("collective_overhead"));
-    if (r.has("stream_rate")) tr.stream_rate = read_bandwidth(r.at("stream_rate"), r.path("stream_rate"));
-    if (r.has("streams"))
-        tr.streams = static_cast<std::uint32_t>(read_uint(r.at("streams"), r.path("streams"), 1, 1024));
+    if (j.is_string()) return topo::transport_preset(read_enum<topo::TransportKind>(j, path));
+    ObjectReader r(j, path, tables().transport);
+    topo::TransportSpec tr;
+    transport_keys().read(r, tr);
     r.finish();
     return tr;
 }

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "models/compression.hpp"
+#include "scenarios/key_tables.hpp"
 #include "scenarios/schema_tables.hpp"
 #include "sim/unit_parse.hpp"
 
@@ -82,15 +83,7 @@ json network_json(const Scenario& s) {
     n["routing"] = std::string(sim::enum_name(s.routing));
     // Transports: the given ones, or what `auto` picks for the topology's link speeds (custom topologies,
     // whose links may differ, keep auto).
-    auto transport_json = [&](const topo::TransportSpec& t) {
-        json o{{"kind", std::string(sim::enum_name(t.kind))},
-               {"efficiency", t.efficiency},
-               {"message_overhead", sim::format_time(t.message_overhead)},
-               {"collective_overhead", sim::format_time(t.collective_overhead)},
-               {"streams", t.streams}};
-        if (t.stream_rate) o["stream_rate"] = sim::format_bandwidth(*t.stream_rate);
-        return o;
-    };
+    auto transport_json = [&](const topo::TransportSpec& t) { return transport_keys().echo(t); };
     std::visit(
         [&](const auto& t) {
             using T = std::decay_t<decltype(t)>;
@@ -115,31 +108,15 @@ json network_json(const Scenario& s) {
 json model_json(const JobSpec& j) {
     json m = json::object();
     if (j.transformer) {
-        const models::TransformerConfig& c = *j.transformer;
-        json t{{"style", std::string(sim::enum_name(c.style))},
-               {"attention", std::string(sim::enum_name(c.attention))},
-               {"layers", c.layers},
-               {"hidden", c.hidden},
-               {"heads", c.heads},
-               {"seq_len", c.seq_len},
-               {"vocab", c.vocab}};
-        if (c.kv_heads > 0) t["kv_heads"] = c.kv_heads;
-        if (c.ffn_hidden > 0) t["ffn_hidden"] = c.ffn_hidden;
-        m["transformer"] = std::move(t);
+        m["transformer"] = transformer_keys().echo(*j.transformer);
     } else if (j.model_name != "custom") {
         m["name"] = j.model_name;
         if (j.seq_len > 0) m["seq_len"] = j.seq_len;
     } else {
         m["layers"] = json::array();
-        for (const auto& l : j.workload.layers) {
-            json layer{{"name", l.name}, {"params", l.params()}, {"fwd_flops", l.fwd_flops}};
-            if (l.fwd_time) layer["fwd_time"] = sim::format_time(*l.fwd_time);
-            if (l.bwd_time) layer["bwd_time"] = sim::format_time(*l.bwd_time);
-            if (l.update_time) layer["update_time"] = sim::format_time(*l.update_time);
-            m["layers"].push_back(std::move(layer));
-        }
+        for (const auto& l : j.workload.layers) m["layers"].push_back(layer_keys().echo(l));
     }
-    m["dtype"] = j.bytes_per_param == 4.0 ? "fp32" : "fp16";
+    m["dtype"] = j.dtype;
     return m;
 }
 
@@ -161,47 +138,7 @@ json device_json(const models::DeviceSpec& d) {
 }
 
 json architecture_json(const JobSpec& j) {
-    const auto& a = j.architecture;
-    json out{{"kind", std::string(sim::enum_name(a.kind))}};
-    switch (a.kind) {
-        case topo::ArchKind::allreduce:
-            out["algorithm"] = std::string(sim::enum_name(a.algorithm));
-            if (a.segment_size.value() > 0.0) out["segment_size"] = sim::format_bytes(a.segment_size);
-            break;
-        case topo::ArchKind::gossip: out["graph"] = std::string(sim::enum_name(a.graph)); break;
-        case topo::ArchKind::ps:
-            out["style"] = std::string(sim::enum_name(a.style));
-            // Colocated BytePS has no CPU server: one server process on every worker machine.
-            if (!(a.style == topo::PsStyle::byteps && a.placement == topo::ServerPlacement::colocated))
-                out["servers"] = a.servers;
-            out["placement"] = std::string(sim::enum_name(a.placement));
-            if (a.aggregation_rate) out["aggregation_rate"] = sim::format_bandwidth(*a.aggregation_rate);
-            // Only a given server placement: default dedicated servers also size the network (two_tier).
-            if (!a.server_placement.empty()) out["server_placement"] = a.server_placement;
-            out["sharding"] = std::string(sim::enum_name(a.sharding));
-            if (a.sharding != topo::PsSharding::bytes) out["split_size"] = sim::format_bytes(a.split_size);
-            out["per_tensor"] = a.per_tensor;
-            out["local_aggregation"] = a.local_aggregation;
-            if (a.style == topo::PsStyle::byteps && a.per_tensor)
-                out["partition_size"] = sim::format_bytes(a.partition_size);
-            break;
-    }
-    return out;
-}
-
-json sync_json(const models::SyncSpec& y) {
-    json out{{"kind", std::string(sim::enum_name(y.kind))}};
-    switch (y.kind) {
-        case models::SyncKind::ssp: out["staleness"] = y.staleness; break;
-        case models::SyncKind::local_sgd: out["period"] = y.period; break;
-        case models::SyncKind::fedavg:
-            out["clients_per_round"] = y.clients_per_round;
-            out["local_steps"] = y.local_steps;
-            out["availability"] = y.availability;
-            break;
-        default: break;
-    }
-    return out;
+    return architecture_keys().echo(j.architecture);
 }
 
 json compression_json(const models::CompressionSpec& k) {
@@ -217,53 +154,7 @@ json compression_json(const models::CompressionSpec& k) {
     return out;
 }
 
-json overlap_json(const models::OverlapSpec& o) {
-    json out{{"wfbp", o.wfbp}, {"fusion", std::string(sim::enum_name(o.fusion))}, {"priority", o.priority}};
-    if (o.fusion == models::Fusion::buffer) {
-        out["bucket_size"] = sim::format_bytes(o.bucket_size);
-        out["cycle_time"] = sim::format_time(o.cycle_time);
-    }
-    if (o.priority) {
-        out["partition_size"] = sim::format_bytes(o.partition_size);
-        out["credit"] = o.credit;
-    }
-    if (o.compute_slowdown) out["compute_slowdown"] = *o.compute_slowdown;
-    return out;
-}
-
-json stragglers_json(const models::StragglerSpec& g) {
-    json out = json::object();
-    if (!g.fixed.empty()) {
-        out["fixed"] = json::object();
-        for (const auto& [w, f] : g.fixed) out["fixed"][std::to_string(w)] = f;
-    }
-    switch (g.distribution) {
-        case models::StragglerDistribution::none: return out;
-        case models::StragglerDistribution::lognormal: out["sigma"] = g.sigma; break;
-        case models::StragglerDistribution::exponential: out["mean_delay"] = sim::format_time(g.mean_delay); break;
-        case models::StragglerDistribution::periodic:
-            out["every"] = g.every;
-            out["slowdown"] = g.slowdown;
-            break;
-    }
-    out["distribution"] = std::string(sim::enum_name(g.distribution));
-    if (!g.workers.empty()) out["workers"] = g.workers;
-    return out;
-}
-
-json convergence_json(const ConvergenceSpec& v) {
-    json out{{"task", v.task},
-             {"target_accuracy", v.target_accuracy},
-             {"learning_rate", v.learning_rate},
-             {"batch_size", v.batch_size},
-             {"eval_every", v.eval_every},
-             {"test_samples", v.test_samples},
-             {"train_samples", v.train_samples}};
-    if (v.max_iterations > 0) out["max_iterations"] = v.max_iterations;
-    return out;
-}
-
-// The per-job keys (SPEC §2 `jobs`), one line each.
+// The per-job keys (docs/CONTRACT.md §2 `jobs`), one line each.
 json job_keys(const JobSpec& j) {
     json out{{"workers", j.workers},
              {"model", model_json(j)},
@@ -273,17 +164,12 @@ json job_keys(const JobSpec& j) {
              {"device", device_json(j.device)},
              {"placement", j.placement},
              {"architecture", architecture_json(j)},
-             {"sync", sync_json(j.sync)},
+             {"sync", sync_keys().echo(j.sync)},
              {"compression", compression_json(j.compression)},
-             {"overlap", overlap_json(j.overlap)}};
-    if (j.sharding.any()) {
-        out["sharding"] = {{"stage", j.sharding.stage}, {"group", std::string(sim::enum_name(j.sharding.group))}};
-        if (j.sharding.stage >= 3) {
-            out["sharding"]["prefetch"] = j.sharding.prefetch;
-            out["sharding"]["wrap"] = j.sharding.wrap;
-        }
-    }
-    if (j.stragglers.any()) out["stragglers"] = stragglers_json(j.stragglers);
+             {"overlap", overlap_keys().echo(j.overlap)},
+             {"optimizer", std::string(sim::enum_name(j.optimizer))}};
+    if (j.sharding.any()) out["sharding"] = sharding_keys().echo(j.sharding);
+    if (j.stragglers.any()) out["stragglers"] = straggler_keys().echo(j.stragglers);
     if (!j.worker_devices.empty()) {
         out["worker_devices"] = json::array();
         for (const auto& d : j.worker_devices) out["worker_devices"].push_back(device_json(d));
@@ -304,7 +190,7 @@ nlohmann::json resolved_scenario(const Scenario& s) {
         }
     } else if (!s.jobs.empty()) {
         out.update(job_keys(s.jobs.front()));
-        if (s.jobs.front().convergence) out["convergence"] = convergence_json(*s.jobs.front().convergence);
+        if (s.jobs.front().convergence) out["convergence"] = convergence_keys().echo(*s.jobs.front().convergence);
     }
     return out;
 }

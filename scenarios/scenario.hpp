@@ -28,7 +28,7 @@ constexpr std::span<const sim::EnumEntry<NetworkModel>> enum_entries(NetworkMode
     return k_network_models;
 }
 
-/// The `convergence` block (SPEC §6): train a proxy task for real under the simulated schedule.
+/// The `convergence` block (docs/CONTRACT.md §6): train a proxy task for real under the simulated schedule.
 struct ConvergenceSpec {
     std::string task = "fashion_mnist_mlp";  ///< fashion_mnist_mlp, fashion_mnist_cnn, synthetic_mlp (tests)
     double target_accuracy = 0.8;
@@ -48,6 +48,7 @@ struct JobSpec {
     std::string model_name;                                ///< built-in name or "custom"
     std::optional<models::TransformerConfig> transformer;  ///< `"model": {"transformer": {...}}`
     std::int64_t seq_len = 0;      ///< `"model": {"name": ..., "seq_len": s}`: a built-in sequence model's sequence
+    std::string dtype = "fp32";    ///< model.dtype
     double bytes_per_param = 4.0;  ///< gradient element size (model.dtype)
     models::Optimizer optimizer = models::Optimizer::momentum;  ///< "optimizer", or the model family's default
     models::Source optimizer_source = models::Source::builtin_default;

@@ -8,6 +8,7 @@
 #include "models/compression.hpp"
 #include "models/device.hpp"
 #include "models/workload.hpp"
+#include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/scenario.hpp"
 
@@ -120,6 +121,7 @@ Tables build() {
     c.ps_styles = sim::enum_names<topo::PsStyle>();
     c.sync_kinds = sim::enum_names<models::SyncKind>();
     c.fusions = sim::enum_names<models::Fusion>();
+    c.convergence_tasks = convergence_tasks();
     c.straggler_distributions = sim::enum_names<models::StragglerDistribution>();
 
     // The per-job keys: at the root for one job, inside each element of "jobs" for several.
@@ -270,21 +272,7 @@ Tables build() {
                "above 64 GB/s, pcie otherwise"},
               {"oneOf", json::array({enum_schema(c.transports, "preset"), ref("transport", "transport object")})}}},
         }};
-    t.transport = {
-        "transport",
-        "a transport preset with overrides (topologies/transport.cpp cites every default)",
-        {
-            {"kind", enum_schema(c.transports, "the preset the other keys override"), true},
-            {"efficiency",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"maximum", 1},
-              {"description", "goodput as a fraction of line rate"}}},
-            {"message_overhead", time_schema("software latency each transfer (message, ring step) pays")},
-            {"collective_overhead", time_schema("cost of launching one collective (kernel launch, negotiation)")},
-            {"stream_rate", bandwidth_schema("the most one connection moves (tcp: one CPU core's worth)")},
-            {"streams", integer("connections one transfer uses (NCCL channels x sockets)", 1)},
-        }};
+    t.transport = transport_keys().schema();
     t.topology_file = {
         "topology_file",
         "a custom topology kept in its own file",
@@ -324,45 +312,8 @@ Tables build() {
             {"dtype", with_default(enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)"),
                                    "fp32")},
         }};
-    t.transformer = {
-        "transformer",
-        "a decoder-only transformer generated from its shape, with exact parameter counts and FLOPs "
-        "(models/workload.hpp: Llama = RMSNorm, rotary positions, grouped-query attention, SwiGLU, untied head; "
-        "GPT = GPT-2/GPT-3 blocks, tied head)",
-        {
-            {"style", with_default(enum_schema(sim::enum_names<models::TransformerStyle>(),
-                                               sim::enum_descriptions<models::TransformerStyle>()),
-                                   "llama")},
-            {"layers", integer("transformer blocks", 1), true},
-            {"hidden", integer("model width d", 1), true},
-            {"heads", integer("attention heads (must divide hidden)", 1), true},
-            {"kv_heads", integer("llama: key-value heads of grouped-query attention (must divide heads; default: "
-                                 "heads)",
-                                 1)},
-            {"ffn_hidden", integer("MLP width (default: llama 2/3 of 4d rounded up to 256; gpt 4d)", 1)},
-            {"attention", with_default(enum_schema(sim::enum_names<models::AttentionKernel>(),
-                                                   sim::enum_descriptions<models::AttentionKernel>()),
-                                       "flash")},
-            {"seq_len", integer("tokens per sample (the sequence trained on)", 1), true},
-            {"vocab", integer("vocabulary size", 1), true},
-        }};
-    t.layer = {"layer",
-               "one layer of a custom model",
-               {
-                   {"name", str("layer name"), true},
-                   {"params", integer("parameters (one gradient tensor)", 0), true},
-                   {"fwd_flops", {{"type", "number"}, {"minimum", 0}, {"description", "forward FLOPs per sample"}}},
-                   {"fwd_time", time_schema("forward time per iteration, used exactly")},
-                   {"bwd_time", time_schema("backward time per iteration, used exactly (default 2 x forward)")},
-                   {"update_time", time_schema("update time per iteration, used exactly")},
-                   {"kind", enum_schema(models::part_kind_names(),
-                                        "what the layer computes: conv/matmul/attention at the tensor rate, the "
-                                        "others at memory bandwidth (default matmul)")},
-                   {"fwd_bytes",
-                    {{"type", "number"},
-                     {"minimum", 0},
-                     {"description", "bytes the forward pass moves per sample (roofline memory term)"}}},
-               }};
+    t.transformer = transformer_keys().schema();
+    t.layer = layer_keys().schema();
     t.device = {
         "device",
         "a device: a profile with overrides, explicit peaks, or a measured throughput",
@@ -399,199 +350,13 @@ Tables build() {
             {"profile", str("a calibration profile written by `ddlsim calibrate` (its \"device\" member is "
                             "read as this object; keys given here override it); relative to the scenario")},
         }};
-    t.architecture = {
-        "architecture",
-        "how gradients are aggregated",
-        {
-            {"kind", enum_schema(c.arch_kinds, "allreduce, ps (parameter server) or gossip (D-PSGD)"), true},
-            {"algorithm",
-             with_default(enum_schema(c.algorithms,
-                                      "allreduce: ring (default), tree (binary tree reduce + broadcast), "
-                                      "double_tree (NCCL's double binary tree), halving_doubling "
-                                      "(Rabenseifner, MPICH for non-powers of two), hierarchical "
-                                      "(intra-node reduce-scatter, inter-node rings, intra-node "
-                                      "all-gather), torus2d (rings in X then Y), auto (per message the fastest "
-                                      "of ring, double_tree and, on equal multi-GPU nodes, hierarchical, "
-                                      "as NCCL's tuner picks per call)"),
-                          "ring")},
-            {"segment_size", bytes_schema("allreduce: pipelining segment for large messages (default: none)")},
-            {"servers", integer("ps: number of servers k (default 1 dedicated, workers colocated; byteps: CPU "
-                                "summation servers, may be 0)",
-                                0)},
-            {"placement",
-             with_default(enum_schema(c.server_placements,
-                                      "ps: dedicated server hosts or colocated on worker hosts (default dedicated)"),
-                          "dedicated")},
-            {"aggregation_rate", bandwidth_schema("ps: a server's summation throughput (default unlimited)")},
-            {"server_placement",
-             {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "ps: host of each server"}}},
-            {"sharding", with_default(enum_schema(c.ps_shardings,
-                                                  "ps: bytes (even shards, default), round_robin (whole tensors "
-                                                  "in turn, PS-Lite) or balanced (size-balanced tensors)"),
-                                      "bytes")},
-            {"split_size", bytes_schema("ps round_robin/balanced: tensors larger than this are cut evenly over all "
-                                        "servers first, as MXNet's BIGARRAY_BOUND and BytePS's partitions (default: "
-                                        "never)")},
-            {"per_tensor",
-             {{"type", "boolean"},
-              {"description",
-               "ps: push and pull each tensor (byteps: each partition) separately, so pulls of early ones "
-               "overlap pushes of later ones (default false; true for byteps)"}}},
-            {"local_aggregation",
-             {{"type", "boolean"},
-              {"default", true},
-              {"description",
-               "ps: GPUs of a machine first reduce over the machine's own fabric, each pushes and pulls a 1/g "
-               "slice through the NIC, then they all-gather (BytePS, TensorFlow's replicated PS); default true"}}},
-            {"partition_size",
-             with_default(bytes_schema("byteps: tensors are cut into partitions of at most this size, each pushed and "
-                                       "pulled on its own (default 4096000 bytes, BYTEPS_PARTITION_BYTES)"),
-                          "4096000B")},
-            {"style", with_default(enum_schema(c.ps_styles,
-                                               "ps: standard (default) or byteps (k CPU summation servers plus "
-                                               "every worker host serving, with BytePS's optimal load split)"),
-                                   "standard")},
-            {"graph", with_default(enum_schema(c.gossip_graphs,
-                                               "gossip: ring (default), torus, exponential (peers at distance "
-                                               "2^i) or random_matching (a seeded random matching per step)"),
-                                   "ring")},
-        }};
-    t.sync = {
-        "sync",
-        "synchronisation scheme",
-        {
-            {"kind",
-             enum_schema(c.sync_kinds,
-                         "bsp: a barrier per iteration; ssp: bounded staleness; asp: fully "
-                         "asynchronous (ps; with gossip: AD-PSGD); local_sgd: average every `period` "
-                         "steps; fedavg: sampled clients, local steps, server averaging"),
-             true},
-            {"staleness", integer("ssp (required): how many iterations a worker may run ahead of the slowest", 0)},
-            {"period", integer("local_sgd (required): local steps H between model averagings", 1)},
-            {"clients_per_round", integer("fedavg: clients sampled per round (default: all workers)", 1)},
-            {"local_steps",
-             with_default(integer("fedavg: local steps E each client runs per round (default 1)", 1), 1)},
-            {"availability",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"maximum", 1},
-              {"default", 1.0},
-              {"description", "fedavg: probability that a client is available in a round (default 1)"}}},
-        }};
+    t.architecture = architecture_keys().schema();
+    t.sync = sync_keys().schema();
     t.compression = compression_schema(c);
-    t.sharding = {
-        "sharding",
-        "sharded data parallelism (bsp, architecture allreduce, no compression)",
-        {
-            {"stage",
-             {{"type", "integer"},
-              {"enum", json::array({1, 2, 3})},
-              {"description",
-               "1: optimizer state sharded (ZeRO-1); 2: gradients too (ZeRO-2); 3: parameters too (ZeRO-3, FSDP "
-               "FULL_SHARD). Stages 1 and 2 reduce-scatter the gradients, update the local shard and all-gather "
-               "the parameters; stage 3 all-gathers each unit before its forward and its backward and "
-               "reduce-scatters its gradients after"}},
-             true},
-            {"group", with_default(enum_schema(sim::enum_names<models::ShardGroup>(),
-                                               "all (default): shard over every worker; node: shard inside each "
-                                               "node and all-reduce the shards across nodes (hybrid sharding)"),
-                                   "all")},
-            {"prefetch", with_default(integer("stage 3: units whose all-gathers are issued ahead of the unit computing "
-                                              "(default 1, FSDP's forward and backward prefetch; 0: none)",
-                                              0),
-                                      1)},
-            {"wrap", with_default(integer("stage 3: transformer blocks per unit (layers, for layers outside blocks "
-                                          "and models without them), each all-gathered and reduce-scattered as "
-                                          "one (default 1: every block, FSDP's transformer wrapping)",
-                                          1),
-                                  1)},
-        }};
-    t.overlap = {
-        "overlap",
-        "compute/communication overlap",
-        {
-            {"wfbp",
-             {{"type", "boolean"},
-              {"description",
-               "wait-free backprop: a layer's gradient (or a full bucket) leaves as soon as backward produced "
-               "it (default: true with fusion, mgwfbp or priority, else false; false with fusion \"buffer\" sends "
-               "the buckets when backward ends)"}}},
-            {"fusion", with_default(enum_schema(c.fusions,
-                                                "none (default), buffer (DDP buckets / Horovod fusion buffer) or "
-                                                "mgwfbp (MG-WFBP merging; implies wfbp)"),
-                                    "none")},
-            {"bucket_size", with_default(bytes_schema("buffer: bucket / fusion threshold (default 25MB)"), "25MB")},
-            {"cycle_time", with_default(time_schema("buffer: Horovod cycle time; tensors ready within one cycle are "
-                                                    "fused (default 0: static DDP buckets)"),
-                                        "0s")},
-            {"priority",
-             {{"type", "boolean"},
-              {"description",
-               "P3 / ByteScheduler: partitions sent front layers "
-               "first, next forward starts per layer (implies wfbp; "
-               "default false)"},
-              {"default", false}}},
-            {"partition_size", with_default(bytes_schema("priority: partition size (default 4MB)"), "4MB")},
-            {"credit",
-             with_default(integer("priority: partitions in flight at once, ByteScheduler's credit (default 4)", 1), 4)},
-            {"compute_slowdown",
-             {{"type", "number"},
-              {"minimum", 0},
-              {"maximum", 10},
-              {"description",
-               "fraction by which compute slows while this worker's communication runs beside it (default "
-               "0.189, Hossain et al. arXiv 2507.03114; 0 with transport \"ideal\")"}}},
-        }};
-    t.convergence = {
-        "convergence",
-        "time to accuracy: the simulated update schedule replayed on a real proxy model (SPEC §6)",
-        {
-            {"task", with_default(enum_schema(c.convergence_tasks,
-                                              "proxy task: Fashion-MNIST MLP (default) or CNN (Debian's "
-                                              "dataset-fashion-mnist), or a synthetic MLP task that needs no data"),
-                                  "fashion_mnist_mlp")},
-            {"target_accuracy",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"maximum", 1},
-              {"default", 0.8},
-              {"description", "test accuracy to reach (default 0.8)"}}},
-            {"max_iterations", integer("iterations simulated and replayed (overrides `iterations`)", 1)},
-            {"learning_rate",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"default", 0.05},
-              {"description", "proxy SGD learning rate (default 0.05)"}}},
-            {"batch_size", with_default(integer("proxy samples per worker per step (default 32)", 1), 32)},
-            {"eval_every", with_default(integer("evaluate every this many iterations (default 10)", 1), 10)},
-            {"test_samples", with_default(integer("held-out samples accuracy is measured on (default 2000)", 1), 2000)},
-            {"train_samples", with_default(integer("training samples used (default 0: all)", 0), 0)},
-        }};
-    t.stragglers = {
-        "stragglers",
-        "per-worker compute slowdowns; fixed factors and a seeded per-iteration distribution compose",
-        {
-            {"fixed",
-             {{"type", "object"},
-              {"additionalProperties", {{"type", "number"}, {"exclusiveMinimum", 0}}},
-              {"description", "worker index (as a string) -> compute slowdown factor, e.g. {\"0\": 2.0}"}}},
-            {"distribution", enum_schema(c.straggler_distributions,
-                                         "lognormal (slowdown factor exp(sigma |Z|)), exponential (added delay of mean "
-                                         "`mean_delay`) or periodic (one iteration in `every` slower by `slowdown`)")},
-            {"sigma",
-             {{"type", "number"}, {"minimum", 0}, {"default", 0.5}, {"description", "lognormal: sigma (default 0.5)"}}},
-            {"mean_delay", time_schema("exponential: mean added delay per iteration")},
-            {"every", with_default(integer("periodic: one iteration in this many is slow (default 10)", 1), 10)},
-            {"slowdown",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"default", 2.0},
-              {"description", "periodic: the slow factor (default 2)"}}},
-            {"workers",
-             {{"type", "array"},
-              {"items", {{"type", "integer"}, {"minimum", 0}}},
-              {"description", "the workers the distribution applies to (default: all)"}}},
-        }};
+    t.sharding = sharding_keys().schema();
+    t.overlap = overlap_keys().schema();
+    t.convergence = convergence_keys().schema();
+    t.stragglers = straggler_keys().schema();
     return t;
 }
 

@@ -1,0 +1,31 @@
+// The key tables of the scenario blocks (scenarios/key_table.hpp): one per block, each beside its reader in
+// keys_<block>.cpp. The loader reads through them, `ddlsim schema` and docs/KEYS.md are generated from them,
+// and the resolved scenario echoes through them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/job.hpp"
+#include "models/workload.hpp"
+#include "scenarios/key_table.hpp"
+#include "scenarios/scenario.hpp"
+#include "topologies/collectives.hpp"
+#include "topologies/transport.hpp"
+
+namespace ddlsim::scenario {
+
+[[nodiscard]] const keys::KeyTable<models::SyncSpec>& sync_keys();
+[[nodiscard]] const keys::KeyTable<models::OverlapSpec>& overlap_keys();
+[[nodiscard]] const keys::KeyTable<models::ShardingSpec>& sharding_keys();
+[[nodiscard]] const keys::KeyTable<models::StragglerSpec>& straggler_keys();
+[[nodiscard]] const keys::KeyTable<ConvergenceSpec>& convergence_keys();
+[[nodiscard]] const keys::KeyTable<topo::ArchitectureSpec>& architecture_keys();
+[[nodiscard]] const keys::KeyTable<topo::TransportSpec>& transport_keys();
+[[nodiscard]] const keys::KeyTable<models::TransformerConfig>& transformer_keys();
+[[nodiscard]] const keys::KeyTable<models::Layer>& layer_keys();
+
+/// The proxy tasks of the convergence block.
+[[nodiscard]] const std::vector<std::string>& convergence_tasks();
+
+}  // namespace ddlsim::scenario

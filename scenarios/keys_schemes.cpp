@@ -1,0 +1,244 @@
+// The key tables of the survey's four dimensions as a job spells them: sync, overlap, sharding, stragglers,
+// convergence (models/job.hpp holds the structs they fill).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "scenarios/key_tables.hpp"
+
+namespace ddlsim::scenario {
+namespace {
+
+using keys::key;
+using keys::Key;
+using keys::KeyTable;
+using models::SyncKind;
+
+// A sync key applies to the schemes whose descriptor lists it (models/sync_schemes.cpp).
+std::pair<std::function<bool(const models::SyncSpec&)>, std::function<std::string(const models::SyncSpec&)>>
+scheme_takes(std::string name) {
+    auto takes = [](const models::SyncSchemeInfo& info, const std::string& key) {
+        return std::any_of(info.keys.begin(), info.keys.end(), [&](std::string_view k) {
+            return (k.back() == '*' ? k.substr(0, k.size() - 1) : k) == key;
+        });
+    };
+    auto pred = [name, takes](const models::SyncSpec& s) { return takes(models::sync_scheme(s.kind), name); };
+    auto message = [name, takes](const models::SyncSpec& s) {
+        std::string owners;
+        for (const models::SyncSchemeInfo& other : models::sync_schemes())
+            if (takes(other, name))
+                owners += fmt::format("{}\"{}\"", owners.empty() ? "" : ", ", sim::enum_name(other.kind));
+        return fmt::format("applies to kind {} only, not \"{}\"", owners, sim::enum_name(s.kind));
+    };
+    return {pred, message};
+}
+
+}  // namespace
+
+const KeyTable<models::SyncSpec>& sync_keys() {
+    using S = models::SyncSpec;
+    static const KeyTable<S> t{
+        "sync",
+        "synchronisation scheme",
+        {
+            key("kind", &S::kind,
+                "bsp: a barrier per iteration; ssp: bounded staleness; asp: fully asynchronous (ps; with gossip: "
+                "AD-PSGD); local_sgd: average every `period` steps; fedavg: sampled clients, local steps, server "
+                "averaging")
+                .mandatory(),
+            key("staleness", &S::staleness, "ssp (required): how many iterations a worker may run ahead of the slowest",
+                {0, 1e6})
+                .when(scheme_takes("staleness"))
+                .required_when(keys::is(&S::kind, SyncKind::ssp), "required for kind \"ssp\""),
+            key("period", &S::period, "local_sgd (required): local steps H between model averagings", {1, 1e6})
+                .when(scheme_takes("period"))
+                .required_when(keys::is(&S::kind, SyncKind::local_sgd), "required for kind \"local_sgd\""),
+            // Its bound and its default are the job's workers (read_sync).
+            key("clients_per_round", &S::clients_per_round, "fedavg: clients sampled per round (default: all workers)",
+                {1, 1e6})
+                .when(scheme_takes("clients_per_round")),
+            key("local_steps", &S::local_steps, "fedavg: local steps E each client runs per round (default 1)",
+                {1, 1e6})
+                .when(scheme_takes("local_steps"))
+                .with_default(1),
+            key("availability", &S::availability,
+                "fedavg: probability that a client is available in a round (default 1)", {0, 1, true})
+                .when(scheme_takes("availability"))
+                .with_default(1.0),
+        }};
+    return t;
+}
+
+const KeyTable<models::OverlapSpec>& overlap_keys() {
+    using O = models::OverlapSpec;
+    auto buffer = [](const O& o) { return o.fusion == models::Fusion::buffer; };
+    auto priority = [](const O& o) { return o.priority; };
+    static const KeyTable<O> t{
+        "overlap",
+        "compute/communication overlap",
+        {
+            key("wfbp", &O::wfbp,
+                "wait-free backprop: a layer's gradient (or a full bucket) leaves as soon as backward produced it "
+                "(default: true with fusion, mgwfbp or priority, else false; false with fusion \"buffer\" sends the "
+                "buckets when backward ends)"),
+            key("fusion", &O::fusion,
+                "none (default), buffer (DDP buckets / Horovod fusion buffer) or mgwfbp (MG-WFBP merging; implies "
+                "wfbp)")
+                .with_default("none"),
+            key("priority", &O::priority,
+                "P3 / ByteScheduler: partitions sent front layers first, next forward starts per layer (implies "
+                "wfbp; default false)")
+                .with_default(false),
+            key("bucket_size", &O::bucket_size, "buffer: bucket / fusion threshold (default 25MB)", {1})
+                .when(buffer, "applies to fusion \"buffer\" only")
+                .with_default("25MB"),
+            key("cycle_time", &O::cycle_time,
+                "buffer: Horovod cycle time; tensors ready within one cycle are fused (default 0: static DDP "
+                "buckets)")
+                .when(buffer, "applies to fusion \"buffer\" only")
+                .with_default("0s"),
+            key("partition_size", &O::partition_size, "priority: partition size (default 4MB)", {1})
+                .when(priority, "applies with \"priority\": true only")
+                .with_default("4MB"),
+            key("credit", &O::credit, "priority: partitions in flight at once, ByteScheduler's credit (default 4)",
+                {1, 1e6})
+                .when(priority, "applies with \"priority\": true only")
+                .with_default(4),
+            key("compute_slowdown", &O::compute_slowdown,
+                "fraction by which compute slows while this worker's communication runs beside it (default 0.189, "
+                "Hossain et al. arXiv 2507.03114; 0 with transport \"ideal\")",
+                {0, 10}),
+        }};
+    return t;
+}
+
+const KeyTable<models::ShardingSpec>& sharding_keys() {
+    using H = models::ShardingSpec;
+    auto stage3 = [](const H& h) { return h.stage >= 3; };
+    static const KeyTable<H> t{
+        "sharding",
+        "sharded data parallelism (bsp, architecture allreduce, no compression)",
+        {
+            key("stage", &H::stage,
+                "1: optimizer state sharded (ZeRO-1); 2: gradients too (ZeRO-2); 3: parameters too (ZeRO-3, FSDP "
+                "FULL_SHARD). Stages 1 and 2 reduce-scatter the gradients, update the local shard and all-gather "
+                "the parameters; stage 3 all-gathers each unit before its forward and its backward and "
+                "reduce-scatters its gradients after",
+                {1, 3})
+                .mandatory(),
+            key("group", &H::group,
+                "all (default): shard over every worker; node: shard inside each node and all-reduce the shards "
+                "across nodes (hybrid sharding)")
+                .with_default("all"),
+            key("prefetch", &H::prefetch,
+                "stage 3: units whose all-gathers are issued ahead of the unit computing (default 1, FSDP's "
+                "forward and backward prefetch; 0: none)",
+                {0, 1024})
+                .when(stage3, "applies to stage 3 only (stages 1 and 2 gather the whole model after the update)")
+                .with_default(1),
+            // At most the model's layers (read_sharding).
+            key("wrap", &H::wrap,
+                "stage 3: transformer blocks per unit (layers, for layers outside blocks and models without them), "
+                "each all-gathered and reduce-scattered as one (default 1: every block, FSDP's transformer "
+                "wrapping)",
+                {1, 1e6})
+                .when(stage3, "applies to stage 3 only (stages 1 and 2 follow the overlap's buckets)")
+                .with_default(1),
+        }};
+    return t;
+}
+
+const KeyTable<models::StragglerSpec>& straggler_keys() {
+    using G = models::StragglerSpec;
+    using D = models::StragglerDistribution;
+    // A distribution's own keys; with no distribution at all, every one of them.
+    auto of = [](D d) {
+        auto pred = [d](const G& g) { return g.distribution == d; };
+        auto message = [d](const G& g) {
+            if (g.distribution == D::none) return std::string("applies with a \"distribution\" only");
+            return fmt::format("applies to kind \"{}\" only, not \"{}\"", sim::enum_name(d),
+                               sim::enum_name(g.distribution));
+        };
+        return std::pair<std::function<bool(const G&)>, std::function<std::string(const G&)>>{pred, message};
+    };
+    auto any = [](const G& g) { return g.distribution != D::none; };
+    static const KeyTable<G> t{
+        "stragglers",
+        "per-worker compute slowdowns; fixed factors and a seeded per-iteration distribution compose",
+        {
+            // Keyed by worker index, bounded by the job's workers (read_stragglers reads it).
+            keys::custom<G>(
+                "fixed",
+                {{"type", "object"},
+                 {"additionalProperties", {{"type", "number"}, {"exclusiveMinimum", 0}}},
+                 {"description", "worker index (as a string) -> compute slowdown factor, e.g. {\"0\": 2.0}"}},
+                nullptr,
+                [](const G& g) {
+                    if (g.fixed.empty()) return json(nullptr);
+                    json out = json::object();
+                    for (const auto& [w, f] : g.fixed) out[std::to_string(w)] = f;
+                    return out;
+                }),
+            key("distribution", &G::distribution,
+                "lognormal (slowdown factor exp(sigma |Z|)), exponential (added delay of mean `mean_delay`) or "
+                "periodic (one iteration in `every` slower by `slowdown`)")
+                .echo_when(any),
+            key("sigma", &G::sigma, "lognormal: sigma (default 0.5)", {0, 10}).when(of(D::lognormal)).with_default(0.5),
+            key("mean_delay", &G::mean_delay, "exponential: mean added delay per iteration")
+                .when(of(D::exponential))
+                .required_when(keys::is(&G::distribution, D::exponential),
+                               "required for distribution \"exponential\""),
+            key("every", &G::every, "periodic: one iteration in this many is slow (default 10)", {1, 1e6})
+                .when(of(D::periodic))
+                .with_default(10),
+            key("slowdown", &G::slowdown, "periodic: the slow factor (default 2)", {0, 1e6, true})
+                .when(of(D::periodic))
+                .with_default(2.0),
+            // Worker indices, bounded by the job's workers (read_stragglers reads it).
+            keys::custom<G>("workers",
+                            {{"type", "array"},
+                             {"items", {{"type", "integer"}, {"minimum", 0}}},
+                             {"description", "the workers the distribution applies to (default: all)"}},
+                            nullptr,
+                            [](const G& g) { return g.workers.empty() ? json(nullptr) : json(g.workers); })
+                .when(any, "applies with a \"distribution\" only"),
+        }};
+    return t;
+}
+
+const std::vector<std::string>& convergence_tasks() {
+    static const std::vector<std::string> tasks{"fashion_mnist_mlp", "fashion_mnist_cnn", "synthetic_mlp"};
+    return tasks;
+}
+
+const KeyTable<ConvergenceSpec>& convergence_keys() {
+    using V = ConvergenceSpec;
+    static const KeyTable<V> t{
+        "convergence",
+        "time to accuracy: the simulated update schedule replayed on a real proxy model (docs/CONTRACT.md §6)",
+        {
+            keys::choice<V>("task", &V::task, convergence_tasks(),
+                            "proxy task: Fashion-MNIST MLP (default) or CNN (Debian's dataset-fashion-mnist), or a "
+                            "synthetic MLP task that needs no data")
+                .with_default("fashion_mnist_mlp"),
+            key("target_accuracy", &V::target_accuracy, "test accuracy to reach (default 0.8)", {0, 1, true})
+                .with_default(0.8),
+            key("max_iterations", &V::max_iterations, "iterations simulated and replayed (overrides `iterations`)",
+                {1, 1e6})
+                .echo_when([](const V& v) { return v.max_iterations > 0; }),
+            key("learning_rate", &V::learning_rate, "proxy SGD learning rate (default 0.05)", {0, 100, true})
+                .with_default(0.05),
+            key("batch_size", &V::batch_size, "proxy samples per worker per step (default 32)", {1, 60'000})
+                .with_default(32),
+            key("eval_every", &V::eval_every, "evaluate every this many iterations (default 10)", {1, 1e6})
+                .with_default(10),
+            key("test_samples", &V::test_samples, "held-out samples accuracy is measured on (default 2000)",
+                {1, 10'000})
+                .with_default(2000),
+            key("train_samples", &V::train_samples, "training samples used (default 0: all)", {0, 60'000})
+                .with_default(0),
+        }};
+    return t;
+}
+
+}  // namespace ddlsim::scenario
