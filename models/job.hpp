@@ -18,7 +18,7 @@
 
 namespace ddlsim::models {
 
-/// The synchronisation scheme (SPEC §2 `sync`; the survey's first dimension).
+/// The synchronisation scheme (docs/CONTRACT.md §2 `sync`; the survey's first dimension).
 enum class SyncKind { bsp, ssp, asp, local_sgd, fedavg };
 
 inline constexpr sim::EnumEntry<SyncKind> k_sync_kinds[]{
@@ -131,7 +131,7 @@ constexpr std::span<const sim::EnumEntry<StragglerDistribution>> enum_entries(St
     return k_straggler_distributions;
 }
 
-/// Per-worker, per-iteration compute slowdowns (SPEC §2 `stragglers`).
+/// Per-worker, per-iteration compute slowdowns (docs/CONTRACT.md §2 `stragglers`).
 struct StragglerSpec {
     std::vector<std::pair<std::uint32_t, double>> fixed;  ///< worker -> compute slowdown factor
     StragglerDistribution distribution = StragglerDistribution::none;
@@ -193,7 +193,7 @@ struct AlgorithmPick {
     double max_bytes = 0.0;
 };
 
-/// Per-iteration figures of one job (SPEC §3).
+/// Per-iteration figures of one job (docs/CONTRACT.md §3).
 struct JobResult {
     double iteration_time_s = 0.0;
     double throughput_samples_per_s = 0.0;

@@ -1,4 +1,4 @@
-// The update schedule of a simulated run (SPEC §6): which model each gradient was computed
+// The update schedule of a simulated run (docs/CONTRACT.md §6): which model each gradient was computed
 // on, when and how updates were applied and models averaged, in simulated-time order. The
 // convergence replay (validate/replay.hpp) executes exactly this sequence on a real proxy
 // model, so accuracy can be reported against simulated time.

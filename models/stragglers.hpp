@@ -1,4 +1,4 @@
-// Per-worker, per-iteration compute slowdowns (SPEC §2 `stragglers`). Every draw is a
+// Per-worker, per-iteration compute slowdowns (docs/CONTRACT.md §2 `stragglers`). Every draw is a
 // pure function of (seed, worker, iteration) — counter-based draws from the "stragglers"
 // stream of sim/rng.hpp — so results do not depend on the order in which events happen
 // to run, and the same scenario and seed give the same slowdowns on any platform.

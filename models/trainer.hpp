@@ -1,5 +1,5 @@
 // Data-parallel training on the event engine: the trainers of every synchronisation
-// scheme (SPEC §2 `sync`), with per-worker clocks, compute/communication overlap,
+// scheme (docs/CONTRACT.md §2 `sync`), with per-worker clocks, compute/communication overlap,
 // compression and stragglers. Several jobs may share one fabric.
 //
 //   bsp        every worker runs forward and backward; its gradient leaves in messages

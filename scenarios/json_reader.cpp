@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -24,6 +25,15 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
         }
     }
     return row[b.size()];
+}
+
+// A name as people misspell it: case, '-' for '_', spaces and dots do not count ("H100-SXM", "llama3-8b").
+std::string folded(std::string_view s) {
+    std::string out;
+    for (const char c : s)
+        if (std::isalnum(static_cast<unsigned char>(c)) != 0)
+            out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
 }
 
 std::string join(const std::vector<std::string>& names) {
@@ -65,6 +75,21 @@ json ObjectSchema::to_json() const {
     return out;
 }
 
+std::string did_you_mean(std::string_view given, std::span<const std::string> choices) {
+    const std::string g = folded(given);
+    std::string best;
+    std::size_t best_d = std::numeric_limits<std::size_t>::max();
+    for (const auto& c : choices) {
+        const std::string f = folded(c);
+        // A folded prefix ("h100sxm" for "H100") is as near as a one-letter slip.
+        const bool prefix = f.size() >= 3 && g.size() >= 3 && (g.rfind(f, 0) == 0 || f.rfind(g, 0) == 0);
+        const std::size_t d = std::min(edit_distance(given, c), prefix ? std::size_t{1} : edit_distance(g, f));
+        if (d < best_d) best_d = d, best = c;
+    }
+    if (best.empty() || best == given || best_d > std::max<std::size_t>(2, given.size() / 3)) return "";
+    return fmt::format(" (did you mean \"{}\"?)", best);
+}
+
 ObjectReader::ObjectReader(const json& j, std::string path, const ObjectSchema& schema)
     : j_(j), path_(std::move(path)), schema_(schema) {
     if (!j.is_object())
@@ -72,15 +97,8 @@ ObjectReader::ObjectReader(const json& j, std::string path, const ObjectSchema& 
     for (const auto& [key, value] : j.items()) {
         if (schema.find(key)) continue;
         std::vector<std::string> names;
-        std::string best;
-        std::size_t best_d = std::numeric_limits<std::size_t>::max();
-        for (const auto& f : schema.fields) {
-            names.push_back(f.name);
-            const std::size_t d = edit_distance(key, f.name);
-            if (d < best_d) best_d = d, best = f.name;
-        }
-        std::string hint =
-            best_d <= std::max<std::size_t>(2, key.size() / 3) ? fmt::format(" (did you mean \"{}\"?)", best) : "";
+        for (const auto& f : schema.fields) names.push_back(f.name);
+        const std::string hint = did_you_mean(key, names);
         throw ScenarioError(path_ + "." + key, fmt::format("unknown key{}; expected one of: {}", hint, join(names)));
     }
     for (const auto& f : schema.fields)
@@ -176,7 +194,8 @@ std::string read_choice(const json& j, const std::string& path, std::span<const 
     if (j.is_string())
         for (const auto& c : choices)
             if (j.get_ref<const std::string&>() == c) return c;
-    throw ScenarioError(path, fmt::format("expected one of {}, got {}", join(quoted), describe(j)));
+    throw ScenarioError(path, fmt::format("expected one of {}, got {}{}", join(quoted), describe(j),
+                                          j.is_string() ? did_you_mean(j.get_ref<const std::string&>(), choices) : ""));
 }
 
 sim::Bandwidth read_bandwidth(const json& j, const std::string& path) {

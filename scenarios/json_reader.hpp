@@ -75,6 +75,8 @@ private:
 };
 
 [[nodiscard]] std::string describe(const json& j);
+/// " (did you mean "X"?)" for the choice nearest `given` (ignoring case and separators), or "" when none is near.
+[[nodiscard]] std::string did_you_mean(std::string_view given, std::span<const std::string> choices);
 [[nodiscard]] std::uint64_t read_uint(const json& j, const std::string& path, std::uint64_t min, std::uint64_t max);
 [[nodiscard]] double read_number(const json& j, const std::string& path, double min, double max);
 [[nodiscard]] bool read_bool(const json& j, const std::string& path);

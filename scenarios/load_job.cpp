@@ -28,7 +28,8 @@ models::Workload builtin_or_throw(const json& j, const std::string& path) {
     auto w = models::builtin_workload(name);
     if (!w)
         throw ScenarioError(
-            path, fmt::format("expected a built-in model ({}), got \"{}\"", list(tables().choices.models), name));
+            path, fmt::format("expected a built-in model ({}), got \"{}\"{}", list(tables().choices.models), name,
+                              did_you_mean(name, tables().choices.models)));
     return *w;
 }
 
@@ -103,7 +104,8 @@ models::DeviceProfile profile_or_throw(const json& j, const std::string& path) {
     auto p = models::builtin_device(name);
     if (!p)
         throw ScenarioError(
-            path, fmt::format("expected a built-in device ({}), got \"{}\"", list(tables().choices.devices), name));
+            path, fmt::format("expected a built-in device ({}), got \"{}\"{}", list(tables().choices.devices), name,
+                              did_you_mean(name, tables().choices.devices)));
     return *p;
 }
 

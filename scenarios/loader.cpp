@@ -1,5 +1,5 @@
 // The strict scenario loader: JSON in, plain structs out, every error a
-// ScenarioError naming the JSON path and what was expected (SPEC §1, §2).
+// ScenarioError naming the JSON path and what was expected (docs/CONTRACT.md §1, §2).
 // This file reads the root and the jobs and places workers and servers on hosts;
 // load_job.cpp and load_network.cpp read the blocks.
 #include <fmt/format.h>

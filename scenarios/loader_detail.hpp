@@ -15,7 +15,7 @@ inline constexpr std::uint64_t kMaxWorkers = 1'000'000;
 
 /// "a", "b", "c" — quoted and comma-separated.
 [[nodiscard]] std::string list(const std::vector<std::string>& v);
-/// Names defined by SPEC.md but not implemented yet get a message saying so.
+/// Names defined by docs/CONTRACT.md but not implemented yet get a message saying so.
 void reject_planned_value(const json& j, const std::string& path, const std::string& what,
                           const std::vector<std::string>& implemented);
 void reject_planned_keys(const json& j, const std::string& path, const std::string& object_id);

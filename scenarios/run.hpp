@@ -1,4 +1,4 @@
-// Runs a loaded scenario and turns its result into the SPEC §3 result JSON.
+// Runs a loaded scenario and turns its result into the docs/CONTRACT.md §3 result JSON.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +36,7 @@ struct RunResult {
 /// With `trace`, also records a Chrome-trace timeline of the run there.
 [[nodiscard]] RunResult run_scenario(const Scenario& s, sim::Trace* trace = nullptr);
 
-/// The result JSON: for one job the SPEC §3 keys at the top level; with a "jobs"
+/// The result JSON: for one job the docs/CONTRACT.md §3 keys at the top level; with a "jobs"
 /// list, one such object per job under "jobs". Plus events, wall time and links.
 [[nodiscard]] nlohmann::json result_json(const Scenario& s, const RunResult& r);
 

@@ -26,7 +26,7 @@ json str(std::string description) {
 }
 // A key's schema with the value the loader uses when the key is absent (a JSON Schema "default"). Only keys whose
 // default is one constant carry it; those whose default depends on other keys say so in their description.
-// tests/test_schema.cpp checks each: writing the default out changes nothing in the resolved scenario.
+// tests/scenarios/test_schema.cpp checks each: writing the default out changes nothing in the resolved scenario.
 json with_default(json schema, json value) {
     schema["default"] = std::move(value);
     return schema;

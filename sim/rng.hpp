@@ -37,18 +37,9 @@
 #include <tuple>
 #include <utility>
 
+#include "sim/rng_mix.hpp"  // kGamma, mix64, bits, to_unit, uniform01(key, n): shared with the CUDA kernels
+
 namespace ddlsim::sim::rng {
-
-/// SplitMix64's increment, 2^64 / φ rounded to odd (Steele et al. 2014; Vigna's splitmix64.c).
-inline constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ULL;
-
-/// SplitMix64's output function (Stafford's Mix13, the constants of Vigna's splitmix64.c): a bijection
-/// of 64-bit words with good avalanche.
-[[nodiscard]] constexpr std::uint64_t mix64(std::uint64_t z) noexcept {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 /// A 64-bit hash of a word: the first output of SplitMix64 seeded with `x`.
 [[nodiscard]] constexpr std::uint64_t hash64(std::uint64_t x) noexcept {
@@ -85,16 +76,6 @@ private:
 /// A key refined by an index (a worker, a round, a connection): independent keys for different indices.
 [[nodiscard]] constexpr std::uint64_t substream(std::uint64_t key, std::uint64_t index) noexcept {
     return hash64(key ^ hash64(index));
-}
-
-/// The n-th (from 0) output of SplitMix64 seeded with `key`: the counter-based generator.
-[[nodiscard]] constexpr std::uint64_t bits(std::uint64_t key, std::uint64_t n) noexcept {
-    return mix64(key + (n + 1) * kGamma);
-}
-
-/// A double in [0, 1) from the top 53 bits of a word (every value a multiple of 2^-53).
-[[nodiscard]] constexpr double to_unit(std::uint64_t x) noexcept {
-    return static_cast<double>(x >> 11) * 0x1.0p-53;
 }
 
 /// The high and low words of the 128-bit product a * b, in portable 64-bit arithmetic.
@@ -173,11 +154,6 @@ constexpr void partial_shuffle(G& g, std::span<T, Extent> v, std::size_t k) {
 }
 
 // --- Counter-based draws: pure functions of (key, n) --------------------------------------------------
-
-/// Uniform in [0, 1): the n-th output of SplitMix64{key}, 53 bits.
-[[nodiscard]] constexpr double uniform01(std::uint64_t key, std::uint64_t n) noexcept {
-    return to_unit(bits(key, n));
-}
 
 /// Standard normal from the counters 2n and 2n + 1.
 [[nodiscard]] inline double normal(std::uint64_t key, std::uint64_t n) {

@@ -1,4 +1,4 @@
-// The ddlsim command line (SPEC §1). Only this file (and validate_cli.cpp, for validate and calibrate)
+// The ddlsim command line (docs/CONTRACT.md §1). Only this file (and validate_cli.cpp, for validate and calibrate)
 // chooses exit codes: 0 success, 2 bad input of any kind, 1 internal error.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -108,7 +108,7 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
     std::cout << ddlsim::tools::run_summary(file, scenario, result, sets) << std::flush;
     auto json = ddlsim::scenario::result_json(scenario, result);
     if (seeds > 1) std::cout << run_seeds(scenario, seeds, json) << std::flush;
-    if (converge) {  // time to accuracy (SPEC §6): the schedule replayed on the proxy task
+    if (converge) {  // time to accuracy (docs/CONTRACT.md §6): the schedule replayed on the proxy task
         const auto keys = ddlsim::validate::convergence_result(scenario, result);
         std::cout << ddlsim::validate::convergence_summary(keys) << std::flush;
         json.update(keys);

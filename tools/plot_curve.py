@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws the accuracy and loss curves of `ddlsim run` results with a convergence block (SPEC §6) against simulated
+"""Draws accuracy and loss of `ddlsim run` results with a convergence block (docs/CONTRACT.md §6) against simulated
 time (or iterations): one line per result file, the target accuracy as a dashed line, and each run's time to accuracy
 marked. Writes .png or .svg by the output's extension.
 

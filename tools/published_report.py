@@ -12,10 +12,14 @@ it never stops the report. Published measurements are for checking, never for fi
 `--drop network.transport` (repeatable) removes a key from every scenario before running it: the before/after
 of one realism term on every row, without editing the rows.
 
-usage: tools/published_report.py [--ddlsim build/ddlsim] [--markdown] [--update-readme] [--check-readme]
+The summary and every row, as Markdown (--markdown), are the table of docs/ACCURACY.md between the markers
+<!-- published:begin --> and <!-- published:end -->: --update-table rewrites it there, --check-table fails when it
+differs from a fresh run (--update-readme and --check-readme are the old names of the two).
+
+usage: tools/published_report.py [--ddlsim build/ddlsim] [--markdown] [--update-table] [--check-table]
                                  [--only SUBSTRING] [--drop KEY.PATH]... [--jobs N] [--strict]
                                  [--self-test]
-Python 3 standard library only. Exit 0, except: 1 when --check-readme finds the README's table stale or, with
+Python 3 standard library only. Exit 0, except: 1 when --check-table finds the docs table stale or, with
 --strict, when a row does not load; 2 on a malformed row file or a missing ddlsim binary.
 """
 import argparse
@@ -30,7 +34,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "validate", "published")
-README = os.path.join(ROOT, "README.md")
+TABLE_DOC = os.path.join(ROOT, "docs", "ACCURACY.md")  # holds the generated table
 BEGIN, END = "<!-- published:begin -->", "<!-- published:end -->"
 KINDS = ("single_gpu", "scaling_given_single_gpu", "end_to_end", "collective")
 METRICS = {  # result-JSON key -> how to print it
@@ -265,7 +269,7 @@ def markdown(rows):
     return "\n".join(out)
 
 
-def readme_block(text):
+def table_block(text):
     try:
         i, j = text.index(BEGIN), text.index(END)
     except ValueError:
@@ -276,9 +280,11 @@ def readme_block(text):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ddlsim", default=os.path.join(ROOT, "build", "ddlsim"))
-    ap.add_argument("--markdown", action="store_true", help="print the README table instead of the text report")
-    ap.add_argument("--update-readme", action="store_true", help="rewrite the table between the README markers")
-    ap.add_argument("--check-readme", action="store_true", help="exit 1 when the README table is stale")
+    ap.add_argument("--markdown", action="store_true", help="print the docs table instead of the text report")
+    ap.add_argument("--update-table", "--update-readme", dest="update_table", action="store_true",
+                    help="rewrite the table between the markers of docs/ACCURACY.md")
+    ap.add_argument("--check-table", "--check-readme", dest="check_table", action="store_true",
+                    help="exit 1 when the table of docs/ACCURACY.md is stale")
     ap.add_argument("--only", help="run only rows whose id contains this string")
     ap.add_argument("--drop", action="append", default=[], metavar="KEY.PATH",
                     help="remove this key from every scenario first (before/after of one term)")
@@ -292,8 +298,8 @@ def main():
     if not (os.path.isfile(args.ddlsim) and os.access(args.ddlsim, os.X_OK)):
         print(f"published_report: no ddlsim binary at {args.ddlsim} (use --ddlsim PATH)", file=sys.stderr)
         return 2
-    if args.drop and (args.update_readme or args.check_readme):
-        print("published_report: --drop changes the rows; it does not go with --update-readme/--check-readme",
+    if args.drop and (args.update_table or args.check_table):
+        print("published_report: --drop changes the rows; it does not go with --update-table/--check-table",
               file=sys.stderr)
         return 2
     t0 = time.time()
@@ -313,22 +319,22 @@ def main():
         print(f"published_report: {len(failed)} rows do not load: {', '.join(failed[:5])}"
               + (" ..." if len(failed) > 5 else ""), file=sys.stderr)
         return 1
-    if args.update_readme or args.check_readme:
-        with open(README, encoding="utf-8") as fh:
+    if args.update_table or args.check_table:
+        with open(TABLE_DOC, encoding="utf-8") as fh:
             text = fh.read()
-        current = readme_block(text)
+        current = table_block(text)
         if current is None:
-            print(f"published_report: README.md has no {BEGIN} ... {END} markers", file=sys.stderr)
+            print(f"published_report: docs/ACCURACY.md has no {BEGIN} ... {END} markers", file=sys.stderr)
             return 1
-        if args.update_readme:
+        if args.update_table:
             i, j = text.index(BEGIN) + len(BEGIN), text.index(END)
-            with open(README + ".tmp", "w", encoding="utf-8") as fh:
+            with open(TABLE_DOC + ".tmp", "w", encoding="utf-8") as fh:
                 fh.write(text[:i] + "\n" + md + "\n" + text[j:])
-            os.replace(README + ".tmp", README)
-            print("published_report: README.md table updated", file=sys.stderr)
+            os.replace(TABLE_DOC + ".tmp", TABLE_DOC)
+            print("published_report: docs/ACCURACY.md table updated", file=sys.stderr)
         elif current != md.strip("\n"):
-            print("published_report: the README table differs from a fresh run; "
-                  "rerun tools/published_report.py --update-readme", file=sys.stderr)
+            print("published_report: the table of docs/ACCURACY.md differs from a fresh run; "
+                  "rerun tools/published_report.py --update-table", file=sys.stderr)
             return 1
     return 0
 

@@ -1,4 +1,4 @@
-// `ddlsim sweep` (SPEC §1): runs the cartesian product of the --vary values in parallel (threads, and MPI ranks
+// `ddlsim sweep` (docs/CONTRACT.md §1): runs the product of the --vary values in parallel (threads, and MPI ranks
 // when built with DDLSIM_HAVE_MPI), streams one CSV row per finished point (whole lines, flushed, so an
 // interrupted sweep leaves a valid CSV), and finally rewrites the file sorted by point (temp + rename).
 #include <fcntl.h>

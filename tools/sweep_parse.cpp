@@ -334,7 +334,7 @@ std::vector<std::string> result_columns() {
     const nlohmann::json probe = scenario::result_json(s, r);
     std::vector<std::string> cols;
     std::set<std::string> seen;
-    // Keep result_json's key order for the SPEC §3 keys (nlohmann sorts objects; so list them first).
+    // Keep result_json's key order for the docs/CONTRACT.md §3 keys (nlohmann sorts objects; so list them first).
     for (const char* k : {"iteration_time_s", "throughput_samples_per_s", "scaling_efficiency", "compute_time_s",
                           "communication_time_s", "exposed_communication_time_s", "bytes_on_wire_per_iteration"})
         if (probe.contains(k) && seen.insert(k).second) cols.emplace_back(k);

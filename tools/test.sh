@@ -58,7 +58,7 @@ for target in scenario topology; do
 done
 echo "sanitizer suite and fuzzers: 1 passed, 0 failed"
 
-# The documented configurations the steps above do not run must still build (README, "Build configurations"):
+# The documented configurations the steps above do not run must still build (docs/ROBUSTNESS.md):
 # Debug (invariant checks on) and fuzzers without sanitizers (CC=clang CXX=clang++ -DDDLSIM_FUZZ=ON). Only the
 # executables are built, not the test suites, to keep CI time down (about 5 min each on two cores).
 cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DDDLSIM_WERROR=ON >/dev/null
@@ -67,5 +67,5 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
 cmake --build build-fuzz -j"$jobs" --target ddlsim ddlsim_bench fuzz_scenario fuzz_topology_file
 echo "build configurations (Debug, fuzz-only): 1 passed, 0 failed"
 
-# Real-training validation (SPEC §5) with the Release build: ddlsim validate --quick, report checked.
+# Real-training validation (docs/CONTRACT.md §5) with the Release build: ddlsim validate --quick, report checked.
 validate/ci_check.sh build/ddlsim

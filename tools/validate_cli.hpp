@@ -1,4 +1,4 @@
-// The `validate` and `calibrate` subcommands of the ddlsim command line (SPEC §1, §5): the options,
+// The `validate` and `calibrate` subcommands of the ddlsim command line (docs/CONTRACT.md §1, §5): the options,
 // their checks and the exit codes live here; validate/ runs the training and returns the results.
 #pragma once
 

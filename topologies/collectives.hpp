@@ -3,7 +3,7 @@
 // endpoints n..n+k-1. A Collective starts rounds on the flow network, counts the
 // bytes a round puts on the wire and gives its closed-form α-β time.
 //
-// Reference semantics (SPEC §4), each checked against a closed form in tests:
+// Reference semantics (docs/CONTRACT.md §4), each checked against a closed form in tests:
 //   ring all-reduce  2(n-1) steps; in each every worker sends S/n to its successor;
 //                    the next step at a worker starts when it received the previous one
 //                    (and its own previous send is out: one chunk in flight per sender).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI check of the real-training validation (SPEC §5): runs `ddlsim validate --quick` on the CPU and
+# CI check of the real-training validation (docs/CONTRACT.md §5): runs `ddlsim validate --quick` on the CPU and
 # checks its report with python3 (json module only): the loss decreases, ring all-reduce and the
 # parameter server gave the same averaged gradient, error feedback kept the residual bounded,
 # every configuration has a finite predicted, measured and relative error, and the profile has the

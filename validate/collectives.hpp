@@ -1,4 +1,4 @@
-// The real synchronisation patterns over a Mesh, as the simulator models them (SPEC §4):
+// The real synchronisation patterns over a Mesh, as the simulator models them (docs/CONTRACT.md §4):
 //   ring all-reduce  reduce-scatter then all-gather, 2(n-1) steps; in each every worker sends one
 //                    of n chunks to its successor while receiving one from its predecessor
 //                    (Patarasuk & Yuan, JPDC 2009); optionally compressed (decode, add, re-encode)

@@ -1,5 +1,5 @@
-// Time to accuracy for a scenario with a `convergence` block (SPEC §6): the simulated run's
-// update schedule is replayed on a real proxy task (replay.hpp) and the result keys of SPEC §3
+// Time to accuracy for a scenario with a `convergence` block (docs/CONTRACT.md §6): the simulated run's
+// update schedule is replayed on a real proxy task (replay.hpp) and the result keys of docs/CONTRACT.md §3
 // (time_to_accuracy_s, iterations_to_accuracy, curve) are produced.
 //
 // Proxy tasks:

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/rng_mix.hpp"  // sim::rng::uniform01(seed, i): the CPU codec's draw, on the device
 #include "validate/cuda_kernels.hpp"
 
 namespace ddlsim::validate::cuda {
@@ -24,14 +25,6 @@ int blocks_for(std::size_t n) {
 void check(const char* what) {
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-__device__ double uniform_hash(unsigned long long seed, unsigned long long i) {
-    unsigned long long z = seed + (i + 1) * 0x9e3779b97f4a7c15ULL;  // sim::rng::uniform01(seed, i): the CPU codec's draw
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0);
 }
 
 #define GRID_STRIDE(i, n) \
@@ -184,7 +177,8 @@ __global__ void k_qsgd_encode(const float* p, float* norms, std::uint8_t* codes,
         if (norm > 0.0f) {
             const float level = fabsf(p[i]) / norm * kQsgdLevels;
             const float fl = floorf(level);
-            q = static_cast<unsigned>(fminf(kQsgdLevels, fl + (uniform_hash(seed, i) < level - fl ? 1.0f : 0.0f)));
+            const float up = sim::rng::uniform01(seed, i) < level - fl ? 1.0f : 0.0f;
+            q = static_cast<unsigned>(fminf(kQsgdLevels, fl + up));
         }
         codes[i] = static_cast<std::uint8_t>(q | (p[i] < 0.0f ? 0x80u : 0u));
     }

@@ -22,7 +22,7 @@ nvcc=$(command -v nvcc || true)
 [ -n "$nvcc" ] || fail "no nvcc (CUDA toolkit) found; the CUDA backend cannot be built"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDDLSIM_WERROR=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
     -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" | grep -E "ddlsim|CUDA" || true
-cmake --build "$build" -j"$(nproc)" --target ddlsim ddlsim_validate_tests
+cmake --build "$build" -j"$(nproc)" --target ddlsim ddlsim_cuda ddlsim_validate_tests
 [ -f "$build/libddlsim_cuda.so" ] ||
     fail "CMake did not build the CUDA backend (see the configure output above)"
 

@@ -1,4 +1,4 @@
-// The convergence replay (SPEC §6): executes a simulated run's update schedule
+// The convergence replay (docs/CONTRACT.md §6): executes a simulated run's update schedule
 // (models/schedule.hpp) on a real proxy model, so that accuracy can be reported against
 // simulated time. The simulator decides when every gradient is computed, on which model
 // version (staleness), and when updates, pulls and averagings happen; the replay performs

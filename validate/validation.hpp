@@ -1,4 +1,4 @@
-// `ddlsim validate` and `ddlsim calibrate` (SPEC §5) as library calls: calibrate on this machine,
+// `ddlsim validate` and `ddlsim calibrate` (docs/CONTRACT.md §5) as library calls: calibrate on this machine,
 // predict every configuration of the plan with the simulator before running it for real, run it,
 // and report predicted against measured with the relative error, plus the checks CI relies on
 // (the loss decreases; ring all-reduce and the parameter server produce the same averaged

@@ -7,19 +7,16 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 
 using namespace ddlsim;
 
 namespace {
 
 nlohmann::json base(std::uint32_t k) {
-    return {{"workers", 8},
-            {"model", "resnet50"},
-            {"batch_size", 32},
-            {"gradient_accumulation", k},
-            {"device", "V100"},
-            {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}, {"transport", "ideal"}}},
-            {"iterations", 4}};
+    nlohmann::json j = testing::star_scenario({.workers = 8, .iterations = 4, .transport = "ideal"});
+    j["gradient_accumulation"] = k;
+    return j;
 }
 
 models::JobResult run(const nlohmann::json& j) {

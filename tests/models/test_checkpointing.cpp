@@ -7,6 +7,7 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 
 using nlohmann::json;
 using namespace ddlsim;
@@ -14,16 +15,18 @@ using namespace ddlsim;
 namespace {
 
 json llama(int layers, const char* ac) {
-    return {
-        {"workers", 1},
-        {"model",
-         {{"transformer", {{"layers", layers}, {"hidden", 1024}, {"heads", 8}, {"seq_len", 2048}, {"vocab", 32000}}},
-          {"dtype", "bf16"}}},
-        {"batch_size", 2},
-        {"activation_checkpointing", ac},
-        {"device", {{"name", "H100"}, {"precision", "bf16"}}},
-        {"network", {{"topology", "star"}, {"bandwidth", "100Gbps"}, {"latency", "2us"}}},
-        {"iterations", 2}};
+    json j = testing::star_scenario(
+        {.workers = 1,
+         .model = {{"transformer",
+                    {{"layers", layers}, {"hidden", 1024}, {"heads", 8}, {"seq_len", 2048}, {"vocab", 32000}}},
+                   {"dtype", "bf16"}},
+         .batch_size = 2,
+         .iterations = 2,
+         .device = {{"name", "H100"}, {"precision", "bf16"}},
+         .bandwidth = "100Gbps",
+         .latency = "2us"});
+    j["activation_checkpointing"] = ac;
+    return j;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 
 using namespace ddlsim;
 using nlohmann::json;
@@ -80,14 +81,10 @@ TEST_CASE("compute: explicit times are used exactly, the rest scales around them
 }
 
 TEST_CASE("compute: one worker with no communication runs at samples_per_s") {
-    // The SPEC §3 scaling-efficiency baseline: one worker, ResNet-50, samples_per_s 367
+    // The docs/CONTRACT.md §3 scaling-efficiency baseline: one worker, ResNet-50, samples_per_s 367
     // (V100, batch 112, REFERENCE-MEASUREMENTS §2): throughput 367, efficiency 1.
-    const json j{{"workers", 1},
-                 {"model", "resnet50"},
-                 {"batch_size", 112},
-                 {"iterations", 5},
-                 {"device", {{"name", "V100"}, {"samples_per_s", 367}}},
-                 {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
+    const json j = testing::star_scenario(
+        {.workers = 1, .batch_size = 112, .iterations = 5, .device = {{"name", "V100"}, {"samples_per_s", 367}}});
     const auto r = scenario::run_scenario(scenario::load_scenario(j));
     CHECK(r.jobs.front().throughput_samples_per_s == doctest::Approx(367.0).epsilon(1e-9));
     CHECK(r.jobs.front().scaling_efficiency == doctest::Approx(1.0).epsilon(1e-9));
@@ -97,9 +94,7 @@ TEST_CASE("compute: one worker with no communication runs at samples_per_s") {
 TEST_CASE("compute: ResNet-50 on a V100 from the datasheet is in the measured range") {
     // 3 x 8.18 GFLOP per sample at 0.5 x 15.7 TFLOPS: 24.5e9 / 7.85e12 = 3.13 ms per sample,
     // 319 samples/s, against 367 measured at batch 112 (REFERENCE-MEASUREMENTS §2): within 15%.
-    const json j{{"workers", 1},      {"model", "resnet50"},
-                 {"batch_size", 112}, {"iterations", 1},
-                 {"device", "V100"},  {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
+    const json j = testing::star_scenario({.workers = 1, .batch_size = 112, .iterations = 1});
     const auto r = scenario::run_scenario(scenario::load_scenario(j));
     CHECK(r.jobs.front().throughput_samples_per_s == doctest::Approx(367.0).epsilon(0.20));
 }
@@ -119,13 +114,12 @@ models::DeviceSpec builtin(const char* name, models::Precision p) {
     return d;
 }
 double single_gpu_throughput(const json& device, const char* model, int batch) {
-    const json j{
-        {"workers", 1},
-        {"model", model},
-        {"batch_size", batch},
-        {"iterations", 1},
-        {"device", device},
-        {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}, {"model", "analytic"}}}};
+    const json j = testing::star_scenario({.workers = 1,
+                                           .model = model,
+                                           .batch_size = batch,
+                                           .iterations = 1,
+                                           .device = device,
+                                           .network_model = "analytic"});
     return scenario::run_scenario(scenario::load_scenario(j)).jobs.front().throughput_samples_per_s;
 }
 }  // namespace
@@ -273,12 +267,8 @@ TEST_CASE("compute: explicit efficiency replaces the measured fractions; precisi
     CHECK(single_gpu_throughput(e, "resnet50", 64) < single_gpu_throughput(m, "resnet50", 64));
     // A string device and {"name"} agree, and default to fp32 on V100, tf32 on A100.
     CHECK(single_gpu_throughput("V100", "resnet50", 64) == single_gpu_throughput(m, "resnet50", 64));
-    const auto a100 =
-        scenario::load_scenario(json{{"workers", 1},
-                                     {"model", "gpt2"},
-                                     {"batch_size", 1},
-                                     {"device", "A100"},
-                                     {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}});
+    const auto a100 = scenario::load_scenario(
+        testing::star_scenario({.workers = 1, .model = "gpt2", .batch_size = 1, .device = "A100"}));
     CHECK(a100.jobs.front().device.precision == models::Precision::tf32);
     CHECK(a100.jobs.front().device.tf32_convolutions_only);
     CHECK(a100.jobs.front().optimizer == models::Optimizer::adamw);

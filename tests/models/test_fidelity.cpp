@@ -13,6 +13,7 @@
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/trace.hpp"
+#include "tests/support/support.hpp"
 #include "topologies/transport.hpp"
 
 using nlohmann::json;
@@ -26,18 +27,12 @@ scenario::RunResult run(const json& j, sim::Trace* trace = nullptr) {
 
 // A one-layer model of S bytes of fp32 gradients with no compute, on a star.
 json comm_only(int n, double S, const std::string& bw, const json& arch) {
-    return json{{"workers", n},
-                {"model",
-                 {{"layers", json::array({{{"name", "g"},
-                                           {"params", static_cast<std::int64_t>(S / 4)},
-                                           {"fwd_time", 0},
-                                           {"bwd_time", 0},
-                                           {"update_time", 0}}})}}},
-                {"batch_size", 1},
-                {"iterations", 1},
-                {"device", "V100"},
-                {"network", {{"topology", "star"}, {"bandwidth", bw}, {"latency", "5us"}}},
-                {"architecture", arch}};
+    return testing::star_scenario({.workers = n,
+                                   .model = testing::one_layer_model(S),
+                                   .batch_size = 1,
+                                   .iterations = 1,
+                                   .bandwidth = bw,
+                                   .architecture = arch});
 }
 
 // The issue's round-robin reproduction: 16 V100 workers, ResNet-50, 8 colocated servers, per-tensor WFBP.
@@ -189,7 +184,7 @@ TEST_CASE("byteps: partitions pipelined per push and pull approach the bound 2n(
     // (a server pulls only what it has summed): with CPU servers about 2x the bound. 4 MB partitions
     // pushed and pulled one by one overlap them. Under max-min sharing a worker's uplink splits evenly
     // among its pushes and the pulls it serves, so the CPU servers' pushes get less than the bound's
-    // schedule needs: measured +10 % (k = 0) to +45 % (k = 1, 2) above the bound (README, "How close").
+    // schedule needs: measured +10 % (k = 0) to +45 % (k = 1, 2) above the bound (docs/ACCURACY.md, "How close to real clusters").
     const double S = 200e6, B = 10e9 / 8;
     for (const auto& nk : {std::pair{4, 1}, {8, 2}, {8, 0}}) {
         const int n = nk.first, k = nk.second;  // not structured bindings: clang 14 cannot capture those

@@ -12,6 +12,7 @@
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/trace.hpp"
+#include "tests/support/support.hpp"
 
 using nlohmann::json;
 using namespace ddlsim;
@@ -27,23 +28,16 @@ struct L {
 json layered(int n, const std::vector<L>& layers, double gbps, const json& overlap) {
     json ls = json::array();
     for (std::size_t i = 0; i < layers.size(); ++i)
-        ls.push_back({{"name", fmt::format("l{}", i)},
-                      {"params", static_cast<std::int64_t>(layers[i].bytes / 4)},
-                      {"fwd_time", layers[i].fwd},
-                      {"bwd_time", layers[i].bwd},
-                      {"update_time", 0}});
-    return json{{"workers", n},
-                {"model", {{"layers", ls}}},
-                {"batch_size", 1},
-                {"iterations", 5},
-                {"device", "V100"},
-                {"network",
-                 {{"topology", "star"},
-                  {"bandwidth", fmt::format("{}Gbps", gbps)},
-                  {"latency", "5us"},
-                  {"transport", "ideal"}}},
-                {"architecture", {{"kind", "allreduce"}, {"algorithm", "ring"}}},
-                {"overlap", overlap}};
+        ls.push_back(testing::gradient_layer(fmt::format("l{}", i), layers[i].bytes, layers[i].fwd, layers[i].bwd));
+    json j = testing::star_scenario({.workers = n,
+                                     .model = {{"layers", ls}},
+                                     .batch_size = 1,
+                                     .iterations = 5,
+                                     .bandwidth = fmt::format("{}Gbps", gbps),
+                                     .transport = "ideal",
+                                     .architecture = testing::ring_allreduce()});
+    j["overlap"] = overlap;
+    return j;
 }
 
 models::JobResult run(const json& j) {

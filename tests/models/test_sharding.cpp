@@ -15,6 +15,7 @@
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/trace.hpp"
+#include "tests/support/support.hpp"
 
 using nlohmann::json;
 using namespace ddlsim;
@@ -29,22 +30,13 @@ constexpr double kB = 1.25e9;  // 10 Gbit/s in bytes/s
 json star(int n, int units, double bytes, const char* model = "flow") {
     json layers = json::array();
     for (int u = 0; u < units; ++u)
-        layers.push_back({{"name", fmt::format("l{}", u)},
-                          {"params", static_cast<std::int64_t>(bytes / 4)},
-                          {"fwd_time", "1ms"},
-                          {"bwd_time", "2ms"},
-                          {"update_time", "4ms"}});
-    return json{{"workers", n},
-                {"model", {{"layers", layers}}},
-                {"batch_size", 1},
-                {"iterations", 3},
-                {"device", "V100"},
-                {"network",
-                 {{"topology", "star"},
-                  {"bandwidth", "10Gbps"},
-                  {"latency", "5us"},
-                  {"model", model},
-                  {"transport", "ideal"}}}};
+        layers.push_back(testing::gradient_layer(fmt::format("l{}", u), bytes, "1ms", "2ms", "4ms"));
+    return testing::star_scenario({.workers = n,
+                                   .model = {{"layers", layers}},
+                                   .batch_size = 1,
+                                   .iterations = 3,
+                                   .network_model = model,
+                                   .transport = "ideal"});
 }
 
 // One ring phase (reduce-scatter or all-gather) of S bytes among n workers on the star: n - 1 steps of S/n, each
@@ -162,9 +154,13 @@ TEST_CASE("sharding: memory per GPU follows ZeRO's (2 + 2 + K) psi / N with mixe
     // Rajbhandari et al., SC 2020, Figure 1: K = 12 (fp32 master weights, momentum, variance). Weights + gradients +
     // optimizer state: stage 1 4psi + 12psi/N, stage 2 2psi + 14psi/N, stage 3 16psi/N.
     const int n = 8;
-    json j = {{"workers", n},        {"model", {{"name", "gpt2_medium"}, {"dtype", "fp16"}}},
-              {"batch_size", 1},     {"device", {{"name", "A100"}, {"precision", "fp16"}}},
-              {"optimizer", "adam"}, {"network", {{"topology", "star"}, {"bandwidth", "100Gbps"}, {"latency", "2us"}}}};
+    json j = testing::star_scenario({.workers = n,
+                                     .model = {{"name", "gpt2_medium"}, {"dtype", "fp16"}},
+                                     .batch_size = 1,
+                                     .device = {{"name", "A100"}, {"precision", "fp16"}},
+                                     .bandwidth = "100Gbps",
+                                     .latency = "2us"});
+    j["optimizer"] = "adam";
     const auto state = [&](int stage) {
         json k = j;
         if (stage > 0) k["sharding"] = {{"stage", stage}};

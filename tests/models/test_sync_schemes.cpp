@@ -9,6 +9,7 @@
 
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 
 using nlohmann::json;
 using namespace ddlsim;
@@ -19,22 +20,13 @@ constexpr double kL = 5e-6;  // per-link latency (s)
 
 // One layer: S bytes of fp32 gradients, forward f, backward b, no update; a star of `gbps`.
 json one_layer(int n, double S, double f, double b, double gbps, const json& arch) {
-    return json{{"workers", n},
-                {"model",
-                 {{"layers", json::array({{{"name", "g"},
-                                           {"params", static_cast<std::int64_t>(S / 4)},
-                                           {"fwd_time", f},
-                                           {"bwd_time", b},
-                                           {"update_time", 0}}})}}},
-                {"batch_size", 1},
-                {"iterations", 10},
-                {"device", "V100"},
-                {"network",
-                 {{"topology", "star"},
-                  {"bandwidth", fmt::format("{}Gbps", gbps)},
-                  {"latency", "5us"},
-                  {"transport", "ideal"}}},
-                {"architecture", arch}};
+    return testing::star_scenario({.workers = n,
+                                   .model = testing::one_layer_model(S, f, b),
+                                   .batch_size = 1,
+                                   .iterations = 10,
+                                   .bandwidth = fmt::format("{}Gbps", gbps),
+                                   .transport = "ideal",
+                                   .architecture = arch});
 }
 
 const json kRing{{"kind", "allreduce"}, {"algorithm", "ring"}};

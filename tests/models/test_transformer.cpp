@@ -11,6 +11,7 @@
 #include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 
 using namespace ddlsim;
 using models::TransformerConfig;
@@ -27,12 +28,13 @@ double llama_params(const TransformerConfig& c) {
 }
 
 nlohmann::json scenario_of(const nlohmann::json& model, int workers, const char* device) {
-    return {{"workers", workers},
-            {"model", model},
-            {"batch_size", 1},
-            {"device", {{"name", device}, {"precision", "bf16"}}},
-            {"network", {{"topology", "star"}, {"bandwidth", "400Gbps"}, {"latency", "2us"}}},
-            {"iterations", 2}};
+    return testing::star_scenario({.workers = workers,
+                                   .model = model,
+                                   .batch_size = 1,
+                                   .iterations = 2,
+                                   .device = {{"name", device}, {"precision", "bf16"}},
+                                   .bandwidth = "400Gbps",
+                                   .latency = "2us"});
 }
 
 }  // namespace
@@ -150,11 +152,11 @@ TEST_CASE("transformer: seq_len of a built-in model changes its sequence, not it
     CHECK(models::builtin_max_seq_len("gpt3_175b") == 2048);
     CHECK(models::builtin_max_seq_len("llama3_8b") == -1);
     // Through the loader: echoed, bounded by the position table, refused for CNNs.
-    nlohmann::json j = {{"workers", 1},
-                        {"model", {{"name", "gpt2"}, {"seq_len", 256}}},
-                        {"batch_size", 1},
-                        {"device", "A100"},
-                        {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}}};
+    nlohmann::json j = testing::star_scenario({.workers = 1,
+                                               .model = {{"name", "gpt2"}, {"seq_len", 256}},
+                                               .batch_size = 1,
+                                               .device = "A100",
+                                               .latency = "1us"});
     CHECK(scenario::resolved_scenario(scenario::load_scenario(j))["model"]["seq_len"] == 256);
     for (const auto& bad : std::vector<std::pair<std::string, int>>{{"gpt2", 2048}, {"resnet50", 128}}) {
         nlohmann::json k = j;

@@ -1,4 +1,4 @@
-// SPEC §4 closed forms, through the whole stack (loader -> fabric -> trainer ->
+// docs/CONTRACT.md §4 closed forms, through the whole stack (loader -> fabric -> trainer ->
 // flow network), on an idle star with zero compute so iteration = communication.
 #include <doctest/doctest.h>
 
@@ -7,6 +7,7 @@
 
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 
 using nlohmann::json;
 using namespace ddlsim;
@@ -17,23 +18,14 @@ constexpr double kL = 5e-6;  // per-link latency, s
 
 // A one-layer model of S bytes of fp32 gradients with no compute, on a star.
 json comm_only(int n, double S, double gbps, const json& arch, const char* model = "flow") {
-    return json{{"workers", n},
-                {"model",
-                 {{"layers", json::array({{{"name", "g"},
-                                           {"params", static_cast<std::int64_t>(S / 4)},
-                                           {"fwd_time", 0},
-                                           {"bwd_time", 0},
-                                           {"update_time", 0}}})}}},
-                {"batch_size", 1},
-                {"iterations", 1},
-                {"device", "V100"},
-                {"network",
-                 {{"topology", "star"},
-                  {"bandwidth", fmt::format("{}Gbps", gbps)},
-                  {"latency", "5us"},
-                  {"model", model},
-                  {"transport", "ideal"}}},
-                {"architecture", arch}};
+    return testing::star_scenario({.workers = n,
+                                   .model = testing::one_layer_model(S),
+                                   .batch_size = 1,
+                                   .iterations = 1,
+                                   .bandwidth = fmt::format("{}Gbps", gbps),
+                                   .network_model = model,
+                                   .transport = "ideal",
+                                   .architecture = arch});
 }
 
 scenario::RunResult run(const json& j) {

@@ -7,17 +7,19 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 
 using namespace ddlsim;
 using nlohmann::json;
 
 namespace {
 json base() {
-    return {{"workers", 2},
-            {"model", "gpt2_xl"},
-            {"batch_size", 100},
-            {"device", "V100"},
-            {"network", {{"topology", "star"}, {"bandwidth", "1Gbps"}, {"latency", "1ms"}, {"transport", "ideal"}}}};
+    return testing::star_scenario({.workers = 2,
+                                   .model = "gpt2_xl",
+                                   .batch_size = 100,
+                                   .bandwidth = "1Gbps",
+                                   .latency = "1ms",
+                                   .transport = "ideal"});
 }
 std::string error_path(const json& j) {
     try {
@@ -56,19 +58,12 @@ TEST_CASE("limits: flow runs beyond the event budget are refused up front; analy
 TEST_CASE("limits: the analytic model handles 100,000 workers (ring, closed form)") {
     // Comm-only ring of S = 100 MB on a 10 Gbit/s star with 5 us links: 2(n-1)(2L + S/(nB)).
     const double n = 100'000, S = 100e6, B = 1.25e9, L = 5e-6;
-    const json j{
-        {"workers", 100'000},
-        {"model",
-         {{"layers", {{{"name", "g"}, {"params", 25'000'000}, {"fwd_time", 0}, {"bwd_time", 0}, {"update_time", 0}}}}}},
-        {"batch_size", 1},
-        {"iterations", 1},
-        {"device", "V100"},
-        {"network",
-         {{"topology", "star"},
-          {"bandwidth", "10Gbps"},
-          {"latency", "5us"},
-          {"model", "analytic"},
-          {"transport", "ideal"}}}};
+    const json j = testing::star_scenario({.workers = 100'000,
+                                           .model = testing::one_layer_model(S),
+                                           .batch_size = 1,
+                                           .iterations = 1,
+                                           .network_model = "analytic",
+                                           .transport = "ideal"});
     const auto r = scenario::run_scenario(scenario::load_scenario(j));
     CHECK(r.jobs[0].iteration_time_s == doctest::Approx(2 * (n - 1) * (2 * L + S / (n * B))).epsilon(1e-9));
     CHECK(r.events == 0);

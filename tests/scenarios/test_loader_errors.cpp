@@ -1,5 +1,5 @@
 // Bad scenarios, one class of defect per test case: every error is a ScenarioError naming the exact JSON path of the
-// offending key and, in its message, what a user needs to fix it (SPEC §1: "names the file, the JSON path of the
+// offending key and, in its message, how to fix it (docs/CONTRACT.md §1: "names the file, the JSON path of the
 // offending key and what was expected"; §2: "unknown keys are errors"). Each case starts from a valid small star
 // ring scenario and changes one thing, so the error can only come from that change.
 #include <doctest/doctest.h>
@@ -15,27 +15,22 @@
 
 #include "scenarios/json_reader.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 
 using ddlsim::scenario::apply_override;
 using ddlsim::scenario::load_scenario;
 using ddlsim::scenario::parse_strict;
 using ddlsim::scenario::ScenarioError;
 using nlohmann::json;
+namespace testing = ddlsim::testing;
 
 namespace {
 
 // 4 ResNet-50 workers on a 10 Gbit/s star, ring all-reduce, BSP: hosts h0 .. h3.
 json base() {
-    return json::parse(R"({
-        "workers": 4,
-        "model": "resnet50",
-        "batch_size": 32,
-        "iterations": 2,
-        "device": "V100",
-        "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"},
-        "architecture": {"kind": "allreduce", "algorithm": "ring"},
-        "sync": {"kind": "bsp"}
-    })");
+    json j = testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()});
+    j["sync"] = {{"kind", "bsp"}};
+    return j;
 }
 
 // The base scenario on an explicit star: switch "sw" and hosts h0 .. h3, one link each.

@@ -15,6 +15,7 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 
 using nlohmann::json;
 namespace fs = std::filesystem;
@@ -163,11 +164,7 @@ TEST_CASE("schema: every optional key the schema documents is one the loader acc
     // Start from a minimal valid star scenario and add each documented optional key with a
     // value the schema accepts; the loader must take it. Keys that need a particular kind
     // (ps, two_tier, custom) are added in a matching base.
-    const json base{{"workers", 4},
-                    {"model", "resnet50"},
-                    {"batch_size", 8},
-                    {"device", "V100"},
-                    {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}}};
+    const json base = ddlsim::testing::star_scenario({.batch_size = 8});
     const MiniValidator v(ddlsim::scenario::scenario_schema());
     const std::vector<std::pair<std::string, json>> additions{
         {"/iterations", 3},
@@ -233,7 +230,7 @@ namespace {
 // Scenarios in which each object of the schema sits, each loadable; a key with a schema default is written out at
 // its default into every context that holds its object and accepts the key.
 std::vector<json> default_contexts() {
-    const json net{{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}};
+    const json net = ddlsim::testing::star_network({.latency = "1us"});
     const json base{{"workers", 4},
                     {"model", {{"name", "resnet50"}}},
                     {"batch_size", 32},

@@ -15,6 +15,7 @@
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/enum_info.hpp"
+#include "tests/support/support.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/fabric.hpp"
 #include "topologies/transport.hpp"
@@ -91,7 +92,7 @@ TEST_CASE("enum tables: the loader maps every algorithm and sync name to its own
                          {"model", "resnet50"},
                          {"batch_size", 32},
                          {"device", "V100"},
-                         {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}},
+                         {"network", ddlsim::testing::star_network({.latency = "1us"})},
                          {"architecture", {{"kind", "allreduce"}, {"algorithm", std::string(e.name)}}}};
         if (e.value == topo::AllreduceAlgorithm::torus2d)
             j["network"] = {{"topology", "torus2d"}, {"dims", {2, 2}}, {"bandwidth", "10Gbps"}, {"latency", "1us"}};
@@ -110,7 +111,7 @@ TEST_CASE("enum tables: the loader maps every algorithm and sync name to its own
                                {"model", "resnet50"},
                                {"batch_size", 32},
                                {"device", "V100"},
-                               {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}},
+                               {"network", ddlsim::testing::star_network({.latency = "1us"})},
                                {"architecture", {{"kind", "ps"}, {"servers", 1}}},
                                {"sync", sync}};
         INFO(e.name);
@@ -161,7 +162,7 @@ TEST_CASE("sync schemes: the loader accepts a scheme on exactly the architecture
                                    {"model", "resnet50"},
                                    {"batch_size", 32},
                                    {"device", "V100"},
-                                   {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}}},
+                                   {"network", ddlsim::testing::star_network({.latency = "1us"})},
                                    {"architecture", {{"kind", std::string(arch.name)}}},
                                    {"sync", sync}};
             const bool listed =

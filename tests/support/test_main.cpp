@@ -1,3 +1,3 @@
-// The single doctest main for the ddlsim_tests executable.
+// The doctest main of both test executables, ddlsim_tests and ddlsim_validate_tests.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>

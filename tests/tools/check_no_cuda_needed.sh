@@ -1,5 +1,5 @@
 #!/bin/sh
-# usage: tests/check_no_cuda_needed.sh EXECUTABLE
+# usage: tests/tools/check_no_cuda_needed.sh EXECUTABLE
 # Fails when EXECUTABLE has a NEEDED entry for libcudart or libcublas: the CUDA backend is
 # libddlsim_cuda.so, opened with dlopen only for --backend cuda. Exit 77 (skipped) without readelf / objdump.
 exe=$1

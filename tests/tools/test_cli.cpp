@@ -1,11 +1,8 @@
-// The real ddlsim binary against bad and good input (SPEC §1): exit 2 and exactly one stderr line
+// The real ddlsim binary against bad and good input (docs/CONTRACT.md §1): exit 2 and exactly one stderr line
 // "error: FILE: PATH: MESSAGE" for any bad input, no partial or clobbered --out file, exit 0 on success.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,83 +14,26 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/support.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
+namespace testing = ddlsim::testing;
 
 namespace {
 
-// A fresh directory under the system temp dir, unique per process and per use, removed on scope exit.
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<int> counter{0};
-        path_ = fs::temp_directory_path() /
-                ("ddlsim_test_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1)));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
+using testing::CliRun;
+using testing::read_file;
+using testing::shell_quote;
 
-    [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
-    [[nodiscard]] const fs::path& path() const { return path_; }
-
-    /// Writes `text` to `name` in this directory and returns its path.
-    std::string write(const std::string& name, const std::string& text) const {
-        std::ofstream(path_ / name, std::ios::binary) << text;
-        return file(name);
-    }
-
-    /// The names of the entries in this directory, sorted.
-    [[nodiscard]] std::vector<std::string> entries() const {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
-
-private:
-    fs::path path_;
+// A fresh temporary directory for one test.
+struct TempDir : testing::TempDir {
+    TempDir() : testing::TempDir("ddlsim_test_cli") {}
 };
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string shell_quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
-struct Run {
-    int code = -1;  ///< exit status, -1 if the process did not exit normally (a crash)
-    std::string out;
-    std::string err;
-};
-
-// Runs the built ddlsim with `args`, capturing stdout and stderr through files.
-Run ddlsim(const std::vector<std::string>& args) {
-    const TempDir io;
-    std::string cmd = shell_quote(DDLSIM_BINARY);
-    for (const auto& a : args) cmd += " " + shell_quote(a);
-    cmd += " >" + shell_quote(io.file("stdout")) + " 2>" + shell_quote(io.file("stderr")) + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    Run r;
-    r.code = status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_file(io.file("stdout"));
-    r.err = read_file(io.file("stderr"));
-    return r;
-}
 
 // A bad-input run: exit 2, nothing on stdout, and stderr exactly one line that starts with `prefix` (which names the
 // file and the JSON path) and holds each of `words`.
-void expect_bad_input(const Run& r, const std::string& prefix, std::initializer_list<std::string> words = {}) {
+void expect_bad_input(const CliRun& r, const std::string& prefix, std::initializer_list<std::string> words = {}) {
     INFO("stderr: " << r.err);
     INFO("stdout: " << r.out);
     CHECK(r.code == 2);
@@ -106,16 +46,8 @@ void expect_bad_input(const Run& r, const std::string& prefix, std::initializer_
 }
 
 // 4 ResNet-50 workers on a 10 Gbit/s star, ring all-reduce, BSP, 2 iterations: valid and quick to simulate.
-const char* const k_good = R"({
-  "workers": 4,
-  "model": "resnet50",
-  "batch_size": 32,
-  "iterations": 2,
-  "device": "V100",
-  "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"},
-  "architecture": {"kind": "allreduce", "algorithm": "ring"}
-}
-)";
+const std::string k_good =
+    testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump(2) + "\n";
 
 const char* const k_unknown_key = R"({
   "workers": 4,
@@ -131,62 +63,65 @@ const char* const k_unknown_key = R"({
 TEST_CASE("cli: a missing scenario file is bad input naming the file") {
     const TempDir dir;
     const std::string missing = dir.file("missing.json");
-    expect_bad_input(ddlsim({"check", missing}), "error: " + missing + ": $: ", {"no such file"});
-    expect_bad_input(ddlsim({"run", missing}), "error: " + missing + ": $: ", {"no such file"});
+    expect_bad_input(testing::run_ddlsim({"check", missing}), "error: " + missing + ": $: ", {"no such file"});
+    expect_bad_input(testing::run_ddlsim({"run", missing}), "error: " + missing + ": $: ", {"no such file"});
 }
 
 TEST_CASE("cli: a directory as scenario is bad input") {
     const TempDir dir;
-    expect_bad_input(ddlsim({"check", dir.path().string()}), "error: " + dir.path().string() + ": $: ", {"directory"});
+    expect_bad_input(testing::run_ddlsim({"check", dir.path().string()}),
+                     "error: " + dir.path().string() + ": $: ", {"directory"});
 }
 
 TEST_CASE("cli: malformed JSON is bad input with line and column") {
     const TempDir dir;
     const std::string file = dir.write("bad.json", "{\n  \"workers\": 4,,\n}\n");
     // Line 2 is `  "workers": 4,,`: the second comma is column 16.
-    expect_bad_input(ddlsim({"check", file}), "error: " + file + ": $: ", {"malformed JSON", "line 2, column 16"});
+    expect_bad_input(testing::run_ddlsim({"check", file}),
+                     "error: " + file + ": $: ", {"malformed JSON", "line 2, column 16"});
     const std::string big = dir.write("big.json", R"({"workers": 1e400})");
-    expect_bad_input(ddlsim({"check", big}), "error: " + big + ": $.workers: ", {"1e400"});
+    expect_bad_input(testing::run_ddlsim({"check", big}), "error: " + big + ": $.workers: ", {"1e400"});
 }
 
 TEST_CASE("cli: an unknown key is bad input naming its JSON path") {
     const TempDir dir;
     const std::string file = dir.write("typo.json", k_unknown_key);
-    expect_bad_input(ddlsim({"check", file}),
+    expect_bad_input(testing::run_ddlsim({"check", file}),
                      "error: " + file + ": $.network.bandwith: ", {"unknown key", "did you mean \"bandwidth\""});
-    expect_bad_input(ddlsim({"run", file}), "error: " + file + ": $.network.bandwith: ", {"unknown key"});
+    expect_bad_input(testing::run_ddlsim({"run", file}), "error: " + file + ": $.network.bandwith: ", {"unknown key"});
 }
 
 TEST_CASE("cli: a bad --set is bad input") {
     const TempDir dir;
     const std::string file = dir.write("good.json", k_good);
-    expect_bad_input(ddlsim({"check", file, "--set", "workers"}),
+    expect_bad_input(testing::run_ddlsim({"check", file, "--set", "workers"}),
                      "error: " + file + ": --set workers: ", {"PATH=VALUE"});
-    expect_bad_input(ddlsim({"check", file, "--set", "network..bandwidth=1Gbps"}),
+    expect_bad_input(testing::run_ddlsim({"check", file, "--set", "network..bandwidth=1Gbps"}),
                      "error: " + file + ": --set network..bandwidth=1Gbps: ", {"dotted key path"});
-    expect_bad_input(ddlsim({"check", file, "--set", "workers.x=1"}),
+    expect_bad_input(testing::run_ddlsim({"check", file, "--set", "workers.x=1"}),
                      "error: " + file + ": $.workers: ", {"cannot set a key inside 4"});
     // A well-formed override to a bad value is reported at the value's path.
-    expect_bad_input(ddlsim({"run", file, "--set", "network.bandwidth=10 gigs"}),
+    expect_bad_input(testing::run_ddlsim({"run", file, "--set", "network.bandwidth=10 gigs"}),
                      "error: " + file + ": $.network.bandwidth: ", {"\"10Gbps\"", "\"10 gigs\""});
-    expect_bad_input(ddlsim({"check", file, "--set", "workers=0"}), "error: " + file + ": $.workers: ", {"integer"});
+    expect_bad_input(testing::run_ddlsim({"check", file, "--set", "workers=0"}),
+                     "error: " + file + ": $.workers: ", {"integer"});
 }
 
 TEST_CASE("cli: usage errors exit 2 with one error line") {
     const TempDir dir;
     const std::string file = dir.write("good.json", k_good);
-    expect_bad_input(ddlsim({}), "error: ", {"--help"});
-    expect_bad_input(ddlsim({"frobnicate"}), "error: ", {"--help"});
-    expect_bad_input(ddlsim({"run", file, "--bogus"}), "error: ", {"--bogus"});
-    expect_bad_input(ddlsim({"check"}), "error: ", {"scenario"});
-    expect_bad_input(ddlsim({"run", file, "--out"}), "error: ", {"--out"});
+    expect_bad_input(testing::run_ddlsim({}), "error: ", {"--help"});
+    expect_bad_input(testing::run_ddlsim({"frobnicate"}), "error: ", {"--help"});
+    expect_bad_input(testing::run_ddlsim({"run", file, "--bogus"}), "error: ", {"--bogus"});
+    expect_bad_input(testing::run_ddlsim({"check"}), "error: ", {"scenario"});
+    expect_bad_input(testing::run_ddlsim({"run", file, "--out"}), "error: ", {"--out"});
 }
 
 TEST_CASE("cli: --out into a nonexistent directory is bad input and creates nothing") {
     const TempDir dir;
     const std::string file = dir.write("good.json", k_good);
     const std::string out = dir.file("no_such_dir/result.json");
-    const Run r = ddlsim({"run", file, "--out", out});
+    const CliRun r = testing::run_ddlsim({"run", file, "--out", out});
     INFO("stderr: " << r.err);
     CHECK(r.code == 2);
     CHECK(r.err.rfind("error: " + out + ": ", 0) == 0);
@@ -194,7 +129,7 @@ TEST_CASE("cli: --out into a nonexistent directory is bad input and creates noth
     CHECK_FALSE(fs::exists(dir.file("no_such_dir")));
     CHECK(dir.entries() == std::vector<std::string>{"good.json"});
     // A directory is not a result file either.
-    const Run d = ddlsim({"run", file, "--out", dir.path().string()});
+    const CliRun d = testing::run_ddlsim({"run", file, "--out", dir.path().string()});
     CHECK(d.code == 2);
     CHECK(d.err.rfind("error: " + dir.path().string() + ": ", 0) == 0);
     CHECK(dir.entries() == std::vector<std::string>{"good.json"});
@@ -205,9 +140,11 @@ TEST_CASE("cli: bad input never leaves an --out file behind") {
     const std::string good = dir.write("good.json", k_good);
     const std::string typo = dir.write("typo.json", k_unknown_key);
     const std::string out = dir.file("result.json");
-    expect_bad_input(ddlsim({"run", typo, "--out", out}), "error: " + typo + ": $.network.bandwith: ");
-    expect_bad_input(ddlsim({"run", good, "--set", "workers=-3", "--out", out}), "error: " + good + ": $.workers: ");
-    expect_bad_input(ddlsim({"run", dir.file("missing.json"), "--out", out}), "error: " + dir.file("missing.json"));
+    expect_bad_input(testing::run_ddlsim({"run", typo, "--out", out}), "error: " + typo + ": $.network.bandwith: ");
+    expect_bad_input(testing::run_ddlsim({"run", good, "--set", "workers=-3", "--out", out}),
+                     "error: " + good + ": $.workers: ");
+    expect_bad_input(testing::run_ddlsim({"run", dir.file("missing.json"), "--out", out}),
+                     "error: " + dir.file("missing.json"));
     // No result and no temporary file beside it.
     CHECK_FALSE(fs::exists(out));
     CHECK(dir.entries() == std::vector<std::string>{"good.json", "typo.json"});
@@ -219,8 +156,8 @@ TEST_CASE("cli: a failing run leaves an existing --out file untouched") {
     const std::string typo = dir.write("typo.json", k_unknown_key);
     const std::string previous = "{\"iteration_time_s\": 42, \"note\": \"from an earlier run\"}\n";
     const std::string out = dir.write("result.json", previous);
-    expect_bad_input(ddlsim({"run", typo, "--out", out}), "error: " + typo + ": $.network.bandwith: ");
-    expect_bad_input(ddlsim({"run", good, "--set", "sync.kind=ssp", "--out", out}),
+    expect_bad_input(testing::run_ddlsim({"run", typo, "--out", out}), "error: " + typo + ": $.network.bandwith: ");
+    expect_bad_input(testing::run_ddlsim({"run", good, "--set", "sync.kind=ssp", "--out", out}),
                      "error: " + good + ": $.sync.kind: ", {"does not apply"});
     CHECK(read_file(out) == previous);
     CHECK(dir.entries() == std::vector<std::string>{"good.json", "result.json", "typo.json"});
@@ -231,7 +168,7 @@ TEST_CASE("cli: check accepts every example scenario") {
     int checked = 0;
     for (const auto& e : fs::directory_iterator(examples)) {
         if (e.path().extension() != ".json") continue;
-        const Run r = ddlsim({"check", e.path().string()});
+        const CliRun r = testing::run_ddlsim({"check", e.path().string()});
         INFO(e.path().string() << ": " << r.err);
         CHECK(r.code == 0);
         CHECK(r.err.empty());
@@ -242,7 +179,7 @@ TEST_CASE("cli: check accepts every example scenario") {
 }
 
 TEST_CASE("cli: schema prints a JSON Schema describing the network") {
-    const Run r = ddlsim({"schema"});
+    const CliRun r = testing::run_ddlsim({"schema"});
     INFO("stderr: " << r.err);
     CHECK(r.code == 0);
     CHECK(r.err.empty());
@@ -256,7 +193,7 @@ TEST_CASE("cli: schema prints a JSON Schema describing the network") {
 }
 
 TEST_CASE("cli: models lists the built-in workloads and devices") {
-    const Run r = ddlsim({"models"});
+    const CliRun r = testing::run_ddlsim({"models"});
     INFO("stderr: " << r.err);
     CHECK(r.code == 0);
     CHECK(r.err.empty());
@@ -270,7 +207,7 @@ TEST_CASE("cli: run --out writes the result JSON") {
     const TempDir dir;
     const std::string file = dir.write("good.json", k_good);
     const std::string out = dir.file("result.json");
-    const Run r = ddlsim({"run", file, "--set", "network.bandwidth=25Gbps", "--out", out});
+    const CliRun r = testing::run_ddlsim({"run", file, "--set", "network.bandwidth=25Gbps", "--out", out});
     INFO("stderr: " << r.err);
     CHECK(r.code == 0);
     CHECK(r.err.empty());
@@ -285,7 +222,7 @@ TEST_CASE("cli: run --out writes the result JSON") {
     CHECK(dir.entries() == std::vector<std::string>{"good.json", "result.json"});
     // A second run replaces the file.
     const std::string before = read_file(out);
-    const Run again = ddlsim({"run", file, "--out", out});
+    const CliRun again = testing::run_ddlsim({"run", file, "--out", out});
     CHECK(again.code == 0);
     CHECK(read_file(out) != before);  // 10 Gbit/s instead of 25: a different iteration time
 }
@@ -299,8 +236,6 @@ TEST_CASE("cli: an interrupted run leaves no output file and dies of the signal"
     const std::string out = dir.file("result.json");
     const std::string cmd = "timeout -s INT 0.3 " + shell_quote(DDLSIM_BINARY) + " run " + shell_quote(file) +
                             " --out " + shell_quote(out) + " >/dev/null 2>&1";
-    const int status = std::system(cmd.c_str());
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 124);  // timeout(1): the command was interrupted, not finished
+    CHECK(testing::run_shell(cmd) == 124);  // timeout(1): the command was interrupted, not finished
     CHECK(dir.entries() == std::vector<std::string>{"big.json"});
 }

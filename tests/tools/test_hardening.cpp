@@ -28,71 +28,27 @@
 #include "scenarios/scenario.hpp"
 #include "sim/output_file.hpp"
 #include "sim/unit_parse.hpp"
+#include "tests/support/support.hpp"
 #include "tools/sweep.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+namespace testing = ddlsim::testing;
 
 namespace {
 
-class Dir {
-public:
-    Dir() {
-        static std::atomic<int> counter{0};
-        path_ = fs::temp_directory_path() /
-                ("ddlsim_test_harden_" + std::to_string(::getpid()) + "_" + std::to_string(counter.fetch_add(1)));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~Dir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    Dir(const Dir&) = delete;
-    Dir& operator=(const Dir&) = delete;
-    [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
-    std::string write(const std::string& name, const std::string& text) const {
-        std::ofstream(path_ / name, std::ios::binary) << text;
-        return file(name);
-    }
-    [[nodiscard]] std::vector<std::string> entries() const {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
-
-private:
-    fs::path path_;
+// A fresh temporary directory for one test.
+struct Dir : testing::TempDir {
+    Dir() : testing::TempDir("ddlsim_test_harden") {}
 };
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string q(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
-struct Run {
-    int code = -1;
-    std::string out, err;
-};
-
-Run run_cli(const std::vector<std::string>& args, const std::string& env = "") {
-    const Dir io;
-    std::string cmd = env + (env.empty() ? "" : " ") + "timeout 120 " + q(DDLSIM_BINARY);
-    for (const auto& a : args) cmd += " " + q(a);
-    cmd += " >" + q(io.file("o")) + " 2>" + q(io.file("e")) + " </dev/null";
-    const int status = std::system(cmd.c_str());
-    return {status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(io.file("o")), slurp(io.file("e"))};
+// The built ddlsim with `args` (after the shell assignments `env`), limited to 120 s.
+testing::CliRun run_cli(const std::vector<std::string>& args, const std::string& env = "") {
+    return testing::run_ddlsim(args, {.env = env, .timeout_s = 120});
 }
 
 // Bad input: exit 2, exactly one stderr line starting with `prefix` and holding each of `words`.
-void bad_input(const Run& r, const std::string& prefix, std::initializer_list<std::string> words = {}) {
+void bad_input(const testing::CliRun& r, const std::string& prefix, std::initializer_list<std::string> words = {}) {
     INFO("stderr: " << r.err);
     CHECK(r.code == 2);
     CHECK(r.err.rfind(prefix, 0) == 0);
@@ -101,9 +57,7 @@ void bad_input(const Run& r, const std::string& prefix, std::initializer_list<st
     for (const auto& w : words) CHECK_MESSAGE(r.err.find(w) != std::string::npos, "stderr lacks \"" << w << "\"");
 }
 
-const char* const kGood = R"({"workers": 4, "model": "resnet50", "batch_size": 32, "iterations": 2, "device": "V100",
-  "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"},
-  "architecture": {"kind": "allreduce", "algorithm": "ring"}})";
+const std::string kGood = testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump();
 
 fs::file_type type_of(const std::string& p) {
     std::error_code ec;
@@ -158,11 +112,11 @@ TEST_CASE("outputs: a symbolic link is followed: its target is written, the link
     fs::create_directories(d.file("real"));
     d.write("real/result.json", "old\n");
     fs::create_symlink("real/result.json", d.file("link.json"));  // relative to the link's folder
-    const Run r = run_cli({"run", scen, "--out", d.file("link.json")});
+    const testing::CliRun r = run_cli({"run", scen, "--out", d.file("link.json")});
     INFO(r.err);
     CHECK(r.code == 0);
     CHECK(type_of(d.file("link.json")) == fs::file_type::symlink);
-    const json result = json::parse(slurp(d.file("real/result.json")));
+    const json result = json::parse(testing::read_file(d.file("real/result.json")));
     CHECK(result["iteration_time_s"].get<double>() > 0.0);
     // A dangling link: the file it names is created.
     fs::create_symlink("real/new.json", d.file("dangling.json"));
@@ -182,7 +136,7 @@ TEST_CASE("outputs: --out naming the scenario file itself is refused, the scenar
     const std::string scen = d.write("s.json", kGood);
     bad_input(run_cli({"run", scen, "--out", scen}), "error: " + scen + ": ", {"scenario"});
     bad_input(run_cli({"sweep", scen, "--vary", "workers=2", "--out", scen}), "error: " + scen + ": ", {"scenario"});
-    CHECK(slurp(scen) == kGood);
+    CHECK(testing::read_file(scen) == kGood);
 }
 
 TEST_CASE("outputs: SIGINT, SIGTERM and SIGHUP during the final write leave no temporary and the old file") {
@@ -193,15 +147,17 @@ TEST_CASE("outputs: SIGINT, SIGTERM and SIGHUP during the final write leave no t
         const Dir d;
         const std::string scen = d.write("s.json", kGood);
         const std::string out = d.write("result.json", "previous\n");
-        const std::string script = "DDLSIM_TEST_WRITE_PAUSE_MS=20000 " + q(DDLSIM_BINARY) + " run " + q(scen) +
-                                   " --out " + q(out) + " >/dev/null 2>&1 & pid=$!; for i in $(seq 1 600); do ls " +
-                                   q(d.file("")) + " -a | grep -q ddlsim- && break; sleep 0.05; done; kill -" +
-                                   std::to_string(sig) + " $pid; wait $pid; exit $?";
-        const int status = std::system(("bash -c " + q(script)).c_str());
+        const std::string script = "DDLSIM_TEST_WRITE_PAUSE_MS=20000 " + testing::shell_quote(DDLSIM_BINARY) + " run " +
+                                   testing::shell_quote(scen) + " --out " + testing::shell_quote(out) +
+                                   " >/dev/null 2>&1 & pid=$!; for i in $(seq 1 600); do ls " +
+                                   testing::shell_quote(d.file("")) +
+                                   " -a | grep -q ddlsim- && break; sleep 0.05; done; kill -" + std::to_string(sig) +
+                                   " $pid; wait $pid; exit $?";
+        const int status = std::system(("bash -c " + testing::shell_quote(script)).c_str());
         REQUIRE(WIFEXITED(status));
         CHECK(WEXITSTATUS(status) == 128 + sig);
         CHECK(d.entries() == std::vector<std::string>{"result.json", "s.json"});
-        CHECK(slurp(out) == "previous\n");
+        CHECK(testing::read_file(out) == "previous\n");
     }
 }
 
@@ -210,7 +166,7 @@ TEST_CASE("outputs: write_file_atomically keeps an existing file's permissions")
     const std::string f = d.write("r.json", "x");
     fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
     ddlsim::sim::write_file_atomically(f, "y");
-    CHECK(slurp(f) == "y");
+    CHECK(testing::read_file(f) == "y");
     CHECK((fs::status(f).permissions() & fs::perms::all) ==
           (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
     CHECK(d.entries() == std::vector<std::string>{"r.json"});
@@ -258,11 +214,11 @@ TEST_CASE("units: --vary ranges carry units (10Gbps..400Gbps:x2, 1ms..3ms:+1ms)"
 TEST_CASE("units: a sweep over a bandwidth range with units runs every point") {
     const Dir d;
     const std::string scen = d.write("s.json", kGood);
-    const Run r = run_cli({"sweep", scen, "--vary", "network.bandwidth=10Gbps..40Gbps:x2", "--out", d.file("o.csv"),
-                           "--no-progress", "--jobs", "1"});
+    const testing::CliRun r = run_cli({"sweep", scen, "--vary", "network.bandwidth=10Gbps..40Gbps:x2", "--out",
+                                       d.file("o.csv"), "--no-progress", "--jobs", "1"});
     INFO(r.err);
     CHECK(r.code == 0);
-    const auto rows = ddlsim::tools::parse_csv(slurp(d.file("o.csv")));
+    const auto rows = ddlsim::tools::parse_csv(testing::read_file(d.file("o.csv")));
     REQUIRE(rows.size() == 4);
     const auto err_col = std::find(rows[0].begin(), rows[0].end(), "error") - rows[0].begin();
     for (std::size_t i = 1; i < rows.size(); ++i) CHECK(rows[i][static_cast<std::size_t>(err_col)].empty());
@@ -335,10 +291,10 @@ TEST_CASE("seeds: --seeds 3 reports mean, stddev, min and max equal to three sin
       "iterations": 3, "device": "V100", "seed": 7,
       "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"},
       "stragglers": {"distribution": "lognormal", "sigma": 0.5}})");
-    const Run r = run_cli({"run", scen, "--seeds", "3", "--out", d.file("r.json")});
+    const testing::CliRun r = run_cli({"run", scen, "--seeds", "3", "--out", d.file("r.json")});
     INFO(r.err);
     REQUIRE(r.code == 0);
-    const json res = json::parse(slurp(d.file("r.json")));
+    const json res = json::parse(testing::read_file(d.file("r.json")));
     REQUIRE(res.contains("seeds"));
     const json& s = res["seeds"];
     CHECK(s["count"] == 3);
@@ -369,9 +325,9 @@ TEST_CASE("seeds: --seeds 3 reports mean, stddev, min and max equal to three sin
 TEST_CASE("seeds: a deterministic scenario has zero spread and no warning") {
     const Dir d;
     const std::string scen = d.write("s.json", kGood);
-    const Run r = run_cli({"run", scen, "--seeds", "2", "--out", d.file("r.json")});
+    const testing::CliRun r = run_cli({"run", scen, "--seeds", "2", "--out", d.file("r.json")});
     REQUIRE(r.code == 0);
-    const json s = json::parse(slurp(d.file("r.json")))["seeds"];
+    const json s = json::parse(testing::read_file(d.file("r.json")))["seeds"];
     CHECK(s["iteration_time_s"]["stddev"].get<double>() == 0.0);
     CHECK(s["iteration_time_s"]["min"] == s["iteration_time_s"]["max"]);
     CHECK(r.out.find("exceeds 1 %") == std::string::npos);
@@ -446,7 +402,7 @@ TEST_CASE("resolved: it states the defaults (bandwidth, algorithm, precision, se
     const Dir d;
     const std::string scen = d.write("s.json", R"({"workers": 4, "model": "resnet50", "batch_size": 32,
       "device": "V100", "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"}})");
-    const Run p = run_cli({"check", scen, "--print", "--set", "network.bandwidth=25Gbps"});
+    const testing::CliRun p = run_cli({"check", scen, "--print", "--set", "network.bandwidth=25Gbps"});
     REQUIRE(p.code == 0);
     const json printed = json::parse(p.out);
     CHECK(printed["network"]["bandwidth"] == "25Gbps");
@@ -464,13 +420,14 @@ TEST_CASE("resolved: it states the defaults (bandwidth, algorithm, precision, se
         run_cli({"run", scen, "--set", "network.bandwidth=25Gbps", "--set", "iterations=2", "--out", d.file("a.json")})
             .code == 0);
     REQUIRE(run_cli({"run", resolved, "--set", "iterations=2", "--out", d.file("b.json")}).code == 0);
-    CHECK(comparable(json::parse(slurp(d.file("a.json")))) == comparable(json::parse(slurp(d.file("b.json")))));
+    CHECK(comparable(json::parse(testing::read_file(d.file("a.json")))) ==
+          comparable(json::parse(testing::read_file(d.file("b.json")))));
 }
 
 TEST_CASE("resolved: the summary header lists the --set overrides") {
     const Dir d;
     const std::string scen = d.write("s.json", kGood);
-    const Run r = run_cli({"run", scen, "--set", "network.bandwidth=25Gbps", "--set", "iterations=1"});
+    const testing::CliRun r = run_cli({"run", scen, "--set", "network.bandwidth=25Gbps", "--set", "iterations=1"});
     REQUIRE(r.code == 0);
     const auto first_blank = r.out.find("\n\n");
     const std::string header = r.out.substr(0, first_blank);
@@ -496,7 +453,7 @@ TEST_CASE("resume: another --vary set, other values or a changed scenario are re
     REQUIRE(run_cli({"sweep", scen, "--vary", "workers=2,4", "--vary", "network.bandwidth=10Gbps,25Gbps", "--out", out,
                      "--no-progress"})
                 .code == 0);
-    const std::string before = slurp(out);
+    const std::string before = testing::read_file(out);
     bad_input(run_cli({"sweep", scen, "--vary", "workers=2,4", "--out", out, "--resume", "--no-progress"}),
               "error: " + out + ": --resume: ", {"varying workers, network.bandwidth"});
     bad_input(run_cli({"sweep", scen, "--vary", "workers=2,4,8", "--vary", "network.bandwidth=10Gbps,25Gbps", "--out",
@@ -506,13 +463,13 @@ TEST_CASE("resume: another --vary set, other values or a changed scenario are re
     bad_input(run_cli({"sweep", scen, "--vary", "workers=2,4", "--vary", "network.bandwidth=10Gbps,25Gbps", "--out",
                        out, "--resume", "--no-progress"}),
               "error: " + out + ": --resume: ", {"changed"});
-    CHECK(slurp(out) == before);
+    CHECK(testing::read_file(out) == before);
     // The same sweep on the original scenario resumes (nothing to do) and leaves the file as it was.
     d.write("s.json", kPs);
     CHECK(run_cli({"sweep", scen, "--vary", "workers=2,4", "--vary", "network.bandwidth=10Gbps,25Gbps", "--out", out,
                    "--resume", "--no-progress"})
               .code == 0);
-    CHECK(slurp(out) == before);
+    CHECK(testing::read_file(out) == before);
 }
 
 TEST_CASE("resume: rows kept from an interrupted sweep carry the columns found after the header was written") {
@@ -532,21 +489,22 @@ TEST_CASE("resume: rows kept from an interrupted sweep carry the columns found a
         return a;
     };
     REQUIRE(run_cli(with({"--out", fresh, "--no-progress", "--jobs", "1"})).code == 0);
-    std::string cmd = "DDLSIM_TEST_WRITE_PAUSE_MS=1500 " + q(DDLSIM_BINARY);
-    for (const auto& a : with({"--out", out, "--no-progress", "--jobs", "1"})) cmd += " " + q(a);
+    std::string cmd = "DDLSIM_TEST_WRITE_PAUSE_MS=1500 " + testing::shell_quote(DDLSIM_BINARY);
+    for (const auto& a : with({"--out", out, "--no-progress", "--jobs", "1"})) cmd += " " + testing::shell_quote(a);
     const std::string script = cmd + " >/dev/null 2>&1 & pid=$!; for i in $(seq 1 1200); do " + "[ \"$(wc -l < " +
-                               q(out + ".rows.jsonl") + " 2>/dev/null)\" = 4 ] && ls -a " + q(d.file("")) +
+                               testing::shell_quote(out + ".rows.jsonl") + " 2>/dev/null)\" = 4 ] && ls -a " +
+                               testing::shell_quote(d.file("")) +
                                " | grep -q 'o.csv.ddlsim-' && break; sleep 0.05; done; kill -TERM " +
                                "$pid; wait $pid; exit $?";
-    const int status = std::system(("bash -c " + q(script)).c_str());
+    const int status = std::system(("bash -c " + testing::shell_quote(script)).c_str());
     REQUIRE(WIFEXITED(status));
     REQUIRE(WEXITSTATUS(status) == 128 + SIGTERM);
-    const auto streamed = ddlsim::tools::parse_csv(slurp(out));
+    const auto streamed = ddlsim::tools::parse_csv(testing::read_file(out));
     REQUIRE(streamed.size() == 5);
     CHECK(std::find(streamed[0].begin(), streamed[0].end(), "staleness.mean") == streamed[0].end());
     REQUIRE(run_cli(with({"--out", out, "--no-progress", "--resume"})).code == 0);
-    const auto a = ddlsim::tools::parse_csv(slurp(out));
-    const auto b = ddlsim::tools::parse_csv(slurp(fresh));
+    const auto a = ddlsim::tools::parse_csv(testing::read_file(out));
+    const auto b = ddlsim::tools::parse_csv(testing::read_file(fresh));
     REQUIRE(a.size() == 5);
     REQUIRE(a[0] == b[0]);  // the same, final header
     const auto col = static_cast<std::size_t>(std::find(a[0].begin(), a[0].end(), "staleness.mean") - a[0].begin());

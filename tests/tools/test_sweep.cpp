@@ -1,12 +1,9 @@
 // `ddlsim sweep` as a library (tools/sweep.hpp): --vary parsing and ranges, the cartesian product, CSV quoting
 // and reading, flattening, and end-to-end sweeps through run_sweep (rows, columns, values equal to a direct
-// run and to the SPEC §4 closed form, failing points, --resume, --jobs 1 vs 4, --format json).
+// run and to the docs/CONTRACT.md §4 closed form, failing points, --resume, --jobs 1 vs 4, --format json).
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +15,7 @@
 
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/support.hpp"
 #include "tools/sweep.hpp"
 
 namespace fs = std::filesystem;
@@ -26,38 +24,6 @@ using namespace ddlsim;
 using tools::parse_vary;
 
 namespace {
-
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<int> counter{0};
-        path_ = fs::temp_directory_path() /
-                ("ddlsim_sweep_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::create_directories(path_);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    [[nodiscard]] std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    fs::path path_;
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    return buf.str();
-}
-
-void spit(const std::string& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-}
 
 struct Table {
     std::vector<std::string> header;
@@ -71,7 +37,7 @@ struct Table {
 };
 
 Table read_table(const std::string& path) {
-    auto recs = tools::parse_csv(slurp(path));
+    auto recs = tools::parse_csv(testing::read_file(path));
     Table t;
     REQUIRE(!recs.empty());
     t.header = recs.front();
@@ -80,22 +46,14 @@ Table read_table(const std::string& path) {
     return t;
 }
 
-// One layer of S bytes with explicit compute times on an idle star (SPEC §4 ring closed form).
+// One layer of S bytes with explicit compute times on an idle star (docs/CONTRACT.md §4 ring closed form).
 constexpr double kS = 8e6, kFwd = 0.010, kBwd = 0.020, kUpd = 0.001, kL = 5e-6;
 json one_layer_ring() {
-    return json{
-        {"workers", 4},
-        {"model",
-         {{"layers", json::array({{{"name", "g"},
-                                   {"params", static_cast<std::int64_t>(kS / 4)},
-                                   {"fwd_time", kFwd},
-                                   {"bwd_time", kBwd},
-                                   {"update_time", kUpd}}})}}},
-        {"batch_size", 8},
-        {"iterations", 2},
-        {"device", "V100"},
-        {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}, {"transport", "ideal"}}},
-        {"architecture", {{"kind", "allreduce"}, {"algorithm", "ring"}}}};
+    return testing::star_scenario({.model = testing::one_layer_model(kS, kFwd, kBwd, kUpd),
+                                   .batch_size = 8,
+                                   .iterations = 2,
+                                   .transport = "ideal",
+                                   .architecture = testing::ring_allreduce()});
 }
 
 tools::SweepOptions options(const std::string& scenario, std::vector<std::string> vary, const std::string& out) {
@@ -218,7 +176,7 @@ TEST_CASE("sweep: flattening with dots, arrays dropped, one row per job") {
 }
 
 TEST_CASE("sweep: end to end on an example, values equal direct runs") {
-    TempDir dir;
+    const testing::TempDir dir("ddlsim_sweep_test");
     const auto scen = example("resnet50_ring_16xV100.json");
     const auto out = dir / "r.csv";
     std::ostringstream err;
@@ -252,9 +210,9 @@ TEST_CASE("sweep: end to end on an example, values equal direct runs") {
 }
 
 TEST_CASE("sweep: iteration time matches the ring closed form compute + 2(n-1)(2L + S/(nB))") {
-    TempDir dir;
+    const testing::TempDir dir("ddlsim_sweep_test");
     const auto scen = dir / "ring.json";
-    spit(scen, one_layer_ring().dump());
+    testing::write_file(scen, one_layer_ring().dump());
     const auto out = dir / "r.csv";
     std::ostringstream err;
     REQUIRE(tools::run_sweep(options(scen, {"workers=2..8:x2", "network.bandwidth=1Gbps,10Gbps"}, out), err) == 0);
@@ -270,9 +228,9 @@ TEST_CASE("sweep: iteration time matches the ring closed form compute + 2(n-1)(2
 }
 
 TEST_CASE("sweep: a failing point is recorded and the sweep goes on") {
-    TempDir dir;
+    const testing::TempDir dir("ddlsim_sweep_test");
     const auto scen = dir / "ring.json";
-    spit(scen, one_layer_ring().dump());
+    testing::write_file(scen, one_layer_ring().dump());
     const auto out = dir / "r.csv";
     std::ostringstream err;
     CHECK(tools::run_sweep(options(scen, {"workers=0,2,4"}, out), err) == tools::kSweepSomePointsFailed);
@@ -287,9 +245,9 @@ TEST_CASE("sweep: a failing point is recorded and the sweep goes on") {
 }
 
 TEST_CASE("sweep: bad input exits 2 with one line and writes nothing") {
-    TempDir dir;
+    const testing::TempDir dir("ddlsim_sweep_test");
     const auto scen = dir / "ring.json";
-    spit(scen, one_layer_ring().dump());
+    testing::write_file(scen, one_layer_ring().dump());
     const auto out = dir / "r.csv";
     struct Case {
         std::string scenario;
@@ -322,9 +280,9 @@ TEST_CASE("sweep: bad input exits 2 with one line and writes nothing") {
 }
 
 TEST_CASE("sweep: --resume after a truncated file recomputes exactly the missing points") {
-    TempDir dir;
+    const testing::TempDir dir("ddlsim_sweep_test");
     const auto scen = dir / "ring.json";
-    spit(scen, one_layer_ring().dump());
+    testing::write_file(scen, one_layer_ring().dump());
     const auto out = dir / "r.csv";
     const std::vector<std::string> vary{"workers=2..12:+2", "network.bandwidth=1Gbps,10Gbps"};  // 12 points
     std::ostringstream err;
@@ -341,7 +299,7 @@ TEST_CASE("sweep: --resume after a truncated file recomputes exactly the missing
     for (std::size_t i = 0; i < 5; ++i) text += tools::csv_line(marked.rows[i]);
     const auto last = tools::csv_line(marked.rows[5]);
     text += last.substr(0, last.size() / 2);
-    spit(out, text);
+    testing::write_file(out, text);
 
     auto o = options(scen, vary, out);
     o.resume = true;
@@ -361,9 +319,9 @@ TEST_CASE("sweep: --resume after a truncated file recomputes exactly the missing
     CHECK(t.at(2, "events") != "-1");
 
     // Resuming a finished sweep recomputes nothing; a sweep with other columns is refused.
-    const auto before = slurp(out);
+    const auto before = testing::read_file(out);
     REQUIRE(tools::run_sweep(o, err) == 0);
-    CHECK(slurp(out) == before);
+    CHECK(testing::read_file(out) == before);
     auto other = options(scen, {"network.bandwidth=1Gbps"}, out);
     other.resume = true;
     std::ostringstream err2;
@@ -372,9 +330,9 @@ TEST_CASE("sweep: --resume after a truncated file recomputes exactly the missing
 }
 
 TEST_CASE("sweep: --jobs 1 and --jobs 4 give identical files") {
-    TempDir dir;
+    const testing::TempDir dir("ddlsim_sweep_test");
     const auto scen = dir / "ring.json";
-    spit(scen, one_layer_ring().dump());
+    testing::write_file(scen, one_layer_ring().dump());
     const std::vector<std::string> vary{"workers=2..16:+1",
                                         R"(architecture={"kind":"allreduce","algorithm":"ring"},{"kind":"ps"})"};
     auto o1 = options(scen, vary, dir / "a.csv");
@@ -389,7 +347,7 @@ TEST_CASE("sweep: --jobs 1 and --jobs 4 give identical files") {
 }
 
 TEST_CASE("sweep: a multi-job scenario gives one row per job with a job column") {
-    TempDir dir;
+    const testing::TempDir dir("ddlsim_sweep_test");
     const auto out = dir / "r.csv";
     std::ostringstream err;
     auto o = options(example("two_jobs_shared_racks.json"), {"iterations=2,3"}, out);
@@ -404,15 +362,15 @@ TEST_CASE("sweep: a multi-job scenario gives one row per job with a job column")
 }
 
 TEST_CASE("sweep: --format json writes one object per point") {
-    TempDir dir;
+    const testing::TempDir dir("ddlsim_sweep_test");
     const auto scen = dir / "ring.json";
-    spit(scen, one_layer_ring().dump());
+    testing::write_file(scen, one_layer_ring().dump());
     const auto out = dir / "r.json";
     auto o = options(scen, {"workers=0,2", "network.bandwidth=1Gbps"}, out);
     o.format = tools::SweepFormat::json;
     std::ostringstream err;
     CHECK(tools::run_sweep(o, err) == tools::kSweepSomePointsFailed);
-    const json j = json::parse(slurp(out));
+    const json j = json::parse(testing::read_file(out));
     REQUIRE(j.size() == 2);
     CHECK(j[0]["values"]["workers"] == 0);
     CHECK(j[0]["error"].is_string());
@@ -420,5 +378,5 @@ TEST_CASE("sweep: --format json writes one object per point") {
     CHECK(j[1]["result"]["iteration_time_s"].is_number());
     o.resume = true;
     CHECK(tools::run_sweep(o, err) == tools::kSweepSomePointsFailed);
-    CHECK(json::parse(slurp(out)).size() == 2);
+    CHECK(json::parse(testing::read_file(out)).size() == 2);
 }

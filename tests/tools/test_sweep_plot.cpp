@@ -1,12 +1,9 @@
 // `ddlsim sweep --plot` (tools/sweep_plot.hpp, tools/plot_sweep.py): the plot is drawn, and the axes, labels,
 // scales, legend and baseline the script chose are checked through its --describe JSON (SweepOptions::
-// plot_describe), not by comparing images. Needs python3 with matplotlib; the drawing cases are skipped (with a
-// message) where there is none. --relative-to's bad input is refused before anything runs.
+// plot_describe), not by comparing images. Needs python3 with matplotlib; the drawing cases are reported skipped
+// where there is none (tests/support/support.hpp). --relative-to's bad input is refused before anything runs.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/support.hpp"
 #include "tools/sweep.hpp"
 #include "tools/sweep_plot.hpp"
 
@@ -25,51 +23,23 @@ using namespace ddlsim;
 
 namespace {
 
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<int> counter{0};
-        path_ = fs::temp_directory_path() /
-                ("ddlsim_sweep_plot_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::create_directories(path_);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    [[nodiscard]] std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    fs::path path_;
-};
-
 json read_json(const std::string& path) {
     std::ifstream in(path);
     return json::parse(in);
 }
 
 // A 1 MB one-layer model on a 10 Gbps star: small and fast for any algorithm and worker count.
-std::string write_scenario(const TempDir& dir) {
-    const json j{{"workers", 4},
-                 {"model",
-                  {{"layers", json::array({{{"name", "g"},
-                                            {"params", std::int64_t{250'000}},
-                                            {"fwd_time", 0.001},
-                                            {"bwd_time", 0.002},
-                                            {"update_time", 0.0005}}})}}},
-                 {"batch_size", 8},
-                 {"iterations", 2},
-                 {"device", "V100"},
-                 {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "5us"}}},
-                 {"architecture", {{"kind", "allreduce"}, {"algorithm", "ring"}}}};
+std::string write_scenario(const testing::TempDir& dir) {
+    const json j = testing::star_scenario({.model = testing::one_layer_model(1e6, 0.001, 0.002, 0.0005),
+                                           .batch_size = 8,
+                                           .iterations = 2,
+                                           .architecture = testing::ring_allreduce()});
     const auto path = dir / "tiny_ring.json";
     std::ofstream(path) << j.dump();
     return path;
 }
 
-tools::SweepOptions plot_options(const TempDir& dir, std::vector<std::string> vary) {
+tools::SweepOptions plot_options(const testing::TempDir& dir, std::vector<std::string> vary) {
     tools::SweepOptions o;
     o.scenario_file = write_scenario(dir);
     o.vary = std::move(vary);
@@ -81,19 +51,28 @@ tools::SweepOptions plot_options(const TempDir& dir, std::vector<std::string> va
     return o;
 }
 
-// Runs the sweep; false (with a message) when there is no python3 with matplotlib to draw with.
-bool sweep_and_plot(const tools::SweepOptions& o) {
+// A python3 that imports matplotlib, as `ddlsim sweep --plot` looks for one; else the drawing cases skip.
+bool have_matplotlib() {
+    std::string why = "python3-matplotlib not installed (DDLSIM_TEST_PRETEND_NO_MATPLOTLIB)";
+    if (!testing::pretend_missing("MATPLOTLIB")) {
+        try {
+            (void)tools::find_plotter("--plot", "plot_sweep.py", "DDLSIM_PLOT_SCRIPT");
+            return true;
+        } catch (const std::exception& e) {
+            why = e.what();
+        }
+    }
+    return testing::available_or_skip(false, why);
+}
+
+// Runs the sweep, which must draw the plot and its description.
+void sweep_and_plot(const tools::SweepOptions& o) {
     std::ostringstream err;
     const int rc = tools::run_sweep(o, err);
-    if (rc == 2 && err.str().find("matplotlib") != std::string::npos) {
-        MESSAGE("skipped: " << err.str());
-        return false;
-    }
     REQUIRE_MESSAGE(rc == 0, err.str());
     REQUIRE(fs::is_regular_file(o.plot));
     CHECK(fs::file_size(o.plot) > 1000);
     REQUIRE(fs::is_regular_file(o.plot_describe));
-    return true;
 }
 
 std::vector<std::string> strings(const json& j) {
@@ -103,9 +82,10 @@ std::vector<std::string> strings(const json& j) {
 }  // namespace
 
 TEST_CASE("sweep plot: a categorical key on x, a numeric list in the legend, axes with units") {
-    TempDir dir;
+    if (!have_matplotlib()) return;
+    const testing::TempDir dir("ddlsim_sweep_plot_test");
     const auto o = plot_options(dir, {"architecture.algorithm=ring,tree,halving_doubling", "workers=2,4,8"});
-    if (!sweep_and_plot(o)) return;
+    sweep_and_plot(o);
     const json d = read_json(o.plot_describe);
     CHECK(d["title"].get<std::string>().starts_with("tiny_ring: "));
     CHECK(d["title"].get<std::string>().find("vs architecture.algorithm") != std::string::npos);
@@ -124,10 +104,11 @@ TEST_CASE("sweep plot: a categorical key on x, a numeric list in the legend, axe
 }
 
 TEST_CASE("sweep plot: a plain numeric list gets a linear axis, a geometric range a log axis, units converted") {
-    TempDir dir;
+    if (!have_matplotlib()) return;
+    const testing::TempDir dir("ddlsim_sweep_plot_test");
     SUBCASE("plain list of workers: linear, in GPUs") {
         const auto o = plot_options(dir, {"workers=2,4,8,16", "network.bandwidth=10Gbps,1.25GBps"});
-        if (!sweep_and_plot(o)) return;
+        sweep_and_plot(o);
         const json d = read_json(o.plot_describe);
         CHECK(d["x"]["scale"] == "linear");
         CHECK(d["x"]["label"] == "workers (GPUs)");
@@ -140,7 +121,7 @@ TEST_CASE("sweep plot: a plain numeric list gets a linear axis, a geometric rang
         const auto o = plot_options(
             dir, {"network.bandwidth=1.25GBps..5GBps:x2", R"(architecture={"kind":"allreduce","algorithm":"ring"},)"
                                                           R"({"kind":"allreduce","algorithm":"tree"})"});
-        if (!sweep_and_plot(o)) return;
+        sweep_and_plot(o);
         const json d = read_json(o.plot_describe);
         CHECK(d["x"]["scale"] == "log");
         CHECK(d["x"]["label"] == "network.bandwidth (Gbit/s)");
@@ -151,7 +132,7 @@ TEST_CASE("sweep plot: a plain numeric list gets a linear axis, a geometric rang
     }
     SUBCASE("latency list: linear, in the unit that fits (us)") {
         const auto o = plot_options(dir, {"network.latency=5us,20us,50us"});
-        if (!sweep_and_plot(o)) return;
+        sweep_and_plot(o);
         const json d = read_json(o.plot_describe);
         CHECK(d["x"]["scale"] == "linear");
         CHECK(d["x"]["label"] == "network.latency (us)");
@@ -161,10 +142,11 @@ TEST_CASE("sweep plot: a plain numeric list gets a linear axis, a geometric rang
 }
 
 TEST_CASE("sweep plot: --relative-to divides by the baseline point") {
-    TempDir dir;
+    if (!have_matplotlib()) return;
+    const testing::TempDir dir("ddlsim_sweep_plot_test");
     auto o = plot_options(dir, {"workers=2,4,8", "architecture.algorithm=ring,tree"});
     o.relative_to = R"(architecture.algorithm=tree)";
-    if (!sweep_and_plot(o)) return;
+    sweep_and_plot(o);
     const json d = read_json(o.plot_describe);
     CHECK(d["relative_to"]["key"] == "architecture.algorithm");
     CHECK(d["relative_to"]["value"] == "tree");
@@ -186,7 +168,7 @@ TEST_CASE("sweep plot: --relative-to names a varied key and one of its values, e
                          doctest::Contains("3 is not one of the values of workers (2, 4)"), sim::CliError);
     CHECK_THROWS_AS(tools::resolve_relative_to(specs, "workers"), sim::CliError);
 
-    TempDir dir;
+    const testing::TempDir dir("ddlsim_sweep_plot_test");
     auto o = plot_options(dir, {"workers=2,4"});
     o.relative_to = "workers=3";
     std::ostringstream err;

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "collective_harness.hpp"
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/collective_harness.hpp"
 #include "topologies/allreduce_algorithms.hpp"
 #include "topologies/allreduce_auto.hpp"
 #include "topologies/allreduce_primitives.hpp"

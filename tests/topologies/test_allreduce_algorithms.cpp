@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collective_harness.hpp"
+#include "tests/support/collective_harness.hpp"
 #include "topologies/allreduce_algorithms.hpp"
 
 using namespace ddlsim;

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <set>
 
-#include "tests/collective_harness.hpp"
+#include "tests/support/collective_harness.hpp"
 #include "topologies/gossip.hpp"
 
 using namespace ddlsim;

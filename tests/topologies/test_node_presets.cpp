@@ -16,12 +16,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "collective_harness.hpp"
 #include "scenarios/json_reader.hpp"
 #include "scenarios/resolved.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/engine.hpp"
 #include "sim/network.hpp"
+#include "tests/support/collective_harness.hpp"
+#include "tests/support/support.hpp"
 #include "topologies/allreduce_algorithms.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/node_type.hpp"
@@ -346,20 +347,14 @@ TEST_CASE("loader: bad node input names the JSON path and what was expected") {
 }
 
 TEST_CASE("cli: an unknown node preset exits 2 with one line naming the file, the path and the presets") {
-    const auto dir = std::filesystem::temp_directory_path() / ("ddlsim_node_presets_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    const std::string file = (dir / "bad.json").string();
+    const ddlsim::testing::TempDir dir("ddlsim_node_presets");
+    const std::string file = dir.file("bad.json");
     json net{{"topology", "two_tier"}, {"node", "dgx3"}, {"latency", "2us"}, {"intra_latency", "1us"}};
     std::ofstream(file) << scenario_with(net).dump();
-    const std::string err = (dir / "err").string();
-    const int status = std::system(
-        (std::string("'") + DDLSIM_BINARY + "' run '" + file + "' >/dev/null 2>'" + err + "' </dev/null").c_str());
-    std::ifstream in(err);
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    std::filesystem::remove_all(dir);
+    const auto r = ddlsim::testing::run_ddlsim({"run", file});
+    const std::string& text = r.err;
     INFO(text);
-    REQUIRE(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 2);
+    CHECK(r.code == 2);
     CHECK(std::count(text.begin(), text.end(), '\n') == 1);
     CHECK(text.rfind("error: " + file + ": $.network.node: expected one of", 0) == 0);
     CHECK(text.find("\"pcie_8gpu\"") != std::string::npos);

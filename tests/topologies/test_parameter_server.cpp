@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "tests/collective_harness.hpp"
+#include "tests/support/collective_harness.hpp"
 #include "topologies/parameter_server.hpp"
 
 using namespace ddlsim;

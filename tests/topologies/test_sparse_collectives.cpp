@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "tests/collective_harness.hpp"
+#include "tests/support/collective_harness.hpp"
 #include "topologies/sparse_collectives.hpp"
 
 using namespace ddlsim;

@@ -14,6 +14,7 @@
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/network.hpp"
+#include "tests/support/support.hpp"
 #include "topologies/builders.hpp"
 
 using namespace ddlsim;
@@ -238,11 +239,7 @@ TEST_CASE("jobs: default placement gives each job the next unused hosts") {
 
 namespace {
 json star_base() {
-    return {{"workers", 4},
-            {"model", "resnet50"},
-            {"batch_size", 8},
-            {"device", "V100"},
-            {"network", {{"topology", "star"}, {"bandwidth", "10Gbps"}, {"latency", "1us"}, {"transport", "ideal"}}}};
+    return testing::star_scenario({.batch_size = 8, .latency = "1us", .transport = "ideal"});
 }
 std::string error_of(const json& j, const std::string& base_dir = ".") {
     try {

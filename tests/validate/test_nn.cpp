@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "tests/support/support.hpp"
 #include "validate/nn.hpp"
 
 using namespace ddlsim::validate;
@@ -126,10 +127,9 @@ TEST_CASE("shard sampler: disjoint shards, every sample once per epoch") {
 }
 
 TEST_CASE("Fashion-MNIST from the Debian package, when installed") {
-    if (!fashion_mnist_available(kFashionMnistDir)) {
-        MESSAGE("dataset-fashion-mnist not installed: skipped");
-        return;
-    }
+    const bool installed =
+        !ddlsim::testing::pretend_missing("FASHION_MNIST") && fashion_mnist_available(kFashionMnistDir);
+    if (!ddlsim::testing::available_or_skip(installed, "dataset-fashion-mnist not installed")) return;
     const Dataset d = load_fashion_mnist(kFashionMnistDir, "t10k", 1000);
     CHECK(d.size() == 1000);
     CHECK(d.images.size() == 1000 * 784);
@@ -139,10 +139,8 @@ TEST_CASE("Fashion-MNIST from the Debian package, when installed") {
 
 TEST_CASE("CUDA backend: unavailable without a GPU, with a reason") {
     std::string why;
-    if (backend_available(Backend::cuda, &why)) {
-        MESSAGE("a GPU is present: see test_cuda.cpp");
-        return;
-    }
+    const bool gpu = backend_available(Backend::cuda, &why);
+    if (!ddlsim::testing::available_or_skip(!gpu, "a GPU is present: test_cuda.cpp checks the CUDA backend")) return;
     CHECK(!why.empty());
     CHECK_THROWS_AS((void)make_model(ModelKind::mlp, Backend::cuda, 1), std::runtime_error);
 }
