@@ -177,6 +177,12 @@ double read_number(const json& j, const std::string& path, double min, double ma
     return v;
 }
 
+double read_number_above(const json& j, const std::string& path, double min, double max) {
+    if (!j.is_number() || !std::isfinite(j.get<double>()) || j.get<double>() <= min || j.get<double>() > max)
+        throw ScenarioError(path, fmt::format("expected a number in ({:g}, {:g}], got {}", min, max, describe(j)));
+    return j.get<double>();
+}
+
 bool read_bool(const json& j, const std::string& path) {
     if (!j.is_boolean()) throw ScenarioError(path, "expected true or false, got " + describe(j));
     return j.get<bool>();

@@ -79,6 +79,8 @@ private:
 [[nodiscard]] std::string did_you_mean(std::string_view given, std::span<const std::string> choices);
 [[nodiscard]] std::uint64_t read_uint(const json& j, const std::string& path, std::uint64_t min, std::uint64_t max);
 [[nodiscard]] double read_number(const json& j, const std::string& path, double min, double max);
+/// A number in (min, max].
+[[nodiscard]] double read_number_above(const json& j, const std::string& path, double min, double max);
 [[nodiscard]] bool read_bool(const json& j, const std::string& path);
 [[nodiscard]] std::string read_string(const json& j, const std::string& path);
 /// A string that must be one of `choices`.

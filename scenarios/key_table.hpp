@@ -31,7 +31,9 @@ namespace ddlsim::scenario::keys {
 
 /// A plain enum with a name table (sim/enum_info.hpp).
 template <typename E>
-concept NamedEnum = std::is_enum_v<E> && requires { enum_entries(E{}); };
+concept NamedEnum = std::is_enum_v<E> && requires {
+    enum_entries(E{});
+};
 
 template <typename T>
 struct is_optional : std::false_type {};
@@ -59,8 +61,10 @@ struct Codec<T> {
         return s;
     }
     static T read(const json& j, const std::string& path, const Range& r) {
-        const double max = std::isfinite(r.max) ? r.max : static_cast<double>(std::numeric_limits<T>::max());
-        return static_cast<T>(read_uint(j, path, static_cast<std::uint64_t>(r.min), static_cast<std::uint64_t>(max)));
+        // The bound in integers: the largest T need not survive a round trip through double.
+        const std::uint64_t max =
+            std::isfinite(r.max) ? static_cast<std::uint64_t>(r.max) : std::numeric_limits<T>::max();
+        return static_cast<T>(read_uint(j, path, static_cast<std::uint64_t>(r.min), max));
     }
     static json write(T v) { return v; }
 };
@@ -86,14 +90,7 @@ struct Codec<double> {
     }
     static double read(const json& j, const std::string& path, const Range& r) {
         const double max = std::isfinite(r.max) ? r.max : std::numeric_limits<double>::max();
-        if (r.min_exclusive) {
-            if (!j.is_number() || !std::isfinite(j.get<double>()) || j.get<double>() <= r.min ||
-                j.get<double>() > max)
-                throw ScenarioError(path, fmt::format("expected a number in ({:g}, {:g}], got {}", r.min, max,
-                                                      describe(j)));
-            return j.get<double>();
-        }
-        return read_number(j, path, r.min, max);
+        return r.min_exclusive ? read_number_above(j, path, r.min, max) : read_number(j, path, r.min, max);
     }
     static json write(double v) { return v; }
 };
@@ -121,8 +118,8 @@ struct Codec<E> {
 
 // Quantities with units: a string with its unit ("25MB", "5us", "10Gbps"); a minimum in base units
 // (bytes, seconds) is checked after the unit is applied.
-template <typename Q, Q (*Read)(const json&, const std::string&), json (*Schema)(std::string),
-          std::string (*Format)(Q), double (*Value)(const Q&), const char* Unit>
+template <typename Q, Q (*Read)(const json&, const std::string&), json (*Schema)(std::string), std::string (*Format)(Q),
+          double (*Value)(const Q&), const char* Unit>
 struct UnitCodec {
     static json schema(const Range&) {
         json s = Schema("");
@@ -139,25 +136,28 @@ struct UnitCodec {
 };
 
 namespace detail {
-inline double bytes_value(const sim::Bytes& b) { return b.value(); }
-inline double seconds_value(const sim::Time& t) { return t.seconds(); }
-inline double bps_value(const sim::Bandwidth& b) { return b.bits_per_s(); }
-inline std::string format_bytes(sim::Bytes b) { return sim::format_bytes(b); }
-inline std::string format_time(sim::Time t) { return sim::format_time(t); }
-inline std::string format_bandwidth(sim::Bandwidth b) { return sim::format_bandwidth(b); }
+inline double bytes_value(const sim::Bytes& b) {
+    return b.value();
+}
+inline double seconds_value(const sim::Time& t) {
+    return t.seconds();
+}
+inline double bps_value(const sim::Bandwidth& b) {
+    return b.bits_per_s();
+}
 inline constexpr char kBytes[] = "bytes";
 inline constexpr char kSeconds[] = "s";
 inline constexpr char kBitsPerSecond[] = "bit/s";
 }  // namespace detail
 
 template <>
-struct Codec<sim::Bytes> : UnitCodec<sim::Bytes, read_bytes, bytes_schema, detail::format_bytes, detail::bytes_value,
-                                     detail::kBytes> {};
+struct Codec<sim::Bytes>
+    : UnitCodec<sim::Bytes, read_bytes, bytes_schema, sim::format_bytes, detail::bytes_value, detail::kBytes> {};
 template <>
-struct Codec<sim::Time> : UnitCodec<sim::Time, read_time, time_schema, detail::format_time, detail::seconds_value,
-                                    detail::kSeconds> {};
+struct Codec<sim::Time>
+    : UnitCodec<sim::Time, read_time, time_schema, sim::format_time, detail::seconds_value, detail::kSeconds> {};
 template <>
-struct Codec<sim::Bandwidth> : UnitCodec<sim::Bandwidth, read_bandwidth, bandwidth_schema, detail::format_bandwidth,
+struct Codec<sim::Bandwidth> : UnitCodec<sim::Bandwidth, read_bandwidth, bandwidth_schema, sim::format_bandwidth,
                                          detail::bps_value, detail::kBitsPerSecond> {};
 
 template <typename T>
@@ -175,7 +175,8 @@ struct Codec<std::vector<T>> {
     static std::vector<T> read(const json& j, const std::string& path, const Range& r) {
         const json& a = read_array(j, path, 0);
         std::vector<T> out;
-        for (std::size_t i = 0; i < a.size(); ++i) out.push_back(Codec<T>::read(a[i], fmt::format("{}[{}]", path, i), r));
+        for (std::size_t i = 0; i < a.size(); ++i)
+            out.push_back(Codec<T>::read(a[i], fmt::format("{}[{}]", path, i), r));
         return out;
     }
     static json write(const std::vector<T>& v) {
@@ -184,6 +185,10 @@ struct Codec<std::vector<T>> {
         return out;
     }
 };
+
+/// When a key applies, and the refusal where it does not.
+template <typename S>
+using Rule = std::pair<std::function<bool(const S&)>, std::function<std::string(const S&)>>;
 
 /// One key of a block whose values land in the struct S.
 template <typename S>
@@ -213,7 +218,7 @@ struct Key {
         not_applicable = [message = std::move(message)](const S&) { return message; };
         return std::move(*this);
     }
-    Key&& when(std::pair<std::function<bool(const S&)>, std::function<std::string(const S&)>> rule) && {  // a Rule
+    Key&& when(Rule<S> rule) && {
         applies = std::move(rule.first);
         not_applicable = std::move(rule.second);
         return std::move(*this);
@@ -290,10 +295,6 @@ std::function<bool(const S&)> is(E S::*m, E value, Es... more) {
     return [m, value, more...](const S& s) { return s.*m == value || ((s.*m == more) || ...); };
 }
 
-/// When a key applies, and the refusal where it does not.
-template <typename S>
-using Rule = std::pair<std::function<bool(const S&)>, std::function<std::string(const S&)>>;
-
 /// `outer`, and then `pred` (refused with `message` where `outer` holds but `pred` does not).
 template <typename S>
 Rule<S> also(Rule<S> outer, std::function<bool(const S&)> pred, std::string message) {
@@ -306,8 +307,7 @@ Rule<S> also(Rule<S> outer, std::function<bool(const S&)> pred, std::string mess
 /// A key that applies where the enum member `m` (spelt `what` in messages, e.g. "kind") is one of `values`:
 /// elsewhere it is refused with "applies to kind "ps" only, not "allreduce"".
 template <typename S, NamedEnum E>
-Rule<S> only(E S::*m, std::string what,
-                                                                                   std::vector<E> values) {
+Rule<S> only(E S::*m, std::string what, std::vector<E> values) {
     auto pred = [m, values](const S& s) { return std::find(values.begin(), values.end(), s.*m) != values.end(); };
     auto message = [m, what = std::move(what), values](const S& s) {
         std::string owners;

@@ -55,10 +55,11 @@ const KeyTable<topo::ArchitectureSpec>& architecture_keys() {
                 .when(ps),
             // One host per server (read_architecture checks the count); echoed only when given: default
             // dedicated servers also size the network (two_tier).
-            keys::custom<A>("server_placement",
-                            {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "ps: host of each server"}},
-                            nullptr,
-                            [](const A& a) { return a.server_placement.empty() ? json(nullptr) : json(a.server_placement); })
+            keys::custom<A>(
+                "server_placement",
+                {{"type", "array"}, {"items", {{"type", "string"}}}, {"description", "ps: host of each server"}},
+                nullptr,
+                [](const A& a) { return a.server_placement.empty() ? json(nullptr) : json(a.server_placement); })
                 .when(ps),
             key("sharding", &A::sharding,
                 "ps: bytes (even shards, default), round_robin (whole tensors in turn, PS-Lite) or balanced "
@@ -71,7 +72,7 @@ const KeyTable<topo::ArchitectureSpec>& architecture_keys() {
                 .when(keys::also<A>(
                     ps, [](const A& a) { return a.sharding != topo::PsSharding::bytes; },
                     "applies to sharding \"round_robin\" or \"balanced\" (\"bytes\" already cuts every tensor over "
-                      "all servers)")),
+                    "all servers)")),
             // BytePS pipelines push and pull per partition unless told otherwise.
             key("per_tensor", &A::per_tensor,
                 "ps: push and pull each tensor (byteps: each partition) separately, so pulls of early ones overlap "
@@ -107,11 +108,12 @@ const KeyTable<topo::TransportSpec>& transport_keys() {
         "a transport preset with overrides (topologies/transport.cpp cites every default)",
         {
             // The preset the other keys override: reading it resets every field to the preset's.
-            keys::custom<T>("kind", enum_schema(topo::transport_names(), "the preset the other keys override"),
-                            [](T& s, const json& j, const std::string& path) {
-                                s = topo::transport_preset(read_enum<topo::TransportKind>(j, path));
-                            },
-                            [](const T& s) { return json(std::string(sim::enum_name(s.kind))); })
+            keys::custom<T>(
+                "kind", enum_schema(topo::transport_names(), "the preset the other keys override"),
+                [](T& s, const json& j, const std::string& path) {
+                    s = topo::transport_preset(read_enum<topo::TransportKind>(j, path));
+                },
+                [](const T& s) { return json(std::string(sim::enum_name(s.kind))); })
                 .mandatory(),
             key("efficiency", &T::efficiency, "goodput as a fraction of line rate", {0, 1, true}),
             key("message_overhead", &T::message_overhead, "software latency each transfer (message, ring step) pays"),

@@ -15,8 +15,7 @@ using keys::KeyTable;
 using models::SyncKind;
 
 // A sync key applies to the schemes whose descriptor lists it (models/sync_schemes.cpp).
-std::pair<std::function<bool(const models::SyncSpec&)>, std::function<std::string(const models::SyncSpec&)>>
-scheme_takes(std::string name) {
+keys::Rule<models::SyncSpec> scheme_takes(std::string name) {
     auto takes = [](const models::SyncSchemeInfo& info, const std::string& key) {
         return std::any_of(info.keys.begin(), info.keys.end(), [&](std::string_view k) {
             return (k.back() == '*' ? k.substr(0, k.size() - 1) : k) == key;
@@ -159,7 +158,7 @@ const KeyTable<models::StragglerSpec>& straggler_keys() {
             return fmt::format("applies to kind \"{}\" only, not \"{}\"", sim::enum_name(d),
                                sim::enum_name(g.distribution));
         };
-        return std::pair<std::function<bool(const G&)>, std::function<std::string(const G&)>>{pred, message};
+        return keys::Rule<G>{pred, message};
     };
     auto any = [](const G& g) { return g.distribution != D::none; };
     static const KeyTable<G> t{
@@ -186,8 +185,7 @@ const KeyTable<models::StragglerSpec>& straggler_keys() {
             key("sigma", &G::sigma, "lognormal: sigma (default 0.5)", {0, 10}).when(of(D::lognormal)).with_default(0.5),
             key("mean_delay", &G::mean_delay, "exponential: mean added delay per iteration")
                 .when(of(D::exponential))
-                .required_when(keys::is(&G::distribution, D::exponential),
-                               "required for distribution \"exponential\""),
+                .required_when(keys::is(&G::distribution, D::exponential), "required for distribution \"exponential\""),
             key("every", &G::every, "periodic: one iteration in this many is slow (default 10)", {1, 1e6})
                 .when(of(D::periodic))
                 .with_default(10),
@@ -199,8 +197,7 @@ const KeyTable<models::StragglerSpec>& straggler_keys() {
                             {{"type", "array"},
                              {"items", {{"type", "integer"}, {"minimum", 0}}},
                              {"description", "the workers the distribution applies to (default: all)"}},
-                            nullptr,
-                            [](const G& g) { return g.workers.empty() ? json(nullptr) : json(g.workers); })
+                            nullptr, [](const G& g) { return g.workers.empty() ? json(nullptr) : json(g.workers); })
                 .when(any, "applies with a \"distribution\" only"),
         }};
     return t;

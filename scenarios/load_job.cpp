@@ -371,7 +371,6 @@ models::ShardingSpec read_sharding(const json& j, const std::string& path, const
     return s;
 }
 
-
 models::OverlapSpec read_overlap(const json& j, const std::string& path, const JobSpec& job) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.overlap);

@@ -29,8 +29,6 @@ void reject_planned_kind(const json& j, const std::string& path, const std::stri
 /// `base_dir`; its `member` object, or a ScenarioError at `path` naming the file. `file` receives the path read.
 [[nodiscard]] json read_profile_member(const json& name, const std::string& path, const std::string& base_dir,
                                        const std::string& member, std::string& file);
-[[nodiscard]] std::string read_kind(ObjectReader& r, const std::string& key, const std::string& planned,
-                                    const std::vector<std::string>& choices);
 
 /// Reads the per-job keys (workers, model, batch_size, device, architecture, sync,
 /// compression, overlap; placement is resolved later) from `r`, whose path is the job's.

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 
 #include "scenarios/loader_detail.hpp"
@@ -35,21 +34,12 @@ void reject_planned_keys(const json& j, const std::string& path, const std::stri
 
 // read_number's closed-interval message would wrongly offer 0.
 double read_positive(const json& j, const std::string& path, double max) {
-    if (!j.is_number() || !std::isfinite(j.get<double>()) || j.get<double>() <= 0.0 || j.get<double>() > max)
-        throw ScenarioError(path, fmt::format("expected a number in (0, {:g}], got {}", max, describe(j)));
-    return j.get<double>();
+    return read_number_above(j, path, 0.0, max);
 }
 
 void reject_planned_kind(const json& j, const std::string& path, const std::string& key, const std::string& what,
                          const std::vector<std::string>& implemented) {
     if (j.is_object() && j.contains(key)) reject_planned_value(j.at(key), path + "." + key, what, implemented);
-}
-
-std::string read_kind(ObjectReader& r, const std::string& key, const std::string& planned,
-                      const std::vector<std::string>& choices) {
-    const json& v = r.at(key);
-    if (!planned.empty()) reject_planned_value(v, r.path(key), planned, choices);
-    return read_choice(v, r.path(key), choices);
 }
 
 json read_profile_member(const json& name, const std::string& path, const std::string& base_dir,

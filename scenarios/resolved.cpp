@@ -92,15 +92,14 @@ json network_json(const Scenario& s) {
                 // machines gets the same one (oversubscribed spine uplinks may be slow enough for tcp).
                 const topo::TransportSpec host = topo::transport_for(s.transports, topo::LinkClass::inter, t.bandwidth);
                 bool uniform = true;
-                if constexpr (std::is_same_v<T, topo::LeafSpineSpec> || std::is_same_v<T, topo::RailOptimizedSpec>) {
-                    double ports = 0.0;
-                    if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) ports = static_cast<double>(t.hosts_per_leaf);
-                    if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) ports = static_cast<double>(t.nodes);
-                    const sim::Bandwidth uplink = sim::Bandwidth::bytes_per_s(
-                        t.bandwidth.bytes_per_s() * ports / (static_cast<double>(t.spines) * t.oversubscription));
-                    uniform = s.transports.inter.has_value() ||
-                              topo::transport_for(s.transports, topo::LinkClass::inter, uplink).kind == host.kind;
-                }
+                auto same_pick = [&](sim::Bandwidth uplink) {
+                    return s.transports.inter.has_value() ||
+                           topo::transport_for(s.transports, topo::LinkClass::inter, uplink).kind == host.kind;
+                };
+                if constexpr (std::is_same_v<T, topo::LeafSpineSpec>)
+                    uniform = same_pick(topo::leaf_uplink_bandwidth(t));
+                if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>)
+                    uniform = same_pick(topo::rail_uplink_bandwidth(t));
                 if (uniform) n["transport"] = transport_json(host);
                 if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
                     intra_transport_json(n, s, t.node.has_value(), t.intra_bandwidth, transport_json);

@@ -31,10 +31,10 @@ struct Choices {
     std::vector<std::string> compression_kinds;        ///< models::compressors(), by name
     std::vector<std::string> fusions;                  ///< models::Fusion
     std::vector<std::string> straggler_distributions;  ///< models::StragglerDistribution
-    std::vector<std::string> convergence_tasks;  ///< convergence_tasks() (scenarios/key_tables.hpp)
-    std::vector<std::string> models;        ///< built-in workloads
-    std::vector<std::string> devices;       ///< built-in device profiles
-    std::vector<std::string> node_presets;  ///< topo::node_presets()
+    std::vector<std::string> convergence_tasks;        ///< convergence_tasks() (scenarios/key_tables.hpp)
+    std::vector<std::string> models;                   ///< built-in workloads
+    std::vector<std::string> devices;                  ///< built-in device profiles
+    std::vector<std::string> node_presets;             ///< topo::node_presets()
 };
 
 /// Names that docs/CONTRACT.md defines but this version does not implement yet; the

@@ -27,7 +27,7 @@ void check(const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-#define GRID_STRIDE(i, n) \
+#define GRID_STRIDE(i, n)                                                                          \
     for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
          i += static_cast<std::size_t>(blockDim.x) * gridDim.x)
 
@@ -71,8 +71,9 @@ __global__ void k_im2col(const float* x, float* col, int batch, int c, int h, in
         const std::size_t p = i % hw, row = (i / hw) % k, s = i / (hw * k);
         const int ch = static_cast<int>(row / 9), ky = static_cast<int>(row % 9) / 3, kx = static_cast<int>(row % 3);
         const int y = static_cast<int>(p / w) + ky - 1, xx = static_cast<int>(p % w) + kx - 1;
-        col[i] = (y >= 0 && y < h && xx >= 0 && xx < w) ? x[s * c * hw + (static_cast<std::size_t>(ch) * h + y) * w + xx]
-                                                         : 0.0f;
+        col[i] = (y >= 0 && y < h && xx >= 0 && xx < w)
+                     ? x[s * c * hw + (static_cast<std::size_t>(ch) * h + y) * w + xx]
+                     : 0.0f;
     }
 }
 __global__ void k_col2im(const float* col, float* dx, int batch, int c, int h, int w) {
@@ -136,8 +137,12 @@ __global__ void k_argmax_rows(const float* m, int* out, int rows, int cols) {
         out[r] = best;
     }
 }
-__global__ void k_sgd(float* p, const float* g, float lr, std::size_t n) { GRID_STRIDE(i, n) p[i] -= lr * g[i]; }
-__global__ void k_add_into(float* y, const float* x, std::size_t n) { GRID_STRIDE(i, n) y[i] += x[i]; }
+__global__ void k_sgd(float* p, const float* g, float lr, std::size_t n) {
+    GRID_STRIDE(i, n) p[i] -= lr * g[i];
+}
+__global__ void k_add_into(float* y, const float* x, std::size_t n) {
+    GRID_STRIDE(i, n) y[i] += x[i];
+}
 __global__ void k_reduce_sum(const float* x, std::size_t n, bool absolute, double* out) {
     __shared__ double part[kThreads];
     double s = 0.0;
@@ -234,7 +239,7 @@ void add_bias_rows(float* y, const float* b, int rows, int cols) {
 }
 void add_bias_channels(float* y, const float* b, int batch, int channels, int hw) {
     k_add_bias_channels<<<blocks_for(static_cast<std::size_t>(batch) * channels * hw), kThreads>>>(y, b, batch,
-                                                                                                  channels, hw);
+                                                                                                   channels, hw);
     check("add_bias_channels");
 }
 void relu_forward(const float* x, float* y, std::size_t n) {
@@ -246,8 +251,8 @@ void relu_backward(const float* y, const float* dy, float* dx, std::size_t n) {
     check("relu_backward");
 }
 void maxpool_forward(const float* x, float* y, std::uint32_t* arg, int batch, int c, int h, int w) {
-    k_maxpool_forward<<<blocks_for(static_cast<std::size_t>(batch) * c * (h / 2) * (w / 2)), kThreads>>>(x, y, arg,
-                                                                                                        batch, c, h, w);
+    k_maxpool_forward<<<blocks_for(static_cast<std::size_t>(batch) * c * (h / 2) * (w / 2)), kThreads>>>(
+        x, y, arg, batch, c, h, w);
     check("maxpool_forward");
 }
 void maxpool_backward(const float* dy, const std::uint32_t* arg, float* dx, int batch, int c, int h, int w) {

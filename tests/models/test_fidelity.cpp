@@ -184,7 +184,8 @@ TEST_CASE("byteps: partitions pipelined per push and pull approach the bound 2n(
     // (a server pulls only what it has summed): with CPU servers about 2x the bound. 4 MB partitions
     // pushed and pulled one by one overlap them. Under max-min sharing a worker's uplink splits evenly
     // among its pushes and the pulls it serves, so the CPU servers' pushes get less than the bound's
-    // schedule needs: measured +10 % (k = 0) to +45 % (k = 1, 2) above the bound (docs/ACCURACY.md, "How close to real clusters").
+    // schedule needs: measured +10 % (k = 0) to +45 % (k = 1, 2) above the bound (docs/ACCURACY.md, "How close to real
+    // clusters").
     const double S = 200e6, B = 10e9 / 8;
     for (const auto& nk : {std::pair{4, 1}, {8, 2}, {8, 0}}) {
         const int n = nk.first, k = nk.second;  // not structured bindings: clang 14 cannot capture those
