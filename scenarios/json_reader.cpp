@@ -259,6 +259,14 @@ json time_schema(std::string description) {
             {"examples", json::array({"5us", "1ms"})}};
 }
 
+json str_schema(std::string description) {
+    return {{"type", "string"}, {"description", std::move(description)}};
+}
+
+json ref_schema(const std::string& id, std::string description) {
+    return {{"$ref", "#/$defs/" + id}, {"description", std::move(description)}};
+}
+
 json bytes_schema(std::string description) {
     return {{"description", std::move(description) + R"( — "25MB" (10^6), "25MiB" (2^20) or a number of bytes)"},
             {"oneOf", json::array({{{"type", "string"}, {"pattern", R"(^\s*[0-9.eE+-]+\s*([kKMGT]?B|[KMG]iB)\s*$)"}},

@@ -104,6 +104,9 @@ template <typename E>
 [[nodiscard]] json bytes_schema(std::string description);
 [[nodiscard]] json flop_rate_schema(std::string description);
 [[nodiscard]] json enum_schema(std::span<const std::string> choices, std::string description);
+[[nodiscard]] json str_schema(std::string description);
+/// A reference to the object `id` under the schema's $defs.
+[[nodiscard]] json ref_schema(const std::string& id, std::string description);
 
 /// Parses JSON text strictly: malformed text or duplicate keys throw ScenarioError
 /// with the line and column.

@@ -42,6 +42,11 @@ struct is_optional<std::optional<T>> : std::true_type {
     using value_type = T;
 };
 
+/// What a block's reader knows beyond the block itself.
+struct ReadContext {
+    std::string base_dir = ".";  ///< the directory relative file names (profiles, topology files) resolve against
+};
+
 /// The accepted values of a number: [min, max], or (min, max] when min_exclusive.
 struct Range {
     double min = 0.0;
@@ -121,11 +126,8 @@ struct Codec<E> {
 template <typename Q, Q (*Read)(const json&, const std::string&), json (*Schema)(std::string), std::string (*Format)(Q),
           double (*Value)(const Q&), const char* Unit>
 struct UnitCodec {
-    static json schema(const Range&) {
-        json s = Schema("");
-        s.erase("description");
-        return s;
-    }
+    // The description is the unit hint alone (" — "10Gbps" (bits/s) ..."): key() puts the key's own before it.
+    static json schema(const Range&) { return Schema(""); }
     static Q read(const json& j, const std::string& path, const Range& r) {
         const Q q = Read(j, path);
         if (r.min > 0.0 && !(Value(q) >= r.min))
@@ -148,8 +150,16 @@ inline double bps_value(const sim::Bandwidth& b) {
 inline constexpr char kBytes[] = "bytes";
 inline constexpr char kSeconds[] = "s";
 inline constexpr char kBitsPerSecond[] = "bit/s";
+
+inline double flops_value(const sim::FlopRate& f) {
+    return f.per_s();
+}
+inline constexpr char kFlops[] = "FLOP/s";
 }  // namespace detail
 
+template <>
+struct Codec<sim::FlopRate> : UnitCodec<sim::FlopRate, read_flop_rate, flop_rate_schema, sim::format_flop_rate,
+                                        detail::flops_value, detail::kFlops> {};
 template <>
 struct Codec<sim::Bytes>
     : UnitCodec<sim::Bytes, read_bytes, bytes_schema, sim::format_bytes, detail::bytes_value, detail::kBytes> {};
@@ -206,7 +216,10 @@ struct Key {
     /// Called where the key is absent: a default that depends on keys read before it.
     std::function<void(S&)> absent;
     /// Stores the value read at `path` into the struct.
-    std::function<void(S&, const json&, const std::string&)> read;
+    std::function<void(S&, const json&, const std::string&, const ReadContext&)> read;
+    /// Runs after the value is read (null: nothing): checks it against keys read before it (throwing
+    /// ScenarioError at `path`) or sets what follows from it.
+    std::function<void(S&, const std::string& path)> then;
     /// The resolved value (null: not echoed). Keys that do not apply are not echoed.
     std::function<json(const S&)> echo;
     /// Whether the echo writes the key where it applies (null: always, when echo gives a value).
@@ -240,6 +253,10 @@ struct Key {
         schema["default"] = std::move(value);
         return std::move(*this);
     }
+    Key&& and_then(std::function<void(S&, const std::string&)> f) && {
+        then = std::move(f);
+        return std::move(*this);
+    }
     Key&& mandatory() && {
         required = true;
         return std::move(*this);
@@ -260,8 +277,10 @@ Key<S> key(std::string name, T S::*m, std::string description, Range range = {})
     Key<S> k;
     k.name = std::move(name);
     k.schema = Codec<T>::schema(range);
-    k.schema["description"] = std::move(description);
-    k.read = [m, range](S& s, const json& j, const std::string& path) { s.*m = Codec<T>::read(j, path, range); };
+    k.schema["description"] = std::move(description) + k.schema.value("description", std::string());
+    k.read = [m, range](S& s, const json& j, const std::string& path, const ReadContext&) {
+        s.*m = Codec<T>::read(j, path, range);
+    };
     k.echo = [m](const S& s) { return Codec<T>::write(s.*m); };
     return k;
 }
@@ -272,19 +291,26 @@ Key<S> choice(std::string name, std::string S::*m, std::vector<std::string> choi
     Key<S> k;
     k.name = std::move(name);
     k.schema = enum_schema(choices, std::move(description));
-    k.read = [m, choices](S& s, const json& j, const std::string& path) { s.*m = read_choice(j, path, choices); };
+    k.read = [m, choices](S& s, const json& j, const std::string& path, const ReadContext&) {
+        s.*m = read_choice(j, path, choices);
+    };
     k.echo = [m](const S& s) { return json(s.*m); };
     return k;
 }
 
-/// A key with its own schema, reader and echo (objects, unions of a name and an object, maps).
-template <typename S>
-Key<S> custom(std::string name, json schema, std::function<void(S&, const json&, const std::string&)> read,
-              std::function<json(const S&)> echo) {
+/// A key with its own schema, reader and echo (objects, unions of a name and an object, maps). `read` takes
+/// (S&, value, path) or (S&, value, path, ReadContext); nullptr leaves the value to the block's reader.
+template <typename S, typename Read>
+Key<S> custom(std::string name, json schema, Read read, std::function<json(const S&)> echo) {
     Key<S> k;
     k.name = std::move(name);
     k.schema = std::move(schema);
-    k.read = std::move(read);
+    if constexpr (std::is_invocable_v<Read, S&, const json&, const std::string&, const ReadContext&>)
+        k.read = std::move(read);
+    else if constexpr (!std::is_null_pointer_v<Read>)
+        k.read = [read = std::move(read)](S& s, const json& j, const std::string& path, const ReadContext&) {
+            read(s, j, path);
+        };
     k.echo = std::move(echo);
     return k;
 }
@@ -317,6 +343,11 @@ Rule<S> only(E S::*m, std::string what, std::vector<E> values) {
     return {pred, message};
 }
 
+template <typename S>
+std::string description_of(const Key<S>& k) {
+    return k.schema.value("description", k.name);
+}
+
 /// The keys of one block.
 template <typename S>
 struct KeyTable {
@@ -340,15 +371,19 @@ struct KeyTable {
 
     /// Reads every key of `r` in table order into `s`: a key that does not apply is refused, a key required
     /// here and missing is reported, the others are read. Keys whose reader is null are left to the caller.
-    void read(ObjectReader& r, S& s) const {
+    void read(ObjectReader& r, S& s, const ReadContext& ctx = {}) const {
         for (const Key<S>& k : keys) {
             if (!r.has(k.name)) {
+                // Required keys the object's schema cannot require (the job keys at the root, where "jobs"
+                // is the alternative) are reported here, in table order.
+                if (k.required) throw ScenarioError(r.path(k.name), "required key is missing: " + description_of(k));
                 if (k.absent) k.absent(s);
                 if (k.required_if && k.required_if(s)) throw ScenarioError(r.path(k.name), k.missing);
                 continue;
             }
             if (k.applies && !k.applies(s)) r.forbid(k.name, k.not_applicable(s));
-            if (k.read) k.read(s, r.at(k.name), r.path(k.name));
+            if (k.read) k.read(s, r.at(k.name), r.path(k.name), ctx);
+            if (k.then) k.then(s, r.path(k.name));
         }
     }
 

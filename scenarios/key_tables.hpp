@@ -24,6 +24,21 @@ namespace ddlsim::scenario {
 [[nodiscard]] const keys::KeyTable<topo::TransportSpec>& transport_keys();
 [[nodiscard]] const keys::KeyTable<models::TransformerConfig>& transformer_keys();
 [[nodiscard]] const keys::KeyTable<models::Layer>& layer_keys();
+/// The model object (a built-in by name, a transformer, or layers), read into the job.
+[[nodiscard]] const keys::KeyTable<JobSpec>& model_keys();
+/// A device object (a profile with overrides, explicit peaks, or a measured throughput).
+[[nodiscard]] const keys::KeyTable<models::DeviceSpec>& device_keys();
+/// The per-job keys: at the root for one job, inside each element of "jobs" for several.
+[[nodiscard]] const keys::KeyTable<JobSpec>& job_keys();
+/// An element of "jobs": its name and description, then the per-job keys.
+[[nodiscard]] const keys::KeyTable<JobSpec>& job_object_keys();
+/// The scenario's own keys at the root (the per-job keys join them for one job).
+[[nodiscard]] const keys::KeyTable<Scenario>& root_keys();
+
+/// The built-in device profiles' names.
+[[nodiscard]] const std::vector<std::string>& device_names();
+/// The gradient element types of model.dtype.
+[[nodiscard]] const std::vector<std::string>& dtype_names();
 
 /// The proxy tasks of the convergence block.
 [[nodiscard]] const std::vector<std::string>& convergence_tasks();

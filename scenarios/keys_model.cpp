@@ -1,11 +1,163 @@
-// The key tables of a model given by its shape: a transformer (models/workload.hpp TransformerConfig) and the
-// layers of a custom model (models::Layer).
+// The key tables of the model: the model object (a built-in by name, a transformer by its shape, or custom
+// layers), a transformer (models/workload.hpp TransformerConfig) and the layers of a custom model (models::Layer),
+// with their readers.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
 #include "scenarios/key_tables.hpp"
+#include "scenarios/loader_detail.hpp"
+#include "scenarios/schema_tables.hpp"
 
 namespace ddlsim::scenario {
 
 using keys::key;
 using keys::KeyTable;
+
+namespace {
+
+models::Layer read_layer(const json& j, const std::string& path) {
+    ObjectReader r(j, path, tables().layer);
+    models::Layer l;
+    layer_keys().read(r, l);
+    if (!l.parts.empty()) l.parts.front().flops = l.fwd_flops;
+    r.finish();
+    return l;
+}
+
+models::TransformerConfig read_transformer(const json& j, const std::string& path) {
+    ObjectReader r(j, path, tables().transformer);
+    models::TransformerConfig c;
+    transformer_keys().read(r, c);
+    if (c.hidden % c.heads != 0)
+        throw ScenarioError(r.path("heads"),
+                            fmt::format("expected a divisor of hidden ({}), got {}", c.hidden, c.heads));
+    if (c.kv_heads > 0 && c.heads % c.kv_heads != 0)
+        throw ScenarioError(r.path("kv_heads"),
+                            fmt::format("expected a divisor of heads ({}), got {}", c.heads, c.kv_heads));
+    r.finish();
+    return c;
+}
+
+models::Workload builtin_or_throw(const json& j, const std::string& path) {
+    const std::string name = read_string(j, path);
+    auto w = models::builtin_workload(name);
+    if (!w)
+        throw ScenarioError(
+            path, fmt::format("expected a built-in model ({}), got \"{}\"{}", detail::list(tables().choices.models),
+                              name, did_you_mean(name, tables().choices.models)));
+    return *w;
+}
+
+}  // namespace
+
+const std::vector<std::string>& dtype_names() {
+    static const std::vector<std::string> names{"fp32", "fp16", "bf16"};
+    return names;
+}
+
+const KeyTable<JobSpec>& model_keys() {
+    using J = JobSpec;
+    auto by_name = [](const J& s) { return !s.transformer && s.model_name != "custom"; };
+    auto layered = [](const J& s) { return !s.transformer && s.model_name == "custom"; };
+    static const KeyTable<J> t{
+        "model",
+        "a built-in model by name with options, or explicit layers",
+        {
+            keys::custom<J>(
+                "name", enum_schema(models::builtin_workload_names(), "built-in workload (exclusive with layers and transformer)"),
+                [](J& s, const json& j, const std::string& path) {
+                    s.workload = builtin_or_throw(j, path);
+                    s.model_name = s.workload.name;
+                },
+                [](const J& s) { return json(s.model_name); })
+                .echo_when(by_name),
+            keys::custom<J>(
+                "layers",
+                {{"type", "array"}, {"items", ref_schema("layer", "a layer")}, {"description", "layers in forward order"}},
+                [](J& s, const json& j, const std::string& path) {
+                    const json& layers = read_array(j, path, 1);
+                    s.workload.name = "custom";
+                    s.workload.family = models::ModelFamily::custom;
+                    s.workload.input = "sample";
+                    for (std::size_t i = 0; i < layers.size(); ++i)
+                        s.workload.layers.push_back(read_layer(layers[i], fmt::format("{}[{}]", path, i)));
+                    s.model_name = "custom";
+                },
+                [](const J& s) {
+                    json out = json::array();
+                    for (const auto& l : s.workload.layers) out.push_back(layer_keys().echo(l));
+                    return out;
+                })
+                .echo_when(layered),
+            keys::custom<J>(
+                "transformer", ref_schema("transformer", "a decoder-only transformer by its shape (Llama or GPT style)"),
+                [](J& s, const json& j, const std::string& path) {
+                    s.transformer = read_transformer(j, path);
+                    try {  // read_transformer checked the shape; the builder's own checks are a backstop
+                        s.workload = models::transformer(*s.transformer);
+                    } catch (const std::invalid_argument& e) {
+                        throw ScenarioError(path, e.what());
+                    }
+                    s.workload.name = "transformer";
+                    s.model_name = "custom";
+                },
+                [](const J& s) { return s.transformer ? transformer_keys().echo(*s.transformer) : json(nullptr); }),
+            keys::custom<J>(
+                "seq_len",
+                {{"type", "integer"},
+                 {"minimum", 1},
+                 {"description",
+                  "with name: the sequence a built-in transformer trains on (default its own: BERT 128, GPT-2 1024, "
+                  "GPT-3 2048, Llama 2 4096, Llama 3 8192; at most the learned position table: BERT 512, GPT-2 "
+                  "1024, GPT-3 2048)"}},
+                [](J& s, const json& j, const std::string& path) {
+                    const std::int64_t max = models::builtin_max_seq_len(s.model_name);
+                    if (max == 0)
+                        throw ScenarioError(path, fmt::format("\"{}\" has no sequences; seq_len applies to the "
+                                                              "built-in transformers (BERT, GPT-2, GPT-3, Llama)",
+                                                              s.model_name));
+                    s.seq_len = static_cast<std::int64_t>(
+                        read_uint(j, path, 1, max > 0 ? static_cast<std::uint64_t>(max) : 1 << 20));
+                    s.workload = *models::builtin_workload(s.model_name, s.seq_len);
+                    s.workload.name = s.model_name;
+                },
+                [](const J& s) { return s.seq_len > 0 ? json(s.seq_len) : json(nullptr); })
+                .when(keys::Rule<J>{by_name,
+                                    [](const J& s) -> std::string {
+                                        return s.transformer ? "is the transformer's own key here "
+                                                               "(model.transformer.seq_len)"
+                                                             : "applies to a built-in model by name (custom layers "
+                                                               "carry their own FLOPs)";
+                                    }}),
+            keys::custom<J>(
+                "dtype", enum_schema(dtype_names(), "gradient element type (default fp32: 4 bytes per parameter)"),
+                [](J& s, const json& j, const std::string& path) {
+                    s.dtype = read_choice(j, path, dtype_names());
+                    s.bytes_per_param = s.dtype == "fp32" ? 4.0 : 2.0;
+                },
+                [](const J& s) { return json(s.dtype); })
+                .with_default("fp32"),
+        }};
+    return t;
+}
+
+namespace detail {
+
+void read_model(const json& j, const std::string& path, JobSpec& s) {
+    if (j.is_string()) {
+        s.workload = builtin_or_throw(j, path);
+        s.model_name = s.workload.name;
+        return;
+    }
+    ObjectReader r(j, path, tables().model);
+    if ((r.has("name") ? 1 : 0) + (r.has("layers") ? 1 : 0) + (r.has("transformer") ? 1 : 0) != 1)
+        throw ScenarioError(path, "expected exactly one of \"name\" (a built-in model), \"layers\" or \"transformer\"");
+    model_keys().read(r, s);
+    r.finish();
+}
+
+}  // namespace detail
 
 const KeyTable<models::TransformerConfig>& transformer_keys() {
     using C = models::TransformerConfig;

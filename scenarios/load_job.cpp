@@ -1,4 +1,6 @@
-// Reading the per-job keys: model, device, architecture, sync, compression, overlap.
+// Reading the blocks of a job that have rules across keys and blocks: architecture, sync, compression, sharding,
+// overlap, stragglers (the job's own keys, the model and the device are read through their tables:
+// keys_job.cpp, keys_model.cpp, keys_device.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,178 +14,6 @@
 #include "scenarios/schema_tables.hpp"
 
 namespace ddlsim::scenario::detail {
-namespace {
-
-models::Layer read_layer(const json& j, const std::string& path) {
-    ObjectReader r(j, path, tables().layer);
-    models::Layer l;
-    layer_keys().read(r, l);
-    if (!l.parts.empty()) l.parts.front().flops = l.fwd_flops;
-    r.finish();
-    return l;
-}
-
-models::Workload builtin_or_throw(const json& j, const std::string& path) {
-    const std::string name = read_string(j, path);
-    auto w = models::builtin_workload(name);
-    if (!w)
-        throw ScenarioError(
-            path, fmt::format("expected a built-in model ({}), got \"{}\"{}", list(tables().choices.models), name,
-                              did_you_mean(name, tables().choices.models)));
-    return *w;
-}
-
-models::TransformerConfig read_transformer(const json& j, const std::string& path) {
-    ObjectReader r(j, path, tables().transformer);
-    models::TransformerConfig c;
-    transformer_keys().read(r, c);
-    if (c.hidden % c.heads != 0)
-        throw ScenarioError(r.path("heads"),
-                            fmt::format("expected a divisor of hidden ({}), got {}", c.hidden, c.heads));
-    if (c.kv_heads > 0 && c.heads % c.kv_heads != 0)
-        throw ScenarioError(r.path("kv_heads"),
-                            fmt::format("expected a divisor of heads ({}), got {}", c.heads, c.kv_heads));
-    r.finish();
-    return c;
-}
-
-void read_model(const json& j, const std::string& path, JobSpec& s) {
-    const Tables& t = tables();
-    if (j.is_string()) {
-        s.workload = builtin_or_throw(j, path);
-        s.model_name = s.workload.name;
-        return;
-    }
-    ObjectReader r(j, path, t.model);
-    if ((r.has("name") ? 1 : 0) + (r.has("layers") ? 1 : 0) + (r.has("transformer") ? 1 : 0) != 1)
-        throw ScenarioError(path, "expected exactly one of \"name\" (a built-in model), \"layers\" or \"transformer\"");
-    if (r.has("transformer")) {
-        s.transformer = read_transformer(r.at("transformer"), r.path("transformer"));
-        try {  // read_transformer checked the shape; the builder's own checks are a backstop
-            s.workload = models::transformer(*s.transformer);
-        } catch (const std::invalid_argument& e) {
-            throw ScenarioError(r.path("transformer"), e.what());
-        }
-        s.workload.name = "transformer";
-        s.model_name = "custom";
-        r.forbid("seq_len", "is the transformer's own key here (model.transformer.seq_len)");
-    } else if (r.has("name")) {
-        s.workload = builtin_or_throw(r.at("name"), r.path("name"));
-        s.model_name = s.workload.name;
-        if (r.has("seq_len")) {
-            const std::int64_t max = models::builtin_max_seq_len(s.model_name);
-            if (max == 0)
-                throw ScenarioError(r.path("seq_len"),
-                                    fmt::format("\"{}\" has no sequences; seq_len applies to the built-in "
-                                                "transformers (BERT, GPT-2, GPT-3, Llama)",
-                                                s.model_name));
-            s.seq_len = static_cast<std::int64_t>(
-                read_uint(r.at("seq_len"), r.path("seq_len"), 1, max > 0 ? static_cast<std::uint64_t>(max) : 1 << 20));
-            s.workload = *models::builtin_workload(s.model_name, s.seq_len);
-            s.workload.name = s.model_name;
-        }
-    } else {
-        r.forbid("seq_len", "applies to a built-in model by name (custom layers carry their own FLOPs)");
-        const json& layers = read_array(r.at("layers"), r.path("layers"), 1);
-        s.workload.name = "custom";
-        s.workload.family = models::ModelFamily::custom;
-        s.workload.input = "sample";
-        for (std::size_t i = 0; i < layers.size(); ++i)
-            s.workload.layers.push_back(read_layer(layers[i], fmt::format("{}[{}]", r.path("layers"), i)));
-        s.model_name = "custom";
-    }
-    if (r.has("dtype")) {
-        s.dtype = read_choice(r.at("dtype"), r.path("dtype"), t.choices.dtypes);
-        s.bytes_per_param = s.dtype == "fp32" ? 4.0 : 2.0;
-    }
-    r.finish();
-}
-
-models::DeviceProfile profile_or_throw(const json& j, const std::string& path) {
-    const std::string name = read_string(j, path);
-    auto p = models::builtin_device(name);
-    if (!p)
-        throw ScenarioError(
-            path, fmt::format("expected a built-in device ({}), got \"{}\"{}", list(tables().choices.devices), name,
-                              did_you_mean(name, tables().choices.devices)));
-    return *p;
-}
-
-// A calibration profile's "device" member (written by `ddlsim calibrate`), merged under the
-// keys the scenario's device object gives itself.
-json merge_profile(const json& j, const std::string& path, const std::string& base_dir) {
-    if (!j.is_object() || !j.contains("profile")) return j;
-    std::string file;
-    const json profile = read_profile_member(j.at("profile"), path + ".profile", base_dir, "device", file);
-    json merged = profile;
-    for (const auto& [k, v] : j.items())
-        if (k != "profile") merged[k] = v;
-    return merged;
-}
-
-// The device's precision and the fractions that go with it (models/device.hpp). A built-in profile brings its
-// measured fractions; a custom device (no "name") keeps the V100 peaks and memory but, as before, the scalar
-// efficiency and its bandwidth as given.
-void set_precision(models::DeviceSpec& d, const models::DeviceProfile& p, bool builtin,
-                   std::optional<models::Precision> given, const std::string& ppath) {
-    const models::Precision precision = given.value_or(builtin ? p.default_precision : models::Precision::fp32);
-    if (p.peak(precision).per_s() <= 0.0)
-        throw ScenarioError(ppath, fmt::format("{} has no {} math (bf16 needs an A100, H100 or H200; fp8 an H100 or "
-                                               "H200); expected one of fp32, tf32, fp16",
-                                               p.name, models::precision_name(precision)));
-    d.precision = precision;
-    d.precision_source = given ? models::Source::scenario : models::Source::builtin_default;
-    d.peak = p.peak(precision);
-    d.vector_peak = p.fp32;
-    d.memory_bandwidth = p.memory_bandwidth;
-    if (builtin) {
-        d.measured = p.efficiency(precision);
-        d.fp32_measured = p.efficiency(models::Precision::fp32);
-        d.sms = p.sms;
-        // PyTorch's default on Ampere and later: TF32 convolutions, FP32 matmuls (models/device.cpp).
-        d.tf32_convolutions_only = !given && precision == models::Precision::tf32;
-        d.memory_capacity = p.memory_capacity.value();
-    }
-}
-
-models::DeviceSpec read_device(const json& j_in, const std::string& path, const std::string& base_dir) {
-    const Tables& t = tables();
-    models::DeviceSpec d;
-    if (j_in.is_string()) {
-        const auto p = profile_or_throw(j_in, path);
-        d.name = p.name;
-        set_precision(d, p, true, std::nullopt, path + ".precision");
-        return d;
-    }
-    reject_planned_keys(j_in, path, "device");
-    const json j = merge_profile(j_in, path, base_dir);
-    ObjectReader r(j, path, t.device);
-    const auto p = r.has("name") ? profile_or_throw(r.at("name"), r.path("name")) : *models::builtin_device("V100");
-    std::optional<models::Precision> precision;
-    if (r.has("precision")) precision = read_enum<models::Precision>(r.at("precision"), r.path("precision"));
-    d.name = r.has("name") ? p.name : j_in.contains("profile") ? "calibrated" : "custom";
-    set_precision(d, p, r.has("name"), precision, r.path("precision"));
-    if (r.has("peak_flops")) {
-        d.peak = read_flop_rate(r.at("peak_flops"), r.path("peak_flops"));
-        if (!r.has("name")) d.vector_peak = d.peak;
-    }
-    if (r.has("efficiency")) {
-        d.efficiency = read_positive(r.at("efficiency"), r.path("efficiency"), 1.0);
-        d.efficiency_source =
-            j_in.contains("efficiency") ? models::Source::scenario : models::Source::calibration_profile;
-    }
-    if (r.has("memory_bandwidth"))
-        d.memory_bandwidth = read_bandwidth(r.at("memory_bandwidth"), r.path("memory_bandwidth"));
-    if (r.has("samples_per_s")) d.samples_per_s = read_positive(r.at("samples_per_s"), r.path("samples_per_s"), 1e12);
-    if (r.has("memory")) {
-        d.memory_capacity = read_bytes(r.at("memory"), r.path("memory")).value();
-        if (!(*d.memory_capacity > 0.0)) throw ScenarioError(r.path("memory"), "expected a positive size");
-    }
-    if (r.has("overlap_slowdown"))
-        d.overlap_slowdown = read_number(r.at("overlap_slowdown"), r.path("overlap_slowdown"), 0.0, 10.0);
-    r.finish();
-    return d;
-}
 
 topo::ArchitectureSpec read_architecture(const json& j, const std::string& path, std::uint32_t workers) {
     const Tables& t = tables();
@@ -327,7 +157,7 @@ models::CompressionSpec read_compression(const json& j, const std::string& path,
 
 // The sharding block (models/job.hpp ShardingSpec; the schedule is stated in models/trainer_sharded.cpp). Read after
 // every key it depends on; the shard group's size is resolved with the placement (loader.cpp).
-models::ShardingSpec read_sharding(const json& j, const std::string& path, const JobSpec& job, const json* arch,
+models::ShardingSpec read_sharding(const json& j, const std::string& path, const JobSpec& job,
                                    const std::string& arch_path) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.sharding);
@@ -347,16 +177,14 @@ models::ShardingSpec read_sharding(const json& j, const std::string& path, const
                                               sim::enum_name(job.architecture.kind)));
     // Sharding's collectives are rings (NCCL's reduce-scatter and all-gather): another algorithm, or pipelining
     // segments, would be ignored, so they are refused ("ring", the resolved scenario's echo, is what runs).
-    if (arch != nullptr && arch->is_object()) {
-        if (arch->contains("algorithm") && job.architecture.algorithm != topo::AllreduceAlgorithm::ring)
-            throw ScenarioError(arch_path + ".algorithm",
-                                "sharding runs ring reduce-scatters and all-gathers (NCCL's algorithm for them); "
-                                "expected \"ring\" or no algorithm with sharding");
-        if (job.architecture.segment_size.value() > 0.0)
-            throw ScenarioError(arch_path + ".segment_size",
-                                "sharding's rings send whole chunks; expected no "
-                                "segment_size with sharding");
-    }
+    if (job.architecture.algorithm != topo::AllreduceAlgorithm::ring)
+        throw ScenarioError(arch_path + ".algorithm",
+                            "sharding runs ring reduce-scatters and all-gathers (NCCL's algorithm for them); "
+                            "expected \"ring\" or no algorithm with sharding");
+    if (job.architecture.segment_size.value() > 0.0)
+        throw ScenarioError(arch_path + ".segment_size",
+                            "sharding's rings send whole chunks; expected no "
+                            "segment_size with sharding");
     if (job.compression.kind != "none")
         throw ScenarioError(path, fmt::format("sharding moves dense shards; expected no compression, got \"{}\"",
                                               job.compression.kind));
@@ -435,73 +263,12 @@ models::StragglerSpec read_stragglers(const json& j, const std::string& path, st
     return s;
 }
 
-}  // namespace
-
 ConvergenceSpec read_convergence(const json& j, const std::string& path) {
     ObjectReader r(j, path, tables().convergence);
     ConvergenceSpec c;
     convergence_keys().read(r, c);
     r.finish();
     return c;
-}
-
-JobSpec read_job(ObjectReader& r, const std::string& base_dir) {
-    JobSpec s;
-    auto need = [&](const char* key) -> const json& {
-        if (!r.has(key))
-            throw ScenarioError(r.path(key), "required key is missing: " +
-                                                 tables().job.find(key)->schema.value("description", std::string(key)));
-        return r.at(key);
-    };
-    s.workers = static_cast<std::uint32_t>(read_uint(need("workers"), r.path("workers"), 1, kMaxWorkers));
-    read_model(need("model"), r.path("model"), s);
-    s.batch_size = static_cast<std::uint32_t>(read_uint(need("batch_size"), r.path("batch_size"), 1, 100'000'000));
-    s.optimizer = models::default_optimizer(s.workload.family);
-    if (r.has("optimizer")) {
-        s.optimizer = read_enum<models::Optimizer>(r.at("optimizer"), r.path("optimizer"));
-        s.optimizer_source = models::Source::scenario;
-    }
-    s.device = read_device(need("device"), r.path("device"), base_dir);
-    if (s.device.samples_per_s && s.workload.fwd_flops() <= 0.0 && s.workload.params() == 0)
-        throw ScenarioError(r.path("device") + ".samples_per_s",
-                            "the model has no FLOPs and no parameters to scale to a throughput");
-    if (r.has("architecture"))
-        s.architecture = read_architecture(r.at("architecture"), r.path("architecture"), s.workers);
-    if (r.has("sync")) s.sync = read_sync(r.at("sync"), r.path("sync"), s);
-    if (r.has("compression")) s.compression = read_compression(r.at("compression"), r.path("compression"), s);
-    if (r.has("overlap")) s.overlap = read_overlap(r.at("overlap"), r.path("overlap"), s);
-    if (r.has("stragglers")) s.stragglers = read_stragglers(r.at("stragglers"), r.path("stragglers"), s.workers);
-    if (r.has("gradient_accumulation")) {
-        const std::string p = r.path("gradient_accumulation");
-        s.gradient_accumulation = static_cast<std::uint32_t>(read_uint(r.at("gradient_accumulation"), p, 1, 1'000'000));
-        // The asynchronous schemes push after every micro-batch's own clock; accumulation is a synchronous
-        // data-parallel technique (DDP no_sync), modelled for BSP and Local SGD.
-        if (s.gradient_accumulation > 1 && s.sync.kind != models::SyncKind::bsp &&
-            s.sync.kind != models::SyncKind::local_sgd)
-            throw ScenarioError(
-                p, fmt::format("applies to sync \"bsp\" or \"local_sgd\", not \"{}\"", sim::enum_name(s.sync.kind)));
-        // P3 / ByteScheduler start the next forward under the previous step's pulls; with accumulation that forward
-        // is the first micro-batch's, which this model does not gate.
-        if (s.gradient_accumulation > 1 && s.overlap.priority)
-            throw ScenarioError(p, "does not combine with overlap.priority (expected 1, or priority false)");
-    }
-    if (r.has("activation_checkpointing")) {
-        s.activation_checkpointing =
-            read_enum<models::Checkpointing>(r.at("activation_checkpointing"), r.path("activation_checkpointing")) ==
-            models::Checkpointing::full;
-    }
-    if (r.has("sharding"))
-        s.sharding = read_sharding(r.at("sharding"), r.path("sharding"), s,
-                                   r.has("architecture") ? &r.at("architecture") : nullptr, r.path("architecture"));
-    if (r.has("worker_devices")) {
-        const json& d = read_array(r.at("worker_devices"), r.path("worker_devices"), 1);
-        if (d.size() != s.workers)
-            throw ScenarioError(r.path("worker_devices"),
-                                fmt::format("expected {} devices (one per worker), got {}", s.workers, d.size()));
-        for (std::size_t i = 0; i < d.size(); ++i)
-            s.worker_devices.push_back(read_device(d[i], fmt::format("{}[{}]", r.path("worker_devices"), i), base_dir));
-    }
-    return s;
 }
 
 }  // namespace ddlsim::scenario::detail

@@ -17,6 +17,7 @@
 #include "models/compression.hpp"
 #include "models/compute.hpp"
 #include "models/grouping.hpp"
+#include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
 #include "topologies/collectives.hpp"
@@ -367,11 +368,7 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     detail::reject_planned_keys(j, "$", "scenario");
     ObjectReader root(j, "$", t.root);
     Scenario s;
-    if (root.has("iterations"))
-        s.iterations =
-            static_cast<std::uint32_t>(read_uint(root.at("iterations"), root.path("iterations"), 1, 1'000'000'000));
-    if (root.has("seed")) s.seed = read_uint(root.at("seed"), root.path("seed"), 0, UINT64_MAX);
-    if (root.has("description")) (void)read_string(root.at("description"), root.path("description"));
+    root_keys().read(root, s);
     std::optional<ConvergenceSpec> convergence;
     if (root.has("convergence")) {
         convergence = detail::read_convergence(root.at("convergence"), root.path("convergence"));
@@ -384,26 +381,25 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     if (s.has_jobs_list && convergence)
         throw ScenarioError(root.path("convergence"), "applies to a single job, not a \"jobs\" list");
     if (s.has_jobs_list) {
-        for (const auto& f : t.job.fields)
-            if (f.name != "name" && f.name != "description")
-                root.forbid(f.name, "with \"jobs\", per-job keys go inside each job");
+        for (const auto& k : job_keys().keys) root.forbid(k.name, "with \"jobs\", per-job keys go inside each job");
         const json& jobs = read_array(root.at("jobs"), root.path("jobs"), 1);
         std::set<std::string> names;
         for (std::size_t i = 0; i < jobs.size(); ++i) {
             const std::string path = fmt::format("$.jobs[{}]", i);
             ObjectReader r(jobs[i], path, t.job);
-            JobSpec job = detail::read_job(r, base_dir);
-            job.name = r.has("name") ? read_string(r.at("name"), r.path("name")) : fmt::format("job{}", i);
+            JobSpec job;
+            job_object_keys().read(r, job, {base_dir});
+            if (!r.has("name")) job.name = fmt::format("job{}", i);
             if (!names.insert(job.name).second)
                 throw ScenarioError(r.path("name"), fmt::format("duplicate job name \"{}\"", job.name));
-            if (r.has("description")) (void)read_string(r.at("description"), r.path("description"));
             placements.push_back(r.has("placement") ? &r.at("placement") : nullptr);
             paths.push_back(path + ".");
             r.finish();
             s.jobs.push_back(std::move(job));
         }
     } else {
-        JobSpec job = detail::read_job(root, base_dir);
+        JobSpec job;
+        job_keys().read(root, job, {base_dir});
         job.name = "job0";
         job.convergence = convergence;
         if (convergence) {
@@ -446,7 +442,6 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
         workers += job.workers;
         hosts_needed += job.workers + (default_dedicated(job) ? job.architecture.servers : 0);
     }
-    if (!root.has("network")) throw ScenarioError("$.network", "required key is missing: the physical network");
     detail::NetworkSpec net = detail::read_network(root.at("network"), base_dir, hosts_needed, workers);
     s.topology = std::move(net.topology);
     s.network_model = net.model;

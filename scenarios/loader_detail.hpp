@@ -30,9 +30,17 @@ void reject_planned_kind(const json& j, const std::string& path, const std::stri
 [[nodiscard]] json read_profile_member(const json& name, const std::string& path, const std::string& base_dir,
                                        const std::string& member, std::string& file);
 
-/// Reads the per-job keys (workers, model, batch_size, device, architecture, sync,
-/// compression, overlap; placement is resolved later) from `r`, whose path is the job's.
-[[nodiscard]] JobSpec read_job(ObjectReader& r, const std::string& base_dir);
+/// The blocks of a job, each given the job read so far (keys_job.cpp reads them in its table's order).
+void read_model(const json& j, const std::string& path, JobSpec& s);
+[[nodiscard]] models::DeviceSpec read_device(const json& j, const std::string& path, const std::string& base_dir);
+[[nodiscard]] topo::ArchitectureSpec read_architecture(const json& j, const std::string& path, std::uint32_t workers);
+[[nodiscard]] models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec& job);
+[[nodiscard]] models::CompressionSpec read_compression(const json& j, const std::string& path, const JobSpec& job);
+[[nodiscard]] models::OverlapSpec read_overlap(const json& j, const std::string& path, const JobSpec& job);
+[[nodiscard]] models::StragglerSpec read_stragglers(const json& j, const std::string& path, std::uint32_t workers);
+/// `arch_path`: the job's architecture block, where the rules sharding sets on it are reported.
+[[nodiscard]] models::ShardingSpec read_sharding(const json& j, const std::string& path, const JobSpec& job,
+                                                 const std::string& arch_path);
 /// The convergence block.
 [[nodiscard]] ConvergenceSpec read_convergence(const json& j, const std::string& path);
 

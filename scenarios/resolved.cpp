@@ -3,7 +3,6 @@
 #include <type_traits>
 #include <variant>
 
-#include "models/compression.hpp"
 #include "scenarios/key_tables.hpp"
 #include "scenarios/schema_tables.hpp"
 #include "sim/unit_parse.hpp"
@@ -117,91 +116,16 @@ json network_json(const Scenario& s) {
     return n;
 }
 
-json model_json(const JobSpec& j) {
-    json m = json::object();
-    if (j.transformer) {
-        m["transformer"] = transformer_keys().echo(*j.transformer);
-    } else if (j.model_name != "custom") {
-        m["name"] = j.model_name;
-        if (j.seq_len > 0) m["seq_len"] = j.seq_len;
-    } else {
-        m["layers"] = json::array();
-        for (const auto& l : j.workload.layers) m["layers"].push_back(layer_keys().echo(l));
-    }
-    m["dtype"] = j.dtype;
-    return m;
-}
-
-json device_json(const models::DeviceSpec& d) {
-    json out = json::object();
-    if (d.name != "custom" && d.name != "calibrated") out["name"] = d.name;
-    // A100-class defaults run convolutions in TF32 and matmuls in FP32 (PyTorch's default), which no
-    // precision value spells: the key is left out then, so the default applies again.
-    if (!d.tf32_convolutions_only) out["precision"] = std::string(models::precision_name(d.precision));
-    out["peak_flops"] = sim::format_flop_rate(d.peak);
-    // A built-in profile's measured per-operation fractions apply unless an efficiency overrides them; the
-    // scalar is written only when it is what the run used (the fractions are in the result's "scenario").
-    if (!d.uses_measured()) out["efficiency"] = d.efficiency;
-    out["memory_bandwidth"] = sim::format_bandwidth(d.memory_bandwidth);
-    if (d.samples_per_s) out["samples_per_s"] = *d.samples_per_s;
-    if (d.memory_capacity) out["memory"] = sim::format_bytes(sim::Bytes{*d.memory_capacity});
-    if (d.overlap_slowdown) out["overlap_slowdown"] = *d.overlap_slowdown;
-    return out;
-}
-
-json architecture_json(const JobSpec& j) {
-    return architecture_keys().echo(j.architecture);
-}
-
-json compression_json(const models::CompressionSpec& k) {
-    // Every parameter the compressor's descriptor lists, at its resolved value.
-    const models::CompressorInfo& info = models::compressor_info(k);
-    json out{{"kind", k.kind}};
-    for (const models::CompressorParam& p : info.params) {
-        const std::string key(p.key);
-        if (p.integer != nullptr) out[key] = k.*p.integer;
-        if (p.number != nullptr) out[key] = k.*p.number;
-        if (p.boolean != nullptr) out[key] = k.*p.boolean;
-    }
-    return out;
-}
-
-// The per-job keys (docs/CONTRACT.md §2 `jobs`), one line each.
-json job_keys(const JobSpec& j) {
-    json out{{"workers", j.workers},
-             {"model", model_json(j)},
-             {"batch_size", j.batch_size},
-             {"gradient_accumulation", j.gradient_accumulation},
-             {"activation_checkpointing", j.activation_checkpointing ? "full" : "none"},
-             {"device", device_json(j.device)},
-             {"placement", j.placement},
-             {"architecture", architecture_json(j)},
-             {"sync", sync_keys().echo(j.sync)},
-             {"compression", compression_json(j.compression)},
-             {"overlap", overlap_keys().echo(j.overlap)},
-             {"optimizer", std::string(sim::enum_name(j.optimizer))}};
-    if (j.sharding.any()) out["sharding"] = sharding_keys().echo(j.sharding);
-    if (j.stragglers.any()) out["stragglers"] = straggler_keys().echo(j.stragglers);
-    if (!j.worker_devices.empty()) {
-        out["worker_devices"] = json::array();
-        for (const auto& d : j.worker_devices) out["worker_devices"].push_back(device_json(d));
-    }
-    return out;
-}
-
 }  // namespace
 
 nlohmann::json resolved_scenario(const Scenario& s) {
-    json out{{"iterations", s.iterations}, {"seed", s.seed}, {"network", network_json(s)}};
+    json out = root_keys().echo(s);
+    out["network"] = network_json(s);
     if (s.has_jobs_list) {
         out["jobs"] = json::array();
-        for (const auto& j : s.jobs) {
-            json job = job_keys(j);
-            job["name"] = j.name;
-            out["jobs"].push_back(std::move(job));
-        }
+        for (const auto& j : s.jobs) out["jobs"].push_back(job_object_keys().echo(j));
     } else if (!s.jobs.empty()) {
-        out.update(job_keys(s.jobs.front()));
+        out.update(job_keys().echo(s.jobs.front()));
         if (s.jobs.front().convergence) out["convergence"] = convergence_keys().echo(*s.jobs.front().convergence);
     }
     return out;

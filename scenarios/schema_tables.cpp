@@ -104,7 +104,7 @@ Tables build() {
     Tables t;
     Choices& c = t.choices;
     c.models = models::builtin_workload_names();
-    for (const auto& d : models::builtin_devices()) c.devices.push_back(d.name);
+    c.devices = device_names();
     for (const models::CompressorInfo* k : models::compressors()) c.compression_kinds.emplace_back(k->name);
     c.transports = topo::transport_names();
     for (const auto& n : topo::node_presets()) c.node_presets.push_back(n.preset);
@@ -124,80 +124,15 @@ Tables build() {
     c.convergence_tasks = convergence_tasks();
     c.straggler_distributions = sim::enum_names<models::StragglerDistribution>();
 
-    // The per-job keys: at the root for one job, inside each element of "jobs" for several.
-    const std::vector<Field> job_fields{
-        {"workers", integer("number of data-parallel workers (GPUs)", 1)},
-        {"model",
-         {{"description", "a built-in workload name or a model object"},
-          {"oneOf", json::array({enum_schema(c.models, "built-in workload"), ref("model", "model object")})}}},
-        {"batch_size", integer("samples per worker per micro-batch (per iteration without gradient_accumulation)", 1)},
-        {"activation_checkpointing",
-         with_default(enum_schema(sim::enum_names<models::Checkpointing>(),
-                                  "full: keep only each transformer block's input (every layer's, for models without "
-                                  "blocks) and recompute its forward in backward; none (default): keep every "
-                                  "activation"),
-                      "none")},
-        {"gradient_accumulation",
-         with_default(integer("micro-batches of batch_size per optimizer step, synchronised once (DDP no_sync); an "
-                              "iteration is then one step; bsp and local_sgd",
-                              1),
-                      1)},
-        {"optimizer",
-         enum_schema(models::optimizer_names(),
-                     "optimizer whose update streams its state through memory (default: momentum for CNNs and "
-                     "custom models, adamw for transformers)")},
-        {"device",
-         {{"description", "a built-in device profile name or a device object"},
-          {"oneOf", json::array({enum_schema(c.devices, "built-in profile"), ref("device", "device object")})}}},
-        {"placement",
-         {{"type", "array"},
-          {"items", {{"type", "string"}}},
-          {"description", "the host each worker runs on (default: the next unused hosts in order)"}}},
-        {"architecture", ref("architecture", "how gradients are aggregated (default: ring all-reduce)")},
-        {"sync", ref("sync", "synchronisation scheme (default: bsp)")},
-        {"compression", ref("compression", "gradient compression (default: none)")},
-        {"overlap", ref("overlap", "compute/communication overlap (default: none)")},
-        {"sharding", ref("sharding",
-                         "sharded data parallelism: ZeRO stages 1-3, FSDP, hybrid sharding (default: "
-                         "none, every worker holds a replica)")},
-        {"stragglers", ref("stragglers", "per-worker compute slowdowns (default: none)")},
-        {"worker_devices",
-         {{"type", "array"},
-          {"items",
-           {{"oneOf", json::array({enum_schema(c.devices, "built-in profile"), ref("device", "device object")})}}},
-          {"description",
-           "heterogeneous clusters: one device per worker (name or object), overriding `device` for compute; "
-           "`device` stays the reference for scaling efficiency"}}},
-    };
-    const json job_required = json::array({"workers", "model", "batch_size", "device"});
-    t.root = {"scenario",
-              "a ddlsim scenario: one training job (its keys at the root) or several sharing a network (jobs)",
-              {
-                  {"description", str("free text describing the scenario (not interpreted)")},
-                  {"iterations", with_default(integer("iterations to simulate, per job (default 10)", 1), 10)},
-                  {"network", ref("network", "the physical network"), true},
-                  {"seed",
-                   with_default(integer("seed of every random choice, ECMP path hashing included (default 0)", 0), 0)},
-                  {"convergence", ref("convergence",
-                                      "train a proxy task for real under the simulated schedule and "
-                                      "report time to accuracy (one job only)")},
-                  {"jobs",
-                   {{"type", "array"},
-                    {"items", ref("job", "a job")},
-                    {"minItems", 1},
-                    {"description", "several training jobs sharing the network; per-job keys go inside each"}}},
-              }};
-    t.root.fields.insert(t.root.fields.end(), job_fields.begin(), job_fields.end());
+    // The root: the scenario's own keys and, for one job, the per-job keys (required unless "jobs" is given).
+    t.root = root_keys().schema();
+    json job_required = json::array();
+    for (const auto& k : job_keys().keys) {
+        t.root.fields.push_back({k.name, k.schema, false});
+        if (k.required) job_required.push_back(k.name);
+    }
     t.root.one_of = json::array({{{"required", job_required}}, {{"required", json::array({"jobs"})}}});
-    t.job = {"job",
-             "one training job sharing the network with the others",
-             {
-                 {"name", str("job name in results (default job0, job1, ...)")},
-                 {"description", str("free text (not interpreted)")},
-             }};
-    t.job.fields.insert(t.job.fields.end(), job_fields.begin(), job_fields.end());
-    for (auto& f : t.job.fields)
-        if (std::find(job_required.begin(), job_required.end(), f.name) != job_required.end()) f.required = true;
+    t.job = job_object_keys().schema();
     t.network = {
         "network",
         "the physical network",
@@ -297,59 +232,10 @@ Tables build() {
                   {"bandwidth", bandwidth_schema("capacity of each direction"), true},
                   {"latency", time_schema("one-way latency"), true},
               }};
-    t.model = {
-        "model",
-        "a built-in model by name with options, or explicit layers",
-        {
-            {"name", enum_schema(c.models, "built-in workload (exclusive with layers and transformer)")},
-            {"layers",
-             {{"type", "array"}, {"items", ref("layer", "a layer")}, {"description", "layers in forward order"}}},
-            {"transformer", ref("transformer", "a decoder-only transformer by its shape (Llama or GPT style)")},
-            {"seq_len", integer("with name: the sequence a built-in transformer trains on (default its own: BERT "
-                                "128, GPT-2 1024, GPT-3 2048, Llama 2 4096, Llama 3 8192; at most the learned "
-                                "position table: BERT 512, GPT-2 1024, GPT-3 2048)",
-                                1)},
-            {"dtype", with_default(enum_schema(c.dtypes, "gradient element type (default fp32: 4 bytes per parameter)"),
-                                   "fp32")},
-        }};
+    t.model = model_keys().schema();
     t.transformer = transformer_keys().schema();
     t.layer = layer_keys().schema();
-    t.device = {
-        "device",
-        "a device: a profile with overrides, explicit peaks, or a measured throughput",
-        {
-            {"name", enum_schema(c.devices, "built-in profile the other keys override (default V100)")},
-            {"precision",
-             enum_schema(c.precisions,
-                         "arithmetic: fp32, tf32, fp16/bf16 (AMP), fp8 (H100/H200); default fp32 on P100/V100, "
-                         "tf32 convolutions with fp32 matmuls on A100/H100/H200 (PyTorch's default)")},
-            {"peak_flops", flop_rate_schema("peak compute rate (overrides the profile)")},
-            {"efficiency",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"maximum", 1},
-              {"description",
-               "sustained fraction of peak for convolutions and matmuls; replaces the built-in profile's "
-               "measured fractions (default: measured per generation and precision; 0.5 for custom devices)"}}},
-            {"memory_bandwidth", bandwidth_schema("device memory bandwidth (update time)")},
-            {"memory", bytes_schema("device memory for the memory-per-GPU check (default: the profile's datasheet "
-                                    "HBM; unknown for custom devices)")},
-            {"samples_per_s",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"description",
-               "measured single-device samples/s of this model at this batch size; fixes the compute scale"}}},
-            {"overlap_slowdown",
-             {{"type", "number"},
-              {"minimum", 0},
-              {"maximum", 10},
-              {"description",
-               "measured fraction by which compute slows while communication runs beside it (`ddlsim "
-               "calibrate` writes it); the default of overlap.compute_slowdown for jobs on this device, "
-               "which wins when given"}}},
-            {"profile", str("a calibration profile written by `ddlsim calibrate` (its \"device\" member is "
-                            "read as this object; keys given here override it); relative to the scenario")},
-        }};
+    t.device = device_keys().schema();
     t.architecture = architecture_keys().schema();
     t.sync = sync_keys().schema();
     t.compression = compression_schema(c);

@@ -19,7 +19,6 @@ struct Choices {
     std::vector<std::string> routings;        ///< topo::Routing
     std::vector<std::string> transports;      ///< topo::TransportKind
     std::vector<std::string> node_kinds;      ///< topo::NodeKind
-    std::vector<std::string> dtypes{"fp32", "fp16", "bf16"};
     std::vector<std::string> precisions;               ///< models::Precision
     std::vector<std::string> arch_kinds;               ///< topo::ArchKind
     std::vector<std::string> algorithms;               ///< topo::AllreduceAlgorithm

@@ -16,7 +16,7 @@
 #include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
-#include "sim/output_file.hpp"
+#include "tools/output_file.hpp"
 #include "tools/summary.hpp"
 #include "tools/sweep.hpp"
 #include "tools/sweep_plot.hpp"

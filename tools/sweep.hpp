@@ -19,11 +19,11 @@
 
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
-#include "sim/output_file.hpp"
+#include "tools/output_file.hpp"
 
 namespace ddlsim::tools {
 
-// Bad command-line input or an output path (exit 2), and the safe output files: sim/output_file.hpp.
+// Bad command-line input or an output path (exit 2), and the safe output files: tools/output_file.hpp.
 using sim::check_distinct_files;
 using sim::check_output_path;
 using sim::CliError;

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/output_file.hpp"
+#include "tools/output_file.hpp"
 #include "tools/sweep.hpp"
 
 namespace ddlsim::tools {

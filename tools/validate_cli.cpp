@@ -7,7 +7,7 @@
 #include <string>
 
 #include "scenarios/json_reader.hpp"
-#include "sim/output_file.hpp"
+#include "tools/output_file.hpp"
 #include "validate/calibrate.hpp"
 #include "validate/validation.hpp"
 

@@ -26,9 +26,9 @@
 #include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
-#include "sim/output_file.hpp"
 #include "sim/unit_parse.hpp"
 #include "tests/support/support.hpp"
+#include "tools/output_file.hpp"
 #include "tools/sweep.hpp"
 
 namespace fs = std::filesystem;

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+// Still namespace ddlsim::sim, as when it lived in sim/ (its users and tests name it so).
 namespace ddlsim::sim {
 
 /// Bad input outside a scenario file (a command-line value, an output path): exit code 2.

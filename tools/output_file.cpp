@@ -1,4 +1,4 @@
-#include "sim/output_file.hpp"
+#include "tools/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

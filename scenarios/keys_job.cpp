@@ -1,0 +1,237 @@
+// The key tables of a training job (scenarios/scenario.hpp JobSpec) and of the scenario's root. Each key's
+// reader is beside its entry; the blocks inside a job (architecture, sync, ...) have their own tables.
+#include <fmt/format.h>
+
+#include "models/compression.hpp"
+#include "scenarios/key_tables.hpp"
+#include "scenarios/loader_detail.hpp"
+#include "scenarios/schema_tables.hpp"
+
+namespace ddlsim::scenario {
+
+using keys::key;
+using keys::KeyTable;
+
+namespace {
+
+using J = JobSpec;
+
+json device_union(std::string description) {
+    return {{"description", std::move(description)},
+            {"oneOf", json::array({enum_schema(device_names(), "built-in profile"),
+                                   ref_schema("device", "device object")})}};
+}
+
+// The path of a sibling key: "$.jobs[0].sharding" -> "$.jobs[0].architecture".
+std::string sibling(const std::string& path, std::string_view key) {
+    return path.substr(0, path.rfind('.') + 1) + std::string(key);
+}
+
+// A block read by its own reader (with the job so far); absent, the block keeps its defaults.
+template <typename Read, typename Echo>
+keys::Key<J> block(std::string name, std::string description, Read read, Echo echo) {
+    json schema = ref_schema(name, std::move(description));
+    return keys::custom<J>(std::move(name), std::move(schema), std::move(read),
+                           std::function<json(const J&)>(std::move(echo)));
+}
+
+json compression_json(const models::CompressionSpec& k) {
+    // Every parameter the compressor's descriptor lists, at its resolved value.
+    const models::CompressorInfo& info = models::compressor_info(k);
+    json out{{"kind", k.kind}};
+    for (const models::CompressorParam& p : info.params) {
+        const std::string name(p.key);
+        if (p.integer != nullptr) out[name] = k.*p.integer;
+        if (p.number != nullptr) out[name] = k.*p.number;
+        if (p.boolean != nullptr) out[name] = k.*p.boolean;
+    }
+    return out;
+}
+
+std::vector<keys::Key<J>> job_key_list() {
+    return {
+        key("workers", &J::workers, "number of data-parallel workers (GPUs)", {1, detail::kMaxWorkers}).mandatory(),
+        keys::custom<J>(
+            "model",
+            {{"description", "a built-in workload name or a model object"},
+             {"oneOf", json::array({enum_schema(models::builtin_workload_names(), "built-in workload"),
+                                    ref_schema("model", "model object")})}},
+            [](J& s, const json& j, const std::string& path) { detail::read_model(j, path, s); },
+            [](const J& s) { return model_keys().echo(s); })
+            .mandatory(),
+        key("batch_size", &J::batch_size,
+            "samples per worker per micro-batch (per iteration without gradient_accumulation)", {1, 100'000'000})
+            .mandatory(),
+        keys::custom<J>(
+            "optimizer",
+            enum_schema(models::optimizer_names(),
+                        "optimizer whose update streams its state through memory (default: momentum for CNNs and "
+                        "custom models, adamw for transformers)"),
+            [](J& s, const json& j, const std::string& path) {
+                s.optimizer = read_enum<models::Optimizer>(j, path);
+                s.optimizer_source = models::Source::scenario;
+            },
+            [](const J& s) { return json(std::string(sim::enum_name(s.optimizer))); })
+            .when_absent([](J& s) { s.optimizer = models::default_optimizer(s.workload.family); }),
+        keys::custom<J>(
+            "device", device_union("a built-in device profile name or a device object"),
+            [](J& s, const json& j, const std::string& path, const keys::ReadContext& ctx) {
+                s.device = detail::read_device(j, path, ctx.base_dir);
+                if (s.device.samples_per_s && s.workload.fwd_flops() <= 0.0 && s.workload.params() == 0)
+                    throw ScenarioError(path + ".samples_per_s",
+                                        "the model has no FLOPs and no parameters to scale to a throughput");
+            },
+            [](const J& s) { return device_keys().echo(s.device); })
+            .mandatory(),
+        // Resolved with the network (loader.cpp): the hosts must exist first.
+        keys::custom<J>("placement",
+                        {{"type", "array"},
+                         {"items", {{"type", "string"}}},
+                         {"description", "the host each worker runs on (default: the next unused hosts in order)"}},
+                        nullptr, [](const J& s) { return json(s.placement); }),
+        block(
+            "architecture", "how gradients are aggregated (default: ring all-reduce)",
+            [](J& s, const json& j, const std::string& path) {
+                s.architecture = detail::read_architecture(j, path, s.workers);
+            },
+            [](const J& s) { return architecture_keys().echo(s.architecture); }),
+        block(
+            "sync", "synchronisation scheme (default: bsp)",
+            [](J& s, const json& j, const std::string& path) { s.sync = detail::read_sync(j, path, s); },
+            [](const J& s) { return sync_keys().echo(s.sync); }),
+        block(
+            "compression", "gradient compression (default: none)",
+            [](J& s, const json& j, const std::string& path) { s.compression = detail::read_compression(j, path, s); },
+            [](const J& s) { return compression_json(s.compression); }),
+        block(
+            "overlap", "compute/communication overlap (default: none)",
+            [](J& s, const json& j, const std::string& path) { s.overlap = detail::read_overlap(j, path, s); },
+            [](const J& s) { return overlap_keys().echo(s.overlap); }),
+        block(
+            "stragglers", "per-worker compute slowdowns (default: none)",
+            [](J& s, const json& j, const std::string& path) {
+                s.stragglers = detail::read_stragglers(j, path, s.workers);
+            },
+            [](const J& s) { return straggler_keys().echo(s.stragglers); })
+            .echo_when([](const J& s) { return s.stragglers.any(); }),
+        key("gradient_accumulation", &J::gradient_accumulation,
+            "micro-batches of batch_size per optimizer step, synchronised once (DDP no_sync); an iteration is then "
+            "one step; bsp and local_sgd",
+            {1, 1'000'000})
+            .with_default(1)
+            .and_then([](J& s, const std::string& path) {
+                // The asynchronous schemes push after every micro-batch's own clock; accumulation is a synchronous
+                // data-parallel technique (DDP no_sync), modelled for BSP and Local SGD.
+                if (s.gradient_accumulation > 1 && s.sync.kind != models::SyncKind::bsp &&
+                    s.sync.kind != models::SyncKind::local_sgd)
+                    throw ScenarioError(path, fmt::format("applies to sync \"bsp\" or \"local_sgd\", not \"{}\"",
+                                                          sim::enum_name(s.sync.kind)));
+                // P3 / ByteScheduler start the next forward under the previous step's pulls; with accumulation that
+                // forward is the first micro-batch's, which this model does not gate.
+                if (s.gradient_accumulation > 1 && s.overlap.priority)
+                    throw ScenarioError(path, "does not combine with overlap.priority (expected 1, or priority false)");
+            }),
+        keys::custom<J>(
+            "activation_checkpointing",
+            enum_schema(sim::enum_names<models::Checkpointing>(),
+                        "full: keep only each transformer block's input (every layer's, for models without blocks) "
+                        "and recompute its forward in backward; none (default): keep every activation"),
+            [](J& s, const json& j, const std::string& path) {
+                s.activation_checkpointing = read_enum<models::Checkpointing>(j, path) == models::Checkpointing::full;
+            },
+            [](const J& s) { return json(s.activation_checkpointing ? "full" : "none"); })
+            .with_default("none"),
+        block(
+            "sharding",
+            "sharded data parallelism: ZeRO stages 1-3, FSDP, hybrid sharding (default: none, every worker holds a "
+            "replica)",
+            [](J& s, const json& j, const std::string& path) {
+                s.sharding = detail::read_sharding(j, path, s, sibling(path, "architecture"));
+            },
+            [](const J& s) { return sharding_keys().echo(s.sharding); })
+            .echo_when([](const J& s) { return s.sharding.any(); }),
+        keys::custom<J>(
+            "worker_devices",
+            {{"type", "array"},
+             {"items", device_union("a built-in profile or a device object")},
+             {"description",
+              "heterogeneous clusters: one device per worker (name or object), overriding `device` for compute; "
+              "`device` stays the reference for scaling efficiency"}},
+            [](J& s, const json& j, const std::string& path, const keys::ReadContext& ctx) {
+                const json& d = read_array(j, path, 1);
+                if (d.size() != s.workers)
+                    throw ScenarioError(path,
+                                        fmt::format("expected {} devices (one per worker), got {}", s.workers, d.size()));
+                for (std::size_t i = 0; i < d.size(); ++i)
+                    s.worker_devices.push_back(detail::read_device(d[i], fmt::format("{}[{}]", path, i), ctx.base_dir));
+            },
+            [](const J& s) {
+                json out = json::array();
+                for (const auto& d : s.worker_devices) out.push_back(device_keys().echo(d));
+                return out;
+            })
+            .echo_when([](const J& s) { return !s.worker_devices.empty(); }),
+    };
+}
+
+}  // namespace
+
+const KeyTable<JobSpec>& job_keys() {
+    static const KeyTable<J> t{"job_keys", "the keys of one training job", job_key_list()};
+    return t;
+}
+
+const KeyTable<JobSpec>& job_object_keys() {
+    static const KeyTable<J> t = [] {
+        KeyTable<J> out{"job",
+                        "one training job sharing the network with the others",
+                        {
+                            // Default job0, job1, ... by position (loader.cpp), unique among the jobs.
+                            key("name", &J::name, "job name in results (default job0, job1, ...)"),
+                            keys::custom<J>(
+                                "description", str_schema("free text (not interpreted)"),
+                                [](J&, const json& j, const std::string& path) { (void)read_string(j, path); },
+                                [](const J&) { return json(nullptr); }),
+                        }};
+        for (auto& k : job_key_list()) out.keys.push_back(std::move(k));
+        return out;
+    }();
+    return t;
+}
+
+const KeyTable<Scenario>& root_keys() {
+    using S = Scenario;
+    // The network, the jobs and the convergence block are read by the loader (scenarios/loader.cpp): the network
+    // is sized by the jobs, and convergence belongs to the job.
+    auto by_loader = [](std::string name, json schema) {
+        return keys::custom<S>(std::move(name), std::move(schema), nullptr, [](const S&) { return json(nullptr); });
+    };
+    static const KeyTable<S> t = [&] {
+        KeyTable<S> out{
+            "scenario",
+            "a ddlsim scenario: one training job (its keys at the root) or several sharing a network (jobs)",
+            {
+                keys::custom<S>(
+                    "description", str_schema("free text describing the scenario (not interpreted)"),
+                    [](S&, const json& j, const std::string& path) { (void)read_string(j, path); },
+                    [](const S&) { return json(nullptr); }),
+                key("iterations", &S::iterations, "iterations to simulate, per job (default 10)", {1, 1'000'000'000})
+                    .with_default(10),
+                by_loader("network", ref_schema("network", "the physical network")).mandatory(),
+                key("seed", &S::seed, "seed of every random choice, ECMP path hashing included (default 0)")
+                    .with_default(0),
+                by_loader("convergence", ref_schema("convergence",
+                                                    "train a proxy task for real under the simulated schedule and "
+                                                    "report time to accuracy (one job only)")),
+                by_loader("jobs", {{"type", "array"},
+                                   {"items", ref_schema("job", "a job")},
+                                   {"minItems", 1},
+                                   {"description",
+                                    "several training jobs sharing the network; per-job keys go inside each"}}),
+            }};
+        return out;
+    }();
+    return t;
+}
+
+}  // namespace ddlsim::scenario

@@ -1,0 +1,56 @@
+// What tools/sweep.cpp (plan, points, driver) and tools/sweep_resume.cpp (--resume) share.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+#include "tools/sweep.hpp"
+
+namespace ddlsim::tools::sweep_detail {
+
+using nlohmann::json;
+
+// Everything a point needs, fixed before the first point runs.
+struct Plan {
+    std::string file;
+    std::string base_dir;
+    json base;
+    std::vector<VarySpec> specs;
+    std::size_t total = 0;
+    bool multi_job = false;
+    std::size_t rows_per_point = 1;
+    SweepFormat format = SweepFormat::csv;
+    std::vector<std::string> header;  // CSV columns of the file being appended to
+    std::function<json(const scenario::Scenario&, const scenario::RunResult&)> extra_keys;
+};
+
+/// The value an override "PATH=text" sets, exactly as apply_override reads it.
+[[nodiscard]] json override_value(const std::string& text);
+/// One CSV record of `row`, its cells in the order of `header` (a missing cell is empty).
+[[nodiscard]] std::string row_line(const std::vector<std::string>& header, const SweepRow& row);
+
+// The --resume side (tools/sweep_resume.cpp).
+/// RESULTS.sweep.json: what a results file was computed from.
+[[nodiscard]] std::string meta_path(const std::string& out);
+/// RESULTS.rows.jsonl: each finished point's complete cells while the sweep runs.
+[[nodiscard]] std::string journal_path(const std::string& out);
+/// The record written to meta_path: the varied keys with their values and a hash of the scenario.
+[[nodiscard]] json sweep_identity(const Plan& plan);
+/// Throws SweepError (exit 2, nothing touched) unless `out` was written by this very sweep.
+void check_resume_identity(const Plan& plan, const std::string& out);
+/// The rows of each point in the journal (complete cells), by point.
+[[nodiscard]] std::map<std::size_t, std::vector<SweepRow>> read_journal(const std::string& out);
+/// --resume on a CSV: the rows kept (points in `done`); `plan.header` becomes the file's header.
+[[nodiscard]] std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<std::size_t>& done);
+/// --resume on a JSON array: the objects kept (points in `done`).
+[[nodiscard]] std::vector<json> resume_json(const Plan& plan, const std::string& out, std::set<std::size_t>& done);
+
+}  // namespace ddlsim::tools::sweep_detail
