@@ -315,6 +315,22 @@ Key<S> custom(std::string name, json schema, Read read, std::function<json(const
     return k;
 }
 
+/// A key its block's reader reads itself (or that is merged before the block is read); the table declares it
+/// and does not echo it.
+template <typename S>
+Key<S> external(std::string name, json schema) {
+    return custom<S>(std::move(name), std::move(schema), nullptr, [](const S&) { return json(nullptr); });
+}
+
+/// "description": free text, checked to be a string, not interpreted and not echoed.
+template <typename S>
+Key<S> free_text(std::string description) {
+    return custom<S>(
+        "description", str_schema(std::move(description)),
+        [](S&, const json& j, const std::string& path) { (void)read_string(j, path); },
+        [](const S&) { return json(nullptr); });
+}
+
 /// Where a value of an enum member equals one of `values` (a `when` predicate).
 template <typename S, NamedEnum E, typename... Es>
 std::function<bool(const S&)> is(E S::*m, E value, Es... more) {

@@ -21,9 +21,8 @@ models::DeviceProfile profile_or_throw(const json& j, const std::string& path) {
     const std::string name = read_string(j, path);
     auto p = models::builtin_device(name);
     if (!p)
-        throw ScenarioError(path,
-                            fmt::format("expected a built-in device ({}), got \"{}\"{}", detail::list(device_names()),
-                                        name, did_you_mean(name, device_names())));
+        throw ScenarioError(path, fmt::format("expected a built-in device ({}), got \"{}\"{}",
+                                              detail::list(device_names()), name, did_you_mean(name, device_names())));
     return *p;
 }
 
@@ -140,10 +139,10 @@ const KeyTable<DeviceSpec>& device_keys() {
                 "writes it); the default of overlap.compute_slowdown for jobs on this device, which wins when given",
                 {0, 10}),
             // Merged before the object is read (detail::read_device).
-            keys::custom<D>("profile",
-                            str_schema("a calibration profile written by `ddlsim calibrate` (its \"device\" member is "
-                                       "read as this object; keys given here override it); relative to the scenario"),
-                            nullptr, [](const D&) { return json(nullptr); }),
+            keys::external<D>("profile",
+                              str_schema("a calibration profile written by `ddlsim calibrate` (its \"device\" member "
+                                         "is read as this object; keys given here override it); relative to the "
+                                         "scenario")),
         }};
     return t;
 }
@@ -162,8 +161,7 @@ DeviceSpec read_device(const json& j_in, const std::string& path, const std::str
     ObjectReader r(j, path, tables().device);
     device_keys().read(r, d);
     if (!builtin(d) && j_in.contains("profile")) d.name = "calibrated";
-    if (r.has("efficiency") && !j_in.contains("efficiency"))
-        d.efficiency_source = models::Source::calibration_profile;
+    if (r.has("efficiency") && !j_in.contains("efficiency")) d.efficiency_source = models::Source::calibration_profile;
     r.finish();
     return d;
 }

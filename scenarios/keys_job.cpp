@@ -18,8 +18,8 @@ using J = JobSpec;
 
 json device_union(std::string description) {
     return {{"description", std::move(description)},
-            {"oneOf", json::array({enum_schema(device_names(), "built-in profile"),
-                                   ref_schema("device", "device object")})}};
+            {"oneOf",
+             json::array({enum_schema(device_names(), "built-in profile"), ref_schema("device", "device object")})}};
 }
 
 // The path of a sibling key: "$.jobs[0].sharding" -> "$.jobs[0].architecture".
@@ -160,8 +160,8 @@ std::vector<keys::Key<J>> job_key_list() {
             [](J& s, const json& j, const std::string& path, const keys::ReadContext& ctx) {
                 const json& d = read_array(j, path, 1);
                 if (d.size() != s.workers)
-                    throw ScenarioError(path,
-                                        fmt::format("expected {} devices (one per worker), got {}", s.workers, d.size()));
+                    throw ScenarioError(
+                        path, fmt::format("expected {} devices (one per worker), got {}", s.workers, d.size()));
                 for (std::size_t i = 0; i < d.size(); ++i)
                     s.worker_devices.push_back(detail::read_device(d[i], fmt::format("{}[{}]", path, i), ctx.base_dir));
             },
@@ -188,10 +188,7 @@ const KeyTable<JobSpec>& job_object_keys() {
                         {
                             // Default job0, job1, ... by position (loader.cpp), unique among the jobs.
                             key("name", &J::name, "job name in results (default job0, job1, ...)"),
-                            keys::custom<J>(
-                                "description", str_schema("free text (not interpreted)"),
-                                [](J&, const json& j, const std::string& path) { (void)read_string(j, path); },
-                                [](const J&) { return json(nullptr); }),
+                            keys::free_text<J>("free text (not interpreted)"),
                         }};
         for (auto& k : job_key_list()) out.keys.push_back(std::move(k));
         return out;
@@ -203,34 +200,25 @@ const KeyTable<Scenario>& root_keys() {
     using S = Scenario;
     // The network, the jobs and the convergence block are read by the loader (scenarios/loader.cpp): the network
     // is sized by the jobs, and convergence belongs to the job.
-    auto by_loader = [](std::string name, json schema) {
-        return keys::custom<S>(std::move(name), std::move(schema), nullptr, [](const S&) { return json(nullptr); });
-    };
-    static const KeyTable<S> t = [&] {
-        KeyTable<S> out{
-            "scenario",
-            "a ddlsim scenario: one training job (its keys at the root) or several sharing a network (jobs)",
-            {
-                keys::custom<S>(
-                    "description", str_schema("free text describing the scenario (not interpreted)"),
-                    [](S&, const json& j, const std::string& path) { (void)read_string(j, path); },
-                    [](const S&) { return json(nullptr); }),
-                key("iterations", &S::iterations, "iterations to simulate, per job (default 10)", {1, 1'000'000'000})
-                    .with_default(10),
-                by_loader("network", ref_schema("network", "the physical network")).mandatory(),
-                key("seed", &S::seed, "seed of every random choice, ECMP path hashing included (default 0)")
-                    .with_default(0),
-                by_loader("convergence", ref_schema("convergence",
-                                                    "train a proxy task for real under the simulated schedule and "
-                                                    "report time to accuracy (one job only)")),
-                by_loader("jobs", {{"type", "array"},
-                                   {"items", ref_schema("job", "a job")},
-                                   {"minItems", 1},
-                                   {"description",
-                                    "several training jobs sharing the network; per-job keys go inside each"}}),
-            }};
-        return out;
-    }();
+    static const KeyTable<S> t{
+        "scenario",
+        "a ddlsim scenario: one training job (its keys at the root) or several sharing a network (jobs)",
+        {
+            keys::free_text<S>("free text describing the scenario (not interpreted)"),
+            key("iterations", &S::iterations, "iterations to simulate, per job (default 10)", {1, 1'000'000'000})
+                .with_default(10),
+            keys::external<S>("network", ref_schema("network", "the physical network")).mandatory(),
+            key("seed", &S::seed, "seed of every random choice, ECMP path hashing included (default 0)")
+                .with_default(0),
+            keys::external<S>("convergence", ref_schema("convergence",
+                                                        "train a proxy task for real under the simulated schedule and "
+                                                        "report time to accuracy (one job only)")),
+            keys::external<S>(
+                "jobs", {{"type", "array"},
+                         {"items", ref_schema("job", "a job")},
+                         {"minItems", 1},
+                         {"description", "several training jobs sharing the network; per-job keys go inside each"}}),
+        }};
     return t;
 }
 

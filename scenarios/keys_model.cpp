@@ -65,7 +65,9 @@ const KeyTable<JobSpec>& model_keys() {
         "a built-in model by name with options, or explicit layers",
         {
             keys::custom<J>(
-                "name", enum_schema(models::builtin_workload_names(), "built-in workload (exclusive with layers and transformer)"),
+                "name",
+                enum_schema(models::builtin_workload_names(),
+                            "built-in workload (exclusive with layers and transformer)"),
                 [](J& s, const json& j, const std::string& path) {
                     s.workload = builtin_or_throw(j, path);
                     s.model_name = s.workload.name;
@@ -74,7 +76,9 @@ const KeyTable<JobSpec>& model_keys() {
                 .echo_when(by_name),
             keys::custom<J>(
                 "layers",
-                {{"type", "array"}, {"items", ref_schema("layer", "a layer")}, {"description", "layers in forward order"}},
+                {{"type", "array"},
+                 {"items", ref_schema("layer", "a layer")},
+                 {"description", "layers in forward order"}},
                 [](J& s, const json& j, const std::string& path) {
                     const json& layers = read_array(j, path, 1);
                     s.workload.name = "custom";
@@ -91,7 +95,8 @@ const KeyTable<JobSpec>& model_keys() {
                 })
                 .echo_when(layered),
             keys::custom<J>(
-                "transformer", ref_schema("transformer", "a decoder-only transformer by its shape (Llama or GPT style)"),
+                "transformer",
+                ref_schema("transformer", "a decoder-only transformer by its shape (Llama or GPT style)"),
                 [](J& s, const json& j, const std::string& path) {
                     s.transformer = read_transformer(j, path);
                     try {  // read_transformer checked the shape; the builder's own checks are a backstop

@@ -18,12 +18,6 @@ namespace {
 json integer(std::string description, std::int64_t min) {
     return {{"type", "integer"}, {"minimum", min}, {"description", std::move(description)}};
 }
-json ref(const std::string& id, std::string description) {
-    return {{"$ref", "#/$defs/" + id}, {"description", std::move(description)}};
-}
-json str(std::string description) {
-    return {{"type", "string"}, {"description", std::move(description)}};
-}
 // A key's schema with the value the loader uses when the key is absent (a JSON Schema "default"). Only keys whose
 // default is one constant carry it; those whose default depends on other keys say so in their description.
 // tests/scenarios/test_schema.cpp checks each: writing the default out changes nothing in the resolved scenario.
@@ -173,10 +167,13 @@ Tables build() {
               {"minItems", 2},
               {"maxItems", 2},
               {"description", "torus2d: [X, Y] hosts"}}},
-            {"nodes", {{"type", "array"}, {"items", ref("node", "a node")}, {"description", "custom: the nodes"}}},
+            {"nodes",
+             {{"type", "array"}, {"items", ref_schema("node", "a node")}, {"description", "custom: the nodes"}}},
             {"links",
-             {{"type", "array"}, {"items", ref("link", "a link")}, {"description", "custom: full-duplex links"}}},
-            {"file", str("custom: a JSON file holding {\"nodes\", \"links\"}, relative to the scenario file")},
+             {{"type", "array"},
+              {"items", ref_schema("link", "a link")},
+              {"description", "custom: full-duplex links"}}},
+            {"file", str_schema("custom: a JSON file holding {\"nodes\", \"links\"}, relative to the scenario file")},
             {"model",
              with_default(enum_schema(c.network_models,
                                       "flow: max-min fair sharing (default); analytic: closed-form alpha-beta"),
@@ -195,40 +192,43 @@ Tables build() {
              {{"description",
                "the transport between machines: a preset (ideal, rdma, tcp, nvlink, pcie) or an object; default "
                "auto: rdma on links of 100 Gbit/s and more, tcp below"},
-              {"oneOf", json::array({enum_schema(c.transports, "preset"), ref("transport", "transport object")})}}},
-            {"profile", str("a calibration profile written by `ddlsim calibrate`, relative to the scenario: its "
-                            "\"network\".\"transport\" (measured goodput, per-message and per-collective overheads) is "
-                            "the transport between machines unless \"transport\" is given, which wins (the result's "
-                            "transport_source says which)")},
+              {"oneOf",
+               json::array({enum_schema(c.transports, "preset"), ref_schema("transport", "transport object")})}}},
+            {"profile",
+             str_schema("a calibration profile written by `ddlsim calibrate`, relative to the scenario: its "
+                        "\"network\".\"transport\" (measured goodput, per-message and per-collective overheads) is "
+                        "the transport between machines unless \"transport\" is given, which wins (the result's "
+                        "transport_source says which)")},
             {"intra_transport",
              {{"description",
                "two_tier, rail_optimized: the transport inside a machine (GPU links to the node switch, NVLink "
                "and PCIe links of a node preset); default auto: a preset's links by their medium, others nvlink "
                "above 64 GB/s, pcie otherwise"},
-              {"oneOf", json::array({enum_schema(c.transports, "preset"), ref("transport", "transport object")})}}},
+              {"oneOf",
+               json::array({enum_schema(c.transports, "preset"), ref_schema("transport", "transport object")})}}},
         }};
     t.transport = transport_keys().schema();
     t.topology_file = {
         "topology_file",
         "a custom topology kept in its own file",
         {
-            {"description", str("free text (not interpreted)")},
-            {"nodes", {{"type", "array"}, {"items", ref("node", "a node")}, {"description", "the nodes"}}, true},
+            {"description", str_schema("free text (not interpreted)")},
+            {"nodes", {{"type", "array"}, {"items", ref_schema("node", "a node")}, {"description", "the nodes"}}, true},
             {"links",
-             {{"type", "array"}, {"items", ref("link", "a link")}, {"description", "full-duplex links"}},
+             {{"type", "array"}, {"items", ref_schema("link", "a link")}, {"description", "full-duplex links"}},
              true},
         }};
     t.node = {"node",
               "a node of a custom topology",
               {
-                  {"name", str("unique node name"), true},
+                  {"name", str_schema("unique node name"), true},
                   {"kind", enum_schema(c.node_kinds, "host (runs workers or servers) or switch"), true},
               }};
     t.link = {"link",
               "a full-duplex link of a custom topology",
               {
-                  {"from", str("node name"), true},
-                  {"to", str("node name"), true},
+                  {"from", str_schema("node name"), true},
+                  {"to", str_schema("node name"), true},
                   {"bandwidth", bandwidth_schema("capacity of each direction"), true},
                   {"latency", time_schema("one-way latency"), true},
               }};

@@ -14,11 +14,11 @@ namespace ddlsim::scenario {
 // each enum); compressors, models and devices from their registries. The loader maps names to values through
 // the same tables (sim::enum_value), never by position.
 struct Choices {
-    std::vector<std::string> topologies;      ///< detail::topology_readers()
-    std::vector<std::string> network_models;  ///< scenario::NetworkModel
-    std::vector<std::string> routings;        ///< topo::Routing
-    std::vector<std::string> transports;      ///< topo::TransportKind
-    std::vector<std::string> node_kinds;      ///< topo::NodeKind
+    std::vector<std::string> topologies;               ///< detail::topology_readers()
+    std::vector<std::string> network_models;           ///< scenario::NetworkModel
+    std::vector<std::string> routings;                 ///< topo::Routing
+    std::vector<std::string> transports;               ///< topo::TransportKind
+    std::vector<std::string> node_kinds;               ///< topo::NodeKind
     std::vector<std::string> precisions;               ///< models::Precision
     std::vector<std::string> arch_kinds;               ///< topo::ArchKind
     std::vector<std::string> algorithms;               ///< topo::AllreduceAlgorithm
