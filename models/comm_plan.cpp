@@ -173,11 +173,7 @@ const topo::Collective* CommPlan::collective_for(int kind, double bytes, const s
     } else if (kind == gtopk) {
         c = std::make_unique<topo::PlanCollective>(topo::gtopk_plan(n, sim::Bytes{bytes}, topo::GtopkForm::tree));
     } else {
-        // auto: NCCL runs all-gathers as rings (src/graph/tuning.cc admits no tree for ncclFuncAllGather).
-        const bool ring =
-            arch.algorithm == topo::AllreduceAlgorithm::ring || arch.algorithm == topo::AllreduceAlgorithm::automatic;
-        c = std::make_unique<topo::PlanCollective>(ring ? topo::sparse_allgather_ring_plan(n, sim::Bytes{bytes})
-                                                        : topo::sparse_allgather_doubling_plan(n, sim::Bytes{bytes}));
+        c = std::make_unique<topo::PlanCollective>(topo::sparse_allgather_plan(arch.algorithm, n, sim::Bytes{bytes}));
     }
     return cache_.emplace(key, std::move(c)).first->second.get();
 }

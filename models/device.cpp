@@ -70,7 +70,9 @@ constexpr double kConvOnTensorCores = 0.66;  // DeepBench V100 ResNet convolutio
 constexpr double kConvOnCudaCores = 0.92;
 constexpr int kWinogradTilePascal = 2;  // DeepBench P100 FP32 conv times: m = 2 fits (above)
 constexpr int kWinogradTileVolta = 4;   // DeepBench V100 FP32 conv times: m = 4 fits (above)
+constexpr double kMemoryHbm = 0.89;     // gpu-stream V100 and A100 (above); assumed for P100 and H100
 
+// One built-in device: its datasheet figures and the sustained fractions measured for it (cited above).
 struct Row {
     const char* name;
     const char* description;
@@ -79,6 +81,9 @@ struct Row {
     int sms;
     Precision default_precision;
     double memory_gb;  // datasheet HBM capacity
+    bool tensor_cores;
+    double matmul_cuda_cores, matmul_tensor, matmul_tf32, memory_efficiency;
+    int winograd_tile;  // on CUDA cores
 };
 
 DeviceProfile make(const Row& r) {
@@ -93,7 +98,13 @@ DeviceProfile make(const Row& r) {
                          sim::Bandwidth::bytes_per_s(r.mem_gbps * 1e9),
                          r.sms,
                          r.default_precision,
-                         sim::Bytes{r.memory_gb * 1e9}};
+                         sim::Bytes{r.memory_gb * 1e9},
+                         r.tensor_cores,
+                         r.matmul_cuda_cores,
+                         r.matmul_tensor,
+                         r.matmul_tf32,
+                         r.memory_efficiency,
+                         r.winograd_tile};
 }
 
 }  // namespace
@@ -127,27 +138,28 @@ sim::FlopRate DeviceProfile::peak(Precision p) const {
 }
 
 Efficiency DeviceProfile::efficiency(Precision p) const {
-    // Sources for every number: the comment at the top of this file.
-    const bool tensor =
-        name != "P100" && p != Precision::fp32 && !(p == Precision::tf32 && tf32.per_s() == fp32.per_s());
-    double matmul = kCudaCoreFp32, memory = 0.89;
-    if (name == "P100") matmul = 0.84;
-    if (name == "V100" && tensor) matmul = 0.725;
-    if (name == "A100" && tensor) matmul = p == Precision::tf32 ? 0.86 : 0.859;
-    if (name == "H100" && tensor) matmul = 0.801;
-    if (name == "H200" && tensor) matmul = 0.830;
-    if (name == "H200") memory = 0.66;
-    const int winograd_tile = tensor ? 0 : (name == "P100" ? kWinogradTilePascal : kWinogradTileVolta);
-    return {matmul, memory, matmul * (tensor ? kConvOnTensorCores : kConvOnCudaCores), winograd_tile};
+    // Tensor cores run everything but FP32, and TF32 only where the part has a TF32 rate above FP32's.
+    const bool tensor = tensor_cores && p != Precision::fp32 && !(p == Precision::tf32 && tf32.per_s() == fp32.per_s());
+    const double matmul = !tensor ? matmul_cuda_cores : p == Precision::tf32 ? matmul_tf32 : matmul_tensor;
+    return {matmul, memory_efficiency, matmul * (tensor ? kConvOnTensorCores : kConvOnCudaCores),
+            tensor ? 0 : winograd_tile};
 }
 
 const std::vector<DeviceProfile>& builtin_devices() {
+    // Columns: name, description, FP32 / TF32 / FP16 / BF16 / FP8 TFLOPS, GB/s, SMs, default precision, GB,
+    // tensor cores, matmul fraction on CUDA cores / tensor cores / in TF32, memory fraction, Winograd tile;
+    // the comment at the top of this file cites every figure.
     static const std::vector<DeviceProfile> devices{
-        make({"P100", "NVIDIA Tesla P100 SXM2 16 GB", 10.6, 10.6, 21.2, 0, 0, 732, 56, Precision::fp32, 16}),
-        make({"V100", "NVIDIA Tesla V100 SXM2", 15.7, 15.7, 125.0, 0, 0, 900, 80, Precision::fp32, 16}),
-        make({"A100", "NVIDIA A100 SXM4 80 GB", 19.5, 156.0, 312.0, 312.0, 0, 2039, 108, Precision::tf32, 80}),
-        make({"H100", "NVIDIA H100 SXM5 80 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 3350, 132, Precision::tf32, 80}),
-        make({"H200", "NVIDIA H200 SXM 141 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 4800, 132, Precision::tf32, 141}),
+        make({"P100", "NVIDIA Tesla P100 SXM2 16 GB", 10.6, 10.6, 21.2, 0, 0, 732, 56, Precision::fp32, 16, false, 0.84,
+              0.84, 0.84, kMemoryHbm, kWinogradTilePascal}),
+        make({"V100", "NVIDIA Tesla V100 SXM2", 15.7, 15.7, 125.0, 0, 0, 900, 80, Precision::fp32, 16, true,
+              kCudaCoreFp32, 0.725, 0.725, kMemoryHbm, kWinogradTileVolta}),
+        make({"A100", "NVIDIA A100 SXM4 80 GB", 19.5, 156.0, 312.0, 312.0, 0, 2039, 108, Precision::tf32, 80, true,
+              kCudaCoreFp32, 0.859, 0.86, kMemoryHbm, kWinogradTileVolta}),
+        make({"H100", "NVIDIA H100 SXM5 80 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 3350, 132, Precision::tf32, 80, true,
+              kCudaCoreFp32, 0.801, 0.801, kMemoryHbm, kWinogradTileVolta}),
+        make({"H200", "NVIDIA H200 SXM 141 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 4800, 132, Precision::tf32, 141,
+              true, kCudaCoreFp32, 0.830, 0.830, 0.66, kWinogradTileVolta}),
     };
     return devices;
 }

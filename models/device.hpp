@@ -58,6 +58,15 @@ struct DeviceProfile {
     Precision default_precision = Precision::fp32;  ///< what PyTorch gives by default (device.cpp)
     sim::Bytes memory_capacity;  ///< datasheet HBM: P100 16 GB, V100 16 GB (the 2017 datasheet's SXM2), A100 80 GB,
                                  ///< H100 80 GB, H200 141 GB (the datasheets cited in device.cpp)
+    /// Sustained fractions of peak (device.cpp cites each): matmul on CUDA cores, on tensor cores (FP16, BF16,
+    /// FP8) and in TF32 on tensor cores; streaming memory; the Winograd tile cuDNN's 3 x 3 convolutions use on
+    /// CUDA cores. A part without tensor cores runs every precision on CUDA cores.
+    bool tensor_cores = true;
+    double matmul_cuda_cores = 0.0;
+    double matmul_tensor = 0.0;
+    double matmul_tf32 = 0.0;
+    double memory_efficiency = 0.0;
+    int winograd_tile = 0;
 
     /// The datasheet peak at `p`; 0 when the part has none.
     [[nodiscard]] sim::FlopRate peak(Precision p) const;

@@ -59,4 +59,17 @@ struct SimOptions {
 /// Needs closed_form_applies(job).
 [[nodiscard]] JobResult simulate_closed_form(const topo::Fabric& fabric, const TrainingJob& job);
 
+/// What the up-front limits know of a sharded job before it is placed.
+struct ShardedShape {
+    const Workload* workload = nullptr;
+    ShardingSpec sharding;
+    double workers = 1.0;
+    double gpus_per_node = 1.0;  ///< of the topology (1 where it has no nodes)
+    double accumulation = 1.0;   ///< micro-batches per step
+    double messages = 1.0;       ///< gradient messages per step (stages 1 and 2: the overlap's grouping)
+};
+/// The flow model's events for one step of a sharded job (models/trainer_sharded.cpp's schedule): an estimate
+/// of four events per ring transfer and per worker and collective, one per compute step.
+[[nodiscard]] double sharded_step_events(const ShardedShape& s);
+
 }  // namespace ddlsim::models

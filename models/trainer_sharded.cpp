@@ -414,3 +414,24 @@ std::unique_ptr<JobTrainer> make_sharded_trainer(const TrainerEnv& env) {
 }
 
 }  // namespace ddlsim::models::detail
+
+namespace ddlsim::models {
+
+double sharded_step_events(const ShardedShape& s) {
+    // Stage 1/2: a reduce-scatter and an all-gather per message; stage 3: per unit an all-gather per micro-batch
+    // pass (forward and backward) and one reduce-scatter. Each is a ring of n (g - 1) transfers, across nodes of
+    // m GPUs as m channels (topologies/sharded_collectives.hpp), plus the hybrid replica all-reduce's
+    // 2n (n / g - 1); compute steps run on the event clock.
+    const double n = s.workers;
+    const double m = std::clamp(s.gpus_per_node, 1.0, n);
+    const bool by_node = s.sharding.group == ShardGroup::node;
+    const double g = by_node ? m : n, channels = by_node || m >= n ? 1.0 : m;
+    const bool stage3 = s.sharding.stage >= 3;
+    const double units = stage3 ? static_cast<double>(shard_units(*s.workload, s.sharding.wrap).size()) : s.messages;
+    const double gathers = stage3 ? units * 2.0 * s.accumulation : units, reduces = units;
+    const double ring = channels * n * (g - 1.0), replica = g < n ? 2.0 * n * (n / g - 1.0) : 0.0;
+    const double steps = static_cast<double>(s.workload->layers.size()) * 2.0 * (stage3 ? s.accumulation : 1.0) * n;
+    return (gathers + reduces) * (4.0 * ring + 4.0 * n) + reduces * 4.0 * replica + steps;
+}
+
+}  // namespace ddlsim::models

@@ -212,7 +212,7 @@ struct Key {
     std::function<std::string(const S&)> not_applicable;
     /// Required where this holds (after the keys before it are read); `missing` is the message.
     std::function<bool(const S&)> required_if;
-    std::string missing;
+    std::function<std::string(const S&)> missing;
     /// Called where the key is absent: a default that depends on keys read before it.
     std::function<void(S&)> absent;
     /// Stores the value read at `path` into the struct.
@@ -237,6 +237,12 @@ struct Key {
         return std::move(*this);
     }
     Key&& required_when(std::function<bool(const S&)> pred, std::string message) && {
+        required_if = std::move(pred);
+        missing = [message = std::move(message)](const S&) { return message; };
+        return std::move(*this);
+    }
+    /// Required where `pred` holds, with a message that depends on what was read before.
+    Key&& required_when(std::function<bool(const S&)> pred, std::function<std::string(const S&)> message) && {
         required_if = std::move(pred);
         missing = std::move(message);
         return std::move(*this);
@@ -394,7 +400,7 @@ struct KeyTable {
                 // is the alternative) are reported here, in table order.
                 if (k.required) throw ScenarioError(r.path(k.name), "required key is missing: " + description_of(k));
                 if (k.absent) k.absent(s);
-                if (k.required_if && k.required_if(s)) throw ScenarioError(r.path(k.name), k.missing);
+                if (k.required_if && k.required_if(s)) throw ScenarioError(r.path(k.name), k.missing(s));
                 continue;
             }
             if (k.applies && !k.applies(s)) r.forbid(k.name, k.not_applicable(s));

@@ -3,6 +3,7 @@
 // and the resolved scenario echoes through them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,37 @@ namespace ddlsim::scenario {
 [[nodiscard]] const keys::KeyTable<JobSpec>& job_object_keys();
 /// The scenario's own keys at the root (the per-job keys join them for one job).
 [[nodiscard]] const keys::KeyTable<Scenario>& root_keys();
+
+/// The network block as written, flat: which keys apply depends on the topology (network_keys() says which);
+/// keys_network.cpp builds the topology from it, and the resolved scenario echoes a block made from the
+/// topology.
+struct NetworkBlock {
+    std::string topology;
+    std::optional<std::string> node;  ///< a node preset (topologies/node_type.hpp)
+    std::optional<sim::Bandwidth> bandwidth, intra_bandwidth;
+    std::optional<sim::Time> latency, intra_latency;
+    std::optional<std::uint64_t> hosts, gpus_per_node, num_nodes, nics_per_node, k, hosts_per_leaf, spines, leaves;
+    std::optional<double> oversubscription;
+    std::vector<std::uint64_t> dims;
+    std::optional<topo::CustomSpec> custom;  ///< nodes and links, inline or from the topology file
+    bool custom_inline = false;              ///< nodes or links given in the block
+    std::optional<std::string> file;         ///< or the file that holds them
+    NetworkModel model = NetworkModel::flow;
+    topo::Routing routing = topo::Routing::ecmp;
+    std::vector<std::pair<std::string, sim::Bandwidth>> host_bandwidth;
+    std::optional<topo::TransportSpec> transport;
+    std::optional<topo::TransportSpec> intra_transport;
+    std::optional<std::string> profile;                    ///< the calibration profile's file name as given
+    std::optional<topo::TransportSpec> profile_transport;  ///< its "network"."transport"
+    std::string profile_file;                              ///< the profile's path as read
+};
+[[nodiscard]] const keys::KeyTable<NetworkBlock>& network_keys();
+/// A node and a link of a custom topology, and a topology file ({"nodes", "links"}).
+[[nodiscard]] const keys::KeyTable<topo::CustomNode>& custom_node_keys();
+[[nodiscard]] const keys::KeyTable<topo::CustomLink>& custom_link_keys();
+[[nodiscard]] const keys::KeyTable<topo::CustomSpec>& topology_file_keys();
+/// The resolved network block of a scenario (what the resolved scenario echoes).
+[[nodiscard]] nlohmann::json network_echo(const Scenario& s);
 
 /// The built-in device profiles' names.
 [[nodiscard]] const std::vector<std::string>& device_names();

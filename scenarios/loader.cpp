@@ -17,11 +17,13 @@
 #include "models/compression.hpp"
 #include "models/compute.hpp"
 #include "models/grouping.hpp"
+#include "models/trainer.hpp"
 #include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/sharded_collectives.hpp"
+#include "topologies/sparse_collectives.hpp"
 
 namespace ddlsim::scenario {
 namespace {
@@ -88,30 +90,18 @@ double rounds_per_iteration(const JobSpec& s) {
 // With overlap, backward runs layer by layer on the event clock (one event per layer and worker).
 double job_events(const Scenario& s, const JobSpec& j) {
     if (j.sharding.any()) {
-        // Sharded steps (models/trainer_sharded.cpp): stage 1/2 a reduce-scatter and an all-gather per message,
-        // stage 3 per unit an all-gather per micro-batch pass and one reduce-scatter; each a ring of n (g - 1)
-        // transfers, plus the hybrid replica all-reduce's 2n (R - 1); compute steps on the event clock.
-        // Across nodes of m GPUs the reduce-scatters and all-gathers run as m channels (sharded_collectives.hpp).
-        const double n = j.workers;
-        double m = 1.0;
+        double m = 1.0;  // GPUs per node of the topology
         std::visit(
             [&](const auto& t) {
                 if constexpr (requires { t.gpus_per_node; })
-                    m = std::clamp(static_cast<double>(t.gpus_per_node), 1.0, n);
+                    m = static_cast<double>(t.gpus_per_node);
                 else if constexpr (requires { t.node.gpus; })  // rail_optimized: its node type
-                    m = std::clamp(static_cast<double>(t.node.gpus), 1.0, n);
+                    m = static_cast<double>(t.node.gpus);
             },
             s.topology);
-        const bool by_node = j.sharding.group == models::ShardGroup::node;
-        const double g = by_node ? m : n, channels = by_node || m >= n ? 1.0 : m;
-        const double acc = j.gradient_accumulation;
-        const bool stage3 = j.sharding.stage >= 3;
-        const double units = stage3 ? static_cast<double>(models::shard_units(j.workload, j.sharding.wrap).size())
-                                    : messages_per_iteration(j);
-        const double gathers = stage3 ? units * 2.0 * acc : units, reduces = units;
-        const double ring = channels * n * (g - 1.0), replica = g < n ? 2.0 * n * (n / g - 1.0) : 0.0;
-        const double steps = static_cast<double>(j.workload.layers.size()) * 2.0 * (stage3 ? acc : 1.0) * n;
-        return s.iterations * ((gathers + reduces) * (4.0 * ring + 4.0 * n) + reduces * 4.0 * replica + steps);
+        return s.iterations *
+               models::sharded_step_events({&j.workload, j.sharding, static_cast<double>(j.workers), m,
+                                            static_cast<double>(j.gradient_accumulation), messages_per_iteration(j)});
     }
     bool explicit_dag = false;
     const double layers = j.overlap.any() ? static_cast<double>(j.workload.layers.size()) * j.workers : 0.0;
@@ -167,8 +157,8 @@ std::string events_culprit(const Scenario& s, const std::string& jobs_path, doub
 }
 
 // Peak memory a job's communication plans need (an upper estimate, bytes): the explicit transfer DAGs of one
-// round — the architecture's own, or the all-gather of sparse payloads (Top-k, DGC: n(n-1) transfers on a
-// ring, n log n otherwise; gTop-k n log n) — times the distinct message sizes overlap creates (each keeps its
+// round — the architecture's own, or the all-gather of sparse payloads (Top-k, DGC: topo::sparse_allgather_transfers;
+// gTop-k n log n) — times the distinct message sizes overlap creates (each keeps its
 // plan). Per step: about 40 B measured for an all-reduce DAG, 235 B for a parameter server's (its transfers
 // also hold flows and routes), rounded up to 64 and 256.
 double plan_memory_bytes(const JobSpec& j) {
@@ -182,10 +172,7 @@ double plan_memory_bytes(const JobSpec& j) {
     const auto aggregation = models::compressor_info(j.compression).aggregation;
     if (a.kind == topo::ArchKind::allreduce) {
         if (aggregation == models::Aggregation::allgather)
-            bytes += kDagStep * (a.algorithm == topo::AllreduceAlgorithm::ring ||
-                                         a.algorithm == topo::AllreduceAlgorithm::automatic
-                                     ? n * (n - 1.0)
-                                     : n * log_n);
+            bytes += kDagStep * topo::sparse_allgather_transfers(a.algorithm, j.workers);
         else if (aggregation == models::Aggregation::gtopk)
             bytes += kDagStep * 2.0 * n * log_n;
     }
@@ -517,7 +504,10 @@ json read_json_file(const std::string& file) {
 
 Scenario load_scenario_file(const std::string& file, const std::vector<std::string>& overrides) {
     json j = read_json_file(file);
-    for (const auto& o : overrides) apply_override(j, o);
+    for (const auto& o : overrides) {
+        apply_override(j, o);
+        check_key_path(o.substr(0, o.find('=')), "--set " + o);  // a key the scenario schema declares
+    }
     return load_scenario(j, std::filesystem::path(file).parent_path().string());
 }
 

@@ -55,14 +55,13 @@ struct NetworkSpec {
     std::string transport_source;  ///< set when network.profile is given: where the transport came from
 };
 /// One topology as a scenario's network block spells it: its name and description (the spec's kName and
-/// kDescription), the keys it takes besides the common ones ('*': required), and its reader. load_network.cpp
-/// lists them; the loader, the schema's choices and the resolved scenario (topo::topology_name) follow the list.
+/// kDescription) and its builder from the block read through network_keys() (scenarios/keys_network.cpp, which
+/// lists them; the schema's choices and the resolved scenario, topo::topology_name, follow the list).
 struct TopologyInput;
 struct TopologyReader {
     std::string_view name;
     std::string_view description;
-    std::vector<std::string_view> keys;
-    topo::TopologySpec (*read)(TopologyInput& in);
+    topo::TopologySpec (*build)(const TopologyInput& in);
 };
 [[nodiscard]] const std::vector<TopologyReader>& topology_readers();
 

@@ -202,7 +202,7 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
                                : s.transports.inter        ? "scenario"
                                                            : "auto"},
           {"seed", s.seed},
-          {"compute_model", compute_assumptions(spec)}}},
+          {"compute_model", compute_assumptions(spec).to_json()}}},
     };
     if (j.machine_bytes_per_iteration >= 0.0)
         out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
@@ -248,41 +248,60 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
 
 }  // namespace
 
-nlohmann::json compute_assumptions(const JobSpec& j) {
+ComputeAssumptions compute_assumptions(const JobSpec& j) {
     const models::DeviceSpec& d = j.device;
-    nlohmann::json out = {
-        {"precision", models::precision_name(d.precision)},
-        {"precision_source", models::source_name(d.precision_source)},
-        {"optimizer", models::optimizer_name(j.optimizer)},
-        {"optimizer_source", models::source_name(j.optimizer_source)},
-        {"peak_tflops", d.peak.per_s() / 1e12},
-        {"memory_bandwidth_gbps", d.memory_bandwidth.bytes_per_s() / 1e9},
-        {"matmul_efficiency", d.matmul_efficiency()},
-        {"memory_efficiency", d.memory_efficiency()},
-        {"efficiency_source", d.samples_per_s     ? std::string("samples_per_s")
-                              : d.uses_measured() ? std::string("default")
-                                                  : std::string(models::source_name(d.efficiency_source))},
-    };
-    if (d.tf32_convolutions_only) out["matmul_precision"] = "fp32";
+    ComputeAssumptions out;
+    out.precision = models::precision_name(d.precision);
+    out.fp32_matmuls = d.tf32_convolutions_only;
+    out.precision_source = models::source_name(d.precision_source);
+    out.optimizer = models::optimizer_name(j.optimizer);
+    out.optimizer_source = models::source_name(j.optimizer_source);
+    out.peak_tflops = d.peak.per_s() / 1e12;
+    out.memory_bandwidth_gbps = d.memory_bandwidth.bytes_per_s() / 1e9;
+    out.matmul_efficiency = d.matmul_efficiency();
+    out.memory_efficiency = d.memory_efficiency();
+    out.efficiency_source = d.samples_per_s     ? std::string("samples_per_s")
+                            : d.uses_measured() ? std::string("default")
+                                                : std::string(models::source_name(d.efficiency_source));
     models::ComputeProfile p;
     try {
         p = models::compute_profile(j.workload, d, j.batch_size, j.bytes_per_param, j.optimizer);
     } catch (const std::invalid_argument&) {
         return out;  // run_scenario reports it
     }
-    nlohmann::json kinds = nlohmann::json::object();
+    out.profiled = true;
     double flops = 0.0, seconds = 0.0;
     for (std::size_t k = 0; k < p.kinds.size(); ++k) {
         const models::KindTotals& t = p.kinds[k];
         if (t.seconds <= 0.0) continue;
         const double s = t.seconds * p.scale;
-        kinds[std::string(models::part_kind_name(static_cast<models::PartKind>(k)))] = {
-            {"seconds", s}, {"effective_tflops", t.flops / s / 1e12}};
+        out.kinds.push_back(
+            {std::string(models::part_kind_name(static_cast<models::PartKind>(k))), s, t.flops / s / 1e12});
         flops += t.flops;
         seconds += s;
     }
-    out["kinds"] = kinds;
-    out["effective_tflops"] = seconds > 0.0 ? flops / seconds / 1e12 : 0.0;
+    out.effective_tflops = seconds > 0.0 ? flops / seconds / 1e12 : 0.0;
+    return out;
+}
+
+nlohmann::json ComputeAssumptions::to_json() const {
+    nlohmann::json out = {
+        {"precision", precision},
+        {"precision_source", precision_source},
+        {"optimizer", optimizer},
+        {"optimizer_source", optimizer_source},
+        {"peak_tflops", peak_tflops},
+        {"memory_bandwidth_gbps", memory_bandwidth_gbps},
+        {"matmul_efficiency", matmul_efficiency},
+        {"memory_efficiency", memory_efficiency},
+        {"efficiency_source", efficiency_source},
+    };
+    if (fp32_matmuls) out["matmul_precision"] = "fp32";
+    if (!profiled) return out;
+    nlohmann::json by_kind = nlohmann::json::object();
+    for (const Kind& k : kinds) by_kind[k.name] = {{"seconds", k.seconds}, {"effective_tflops", k.effective_tflops}};
+    out["kinds"] = by_kind;
+    out["effective_tflops"] = effective_tflops;
     return out;
 }
 

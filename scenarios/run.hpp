@@ -57,8 +57,31 @@ struct RunResult {
 [[nodiscard]] std::string describe_compression(const JobSpec& j);
 [[nodiscard]] std::string describe_overlap(const JobSpec& j);
 /// The compute model's assumptions for a job's `device`: precision, optimizer, the fractions used and where each
-/// came from, and the effective TFLOPS per part kind (the result echo's "compute_model").
-[[nodiscard]] nlohmann::json compute_assumptions(const JobSpec& j);
+/// came from, and the effective TFLOPS per part kind. The result's "compute_model" is its to_json(); the text
+/// summary prints the struct itself.
+struct ComputeAssumptions {
+    std::string precision;
+    bool fp32_matmuls = false;  ///< PyTorch's Ampere default: TF32 convolutions, FP32 matmuls
+    std::string precision_source;
+    std::string optimizer;
+    std::string optimizer_source;
+    double peak_tflops = 0.0;
+    double memory_bandwidth_gbps = 0.0;
+    double matmul_efficiency = 0.0;
+    double memory_efficiency = 0.0;
+    std::string efficiency_source;
+    struct Kind {
+        std::string name;
+        double seconds = 0.0;
+        double effective_tflops = 0.0;
+    };
+    bool profiled = false;  ///< false when the compute profile cannot be built (run_scenario reports it)
+    std::vector<Kind> kinds;
+    double effective_tflops = 0.0;
+
+    [[nodiscard]] nlohmann::json to_json() const;
+};
+[[nodiscard]] ComputeAssumptions compute_assumptions(const JobSpec& j);
 
 /// Sequence models (a workload with tokens_per_sample): tokens per second of the cluster and the model-FLOPs
 /// utilisation, tokens/s x model_flops_per_token (6N + 12 L d s, models/workload.hpp) over the sum of the workers'

@@ -91,6 +91,10 @@ struct Scenario {
 
 /// Applies one "a.b.c=VALUE" override (VALUE as JSON if it parses, else as a string).
 void apply_override(nlohmann::json& j, const std::string& assignment);
+/// Checks that the dotted key path of an override (--set, --vary) names a key the scenario schema declares (it is
+/// generated from the key tables); throws ScenarioError at `what` (e.g. "--vary net.bandwidth=...") naming the
+/// unknown key, with a did-you-mean and the keys expected there.
+void check_key_path(const std::string& path, const std::string& what);
 
 /// Reads a JSON file strictly (ScenarioError with path "$" when unreadable or malformed).
 [[nodiscard]] nlohmann::json read_json_file(const std::string& file);

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "models/compression.hpp"
 #include "models/device.hpp"
@@ -14,17 +15,6 @@
 
 namespace ddlsim::scenario {
 namespace {
-
-json integer(std::string description, std::int64_t min) {
-    return {{"type", "integer"}, {"minimum", min}, {"description", std::move(description)}};
-}
-// A key's schema with the value the loader uses when the key is absent (a JSON Schema "default"). Only keys whose
-// default is one constant carry it; those whose default depends on other keys say so in their description.
-// tests/scenarios/test_schema.cpp checks each: writing the default out changes nothing in the resolved scenario.
-json with_default(json schema, json value) {
-    schema["default"] = std::move(value);
-    return schema;
-}
 
 // The compression object: `kind` plus the union of every compressor's parameters, each with its range, unit,
 // the kinds that take it and its default, all from the descriptors (models/compression/<kind>.cpp).
@@ -76,24 +66,6 @@ ObjectSchema compression_schema(const Choices& c) {
     return o;
 }
 
-std::string node_preset_descriptions() {
-    std::string out =
-        "two_tier, rail_optimized: a node preset, fixing gpus_per_node, nics_per_node and "
-        "intra_bandwidth (bandwidth defaults to its NIC rate): ";
-    for (const auto& n : topo::node_presets())
-        out += fmt::format("{}{}: {} x GPU, {}, {:.4g} GB/s per GPU per direction, {} x {:.4g} Gbit/s NICs",
-                           &n == &topo::node_presets().front() ? "" : "; ", n.preset, n.gpus, n.fabric,
-                           n.gpu_bandwidth.bytes_per_s() / 1e9, n.nics, n.nic_bandwidth.bits_per_s() / 1e9);
-    return out;
-}
-
-std::string topology_descriptions() {
-    std::string out;
-    for (const auto& t : detail::topology_readers())
-        out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", t.name, t.description);
-    return out;
-}
-
 Tables build() {
     Tables t;
     Choices& c = t.choices;
@@ -127,111 +99,11 @@ Tables build() {
     }
     t.root.one_of = json::array({{{"required", job_required}}, {{"required", json::array({"jobs"})}}});
     t.job = job_object_keys().schema();
-    t.network = {
-        "network",
-        "the physical network",
-        {
-            {"topology", enum_schema(c.topologies, "fabric shape: " + topology_descriptions()), true},
-            {"bandwidth", bandwidth_schema("host link bandwidth (each NIC for two_tier and rail_optimized, default "
-                                           "there the node preset's NIC rate; every link of a fat_tree; leaf_spine "
-                                           "host links)")},
-            {"latency", time_schema("latency of every link but the intra-node ones of two_tier and rail_optimized")},
-            {"hosts", integer("star, ring: number of hosts (default: workers plus dedicated servers)", 1)},
-            {"node", enum_schema(c.node_presets, node_preset_descriptions())},
-            {"gpus_per_node", integer("two_tier, rail_optimized: GPUs per node (required without node)", 1)},
-            {"num_nodes", integer("two_tier, rail_optimized: number of nodes (default: enough for the workers)", 1)},
-            {"nics_per_node",
-             with_default(integer("two_tier: parallel NIC links from each node to the switch (default 1; ECMP "
-                                  "spreads flows); rail_optimized: 1 (a NIC on the node switch, rail 0) or "
-                                  "gpus_per_node (NIC k beside GPU k, on rail k); fixed by node",
-                                  1),
-                          1)},
-            {"intra_bandwidth", bandwidth_schema("two_tier, rail_optimized: GPU link bandwidth to the node switch "
-                                                 "(required without node, fixed by it)")},
-            {"intra_latency", time_schema("two_tier, rail_optimized: latency of every link inside a node")},
-            {"k", integer("fat_tree: switch radix k (even): k^3/4 hosts", 2)},
-            {"hosts_per_leaf", integer("leaf_spine: hosts on each leaf", 1)},
-            {"spines", integer("leaf_spine, rail_optimized: spine switches (each leaf links to every spine)", 1)},
-            {"leaves", integer("leaf_spine: leaf switches (default: enough for the workers)", 1)},
-            {"oversubscription",
-             {{"type", "number"},
-              {"exclusiveMinimum", 0},
-              {"default", 1.0},
-              {"description",
-               "leaf_spine: host bandwidth / uplink bandwidth of a leaf (default 1): each uplink gets "
-               "hosts_per_leaf x bandwidth / (spines x oversubscription); rail_optimized: the same for a rail "
-               "leaf, whose uplinks get num_nodes x bandwidth / (spines x oversubscription)"}}},
-            {"dims",
-             {{"type", "array"},
-              {"items", {{"type", "integer"}, {"minimum", 1}}},
-              {"minItems", 2},
-              {"maxItems", 2},
-              {"description", "torus2d: [X, Y] hosts"}}},
-            {"nodes",
-             {{"type", "array"}, {"items", ref_schema("node", "a node")}, {"description", "custom: the nodes"}}},
-            {"links",
-             {{"type", "array"},
-              {"items", ref_schema("link", "a link")},
-              {"description", "custom: full-duplex links"}}},
-            {"file", str_schema("custom: a JSON file holding {\"nodes\", \"links\"}, relative to the scenario file")},
-            {"model",
-             with_default(enum_schema(c.network_models,
-                                      "flow: max-min fair sharing (default); analytic: closed-form alpha-beta"),
-                          "flow")},
-            {"host_bandwidth",
-             {{"type", "object"},
-              {"additionalProperties", bandwidth_schema("bandwidth")},
-              {"description",
-               "per-host link speeds: host name -> bandwidth of every link attached to that host (e.g. a "
-               "straggling client on a slow uplink)"}}},
-            {"routing", with_default(enum_schema(c.routings,
-                                                 "choice among equal-cost shortest paths: ecmp (per-connection "
-                                                 "hash of the seed, default) or dmodk (by destination index)"),
-                                     "ecmp")},
-            {"transport",
-             {{"description",
-               "the transport between machines: a preset (ideal, rdma, tcp, nvlink, pcie) or an object; default "
-               "auto: rdma on links of 100 Gbit/s and more, tcp below"},
-              {"oneOf",
-               json::array({enum_schema(c.transports, "preset"), ref_schema("transport", "transport object")})}}},
-            {"profile",
-             str_schema("a calibration profile written by `ddlsim calibrate`, relative to the scenario: its "
-                        "\"network\".\"transport\" (measured goodput, per-message and per-collective overheads) is "
-                        "the transport between machines unless \"transport\" is given, which wins (the result's "
-                        "transport_source says which)")},
-            {"intra_transport",
-             {{"description",
-               "two_tier, rail_optimized: the transport inside a machine (GPU links to the node switch, NVLink "
-               "and PCIe links of a node preset); default auto: a preset's links by their medium, others nvlink "
-               "above 64 GB/s, pcie otherwise"},
-              {"oneOf",
-               json::array({enum_schema(c.transports, "preset"), ref_schema("transport", "transport object")})}}},
-        }};
+    t.network = network_keys().schema();
     t.transport = transport_keys().schema();
-    t.topology_file = {
-        "topology_file",
-        "a custom topology kept in its own file",
-        {
-            {"description", str_schema("free text (not interpreted)")},
-            {"nodes", {{"type", "array"}, {"items", ref_schema("node", "a node")}, {"description", "the nodes"}}, true},
-            {"links",
-             {{"type", "array"}, {"items", ref_schema("link", "a link")}, {"description", "full-duplex links"}},
-             true},
-        }};
-    t.node = {"node",
-              "a node of a custom topology",
-              {
-                  {"name", str_schema("unique node name"), true},
-                  {"kind", enum_schema(c.node_kinds, "host (runs workers or servers) or switch"), true},
-              }};
-    t.link = {"link",
-              "a full-duplex link of a custom topology",
-              {
-                  {"from", str_schema("node name"), true},
-                  {"to", str_schema("node name"), true},
-                  {"bandwidth", bandwidth_schema("capacity of each direction"), true},
-                  {"latency", time_schema("one-way latency"), true},
-              }};
+    t.topology_file = topology_file_keys().schema();
+    t.node = custom_node_keys().schema();
+    t.link = custom_link_keys().schema();
     t.model = model_keys().schema();
     t.transformer = transformer_keys().schema();
     t.layer = layer_keys().schema();
@@ -263,6 +135,59 @@ json scenario_schema() {
           &t.device, &t.architecture, &t.sync, &t.compression, &t.overlap, &t.sharding, &t.stragglers, &t.convergence})
         out["$defs"][s->id] = s->to_json();
     return out;
+}
+
+namespace {
+
+// The alternatives a value's schema allows, with $refs resolved (a oneOf of a name and an object gives both).
+std::vector<const json*> alternatives(const json& schema, const json& defs) {
+    std::vector<const json*> out;
+    auto add = [&](const json& s) {
+        if (s.contains("$ref")) {
+            const std::string ref = s.at("$ref");
+            out.push_back(&defs.at(ref.substr(ref.rfind('/') + 1)));
+        } else {
+            out.push_back(&s);
+        }
+    };
+    add(schema);  // the object itself (the root's oneOf only states which keys are required)
+    if (schema.contains("oneOf"))
+        for (const json& alt : schema.at("oneOf")) add(alt);
+    return out;
+}
+
+}  // namespace
+
+void check_key_path(const std::string& path, const std::string& what) {
+    static const json schema = scenario_schema();
+    const json& defs = schema.at("$defs");
+    const json* node = &schema;
+    std::string where = "$";
+    std::stringstream ss(path);
+    for (std::string part; std::getline(ss, part, '.');) {
+        const json* next = nullptr;
+        std::vector<std::string> names;
+        for (const json* alt : alternatives(*node, defs)) {
+            if (alt->contains("properties")) {
+                if (alt->at("properties").contains(part)) next = &alt->at("properties").at(part);
+                for (const auto& item : alt->at("properties").items()) names.push_back(item.key());
+            } else if (alt->contains("additionalProperties") && alt->at("additionalProperties").is_object()) {
+                next = &alt->at("additionalProperties");  // a map: any key (host_bandwidth)
+            } else if (alt->contains("items") && !part.empty() &&
+                       std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+                next = &alt->at("items");
+            }
+            if (next) break;
+        }
+        if (!next) {
+            if (names.empty())
+                throw ScenarioError(what, fmt::format("{} takes no key \"{}\" (it is not an object)", where, part));
+            throw ScenarioError(what, fmt::format("unknown key \"{}\" in {}{}; expected one of: {}", part, where,
+                                                  did_you_mean(part, names), fmt::join(names, ", ")));
+        }
+        node = next;
+        where += "." + part;
+    }
 }
 
 }  // namespace ddlsim::scenario

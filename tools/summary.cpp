@@ -86,18 +86,14 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
             : std::string(),
         spec.device.name);
     {
-        const auto c = scenario::compute_assumptions(spec);
-        const std::string precision = c.contains("matmul_precision") ? fmt::format("{} convolutions, fp32 matmuls",
-                                                                                   c.at("precision").get<std::string>())
-                                                                     : c.at("precision").get<std::string>();
+        const scenario::ComputeAssumptions c = scenario::compute_assumptions(spec);
+        const std::string precision =
+            c.fp32_matmuls ? fmt::format("{} convolutions, fp32 matmuls", c.precision) : c.precision;
         out += fmt::format(
             "  compute       {} ({}), optimizer {} ({}); matmul {:.3g} of {:.4g} TFLOPS, memory {:.2g} "
             "of {:.4g} GB/s ({}); effective {:.3g} TFLOPS\n",
-            precision, c.at("precision_source").get<std::string>(), c.at("optimizer").get<std::string>(),
-            c.at("optimizer_source").get<std::string>(), c.at("matmul_efficiency").get<double>(),
-            c.at("peak_tflops").get<double>(), c.at("memory_efficiency").get<double>(),
-            c.at("memory_bandwidth_gbps").get<double>(), c.at("efficiency_source").get<std::string>(),
-            c.value("effective_tflops", 0.0));
+            precision, c.precision_source, c.optimizer, c.optimizer_source, c.matmul_efficiency, c.peak_tflops,
+            c.memory_efficiency, c.memory_bandwidth_gbps, c.efficiency_source, c.effective_tflops);
     }
     out += fmt::format("  scheme        {}, sync {}\n", scenario::describe_architecture(spec),
                        scenario::describe_sync(spec));

@@ -342,6 +342,8 @@ Plan make_plan(const SweepOptions& opts) {
         } catch (const scenario::ScenarioError& e) {
             throw scenario::ScenarioError("--vary " + opts.vary[k], fmt::format("{}: {}", e.path(), e.what()));
         }
+        // A key the scenario schema (the key tables) does not declare is wrong for every point too.
+        scenario::check_key_path(plan.specs[k].path, "--vary " + opts.vary[k]);
     }
     plan.multi_job = plan.base.is_object() && plan.base.contains("jobs") && plan.base["jobs"].is_array();
     plan.rows_per_point = plan.multi_job ? std::max<std::size_t>(1, plan.base["jobs"].size()) : 1;

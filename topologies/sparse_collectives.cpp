@@ -3,6 +3,7 @@
 #include "topologies/sparse_collectives.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -182,6 +183,22 @@ sim::Plan powersgd_plan(std::uint32_t n, sim::Bytes p_bytes, sim::Bytes q_bytes,
         for (std::uint32_t i = 0; i < n; ++i) ready[i] = plan.add_work(i, local, {ready[i]});
     (void)append_ring_allreduce(plan, n, q_bytes, ready);
     return plan;
+}
+
+namespace {
+bool ring_allgather(AllreduceAlgorithm a) {
+    return a == AllreduceAlgorithm::ring || a == AllreduceAlgorithm::automatic;
+}
+}  // namespace
+
+sim::Plan sparse_allgather_plan(AllreduceAlgorithm a, std::uint32_t n, sim::Bytes payload) {
+    return ring_allgather(a) ? sparse_allgather_ring_plan(n, payload) : sparse_allgather_doubling_plan(n, payload);
+}
+
+double sparse_allgather_transfers(AllreduceAlgorithm a, std::uint32_t n) {
+    const double workers = n;
+    return ring_allgather(a) ? workers * (workers - 1.0)
+                             : workers * std::max(1.0, std::ceil(std::log2(std::max(workers, 2.0))));
 }
 
 }  // namespace ddlsim::topo

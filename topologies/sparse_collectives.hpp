@@ -44,6 +44,7 @@
 
 #include "sim/transfer_dag.hpp"
 #include "sim/units.hpp"
+#include "topologies/collectives.hpp"
 
 namespace ddlsim::topo {
 
@@ -64,6 +65,13 @@ struct MatrixShape {
 [[nodiscard]] sim::Plan sparse_allgather_ring_plan(std::uint32_t n, sim::Bytes payload);
 /// Recursive-doubling all-gather (Bruck's for n not a power of two): ⌈log2 n⌉ steps of growing size.
 [[nodiscard]] sim::Plan sparse_allgather_doubling_plan(std::uint32_t n, sim::Bytes payload);
+/// The all-gather of sparse payloads (Top-k, DGC) under all-reduce algorithm `a`: a ring under ring and auto (NCCL
+/// runs all-gathers as rings: src/graph/tuning.cc admits no tree for ncclFuncAllGather), recursive doubling under
+/// the others.
+[[nodiscard]] sim::Plan sparse_allgather_plan(AllreduceAlgorithm a, std::uint32_t n, sim::Bytes payload);
+/// The transfers of that all-gather (what the up-front plan-memory limit counts): n(n-1) on a ring, n⌈log2 n⌉
+/// by doubling.
+[[nodiscard]] double sparse_allgather_transfers(AllreduceAlgorithm a, std::uint32_t n);
 /// gTop-k sparse all-reduce of k-sparse `payload`s; `merge` is the local merge + top-k time after each receive.
 [[nodiscard]] sim::Plan gtopk_plan(std::uint32_t n, sim::Bytes payload, GtopkForm form = GtopkForm::butterfly,
                                    sim::Time merge = sim::Time::zero());

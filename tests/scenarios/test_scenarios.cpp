@@ -22,7 +22,13 @@ json result_of(const std::string& file) {
     return r;
 }
 
-// Structured comparison: same keys, equal strings, numbers within a relative tolerance.
+// What a golden result leaves out (tools/update-golden.sh): wall times, and the per-worker arrays, which the
+// invariants below check instead.
+bool curated_out(const std::string& key) {
+    return key == "wall_time_s" || key == "per_worker";
+}
+
+// Structured comparison: same keys, arrays element by element, equal strings, numbers within a relative tolerance.
 void compare(const json& got, const json& want, const std::string& path) {
     CAPTURE(path);
     if (want.is_number()) {
@@ -33,13 +39,18 @@ void compare(const json& got, const json& want, const std::string& path) {
         for (const auto& item : want.items()) {
             const std::string k = item.key();  // not a structured binding: clang 14 cannot capture those
             const json& v = item.value();
-            if (k == "wall_time_s") continue;
+            if (curated_out(k)) continue;
             CAPTURE(k);
             REQUIRE(got.contains(k));
             compare(got.at(k), v, path + "." + k);
         }
         for (const auto& item : got.items())
-            CHECK_MESSAGE(want.contains(item.key()), "new key " << path << "." << item.key());
+            CHECK_MESSAGE((want.contains(item.key()) || curated_out(item.key())),
+                          "new key " << path << "." << item.key());
+    } else if (want.is_array()) {
+        REQUIRE(got.is_array());
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < want.size(); ++i) compare(got[i], want[i], path + "[" + std::to_string(i) + "]");
     } else {
         CHECK(got == want);
     }
@@ -116,6 +127,22 @@ TEST_CASE("examples: results are physically sane") {
                 CHECK(it <= (compute + comm + codec) * (1 + 1e-9));
                 CHECK(it == doctest::Approx(compute + exposed).epsilon(0.05));
             }
+        }
+        // The per-worker arrays (left out of the goldens) agree with the per-job summary the goldens keep.
+        for (const json& job : jobs) {
+            if (!job.contains("per_worker")) continue;  // listed for small clusters only
+            const json& pw = job["per_worker"];
+            const json& sum = job["workers"];
+            CHECK(pw.size() == job["scenario"]["workers"].get<std::size_t>());
+            std::uint64_t updates = 0;
+            for (const json& w : pw) {
+                CHECK(w["idle_s"].get<double>() >= sum["idle_s_min"].get<double>());
+                CHECK(w["idle_s"].get<double>() <= sum["idle_s_max"].get<double>());
+                CHECK(w["iterations"].get<std::uint64_t>() >= sum["iterations_min"].get<std::uint64_t>());
+                CHECK(w["iterations"].get<std::uint64_t>() <= sum["iterations_max"].get<std::uint64_t>());
+                updates += w["updates_applied"].get<std::uint64_t>();
+            }
+            CHECK(updates == sum["updates_applied"].get<std::uint64_t>());
         }
         CHECK(r["events"].get<std::uint64_t>() > 0);
         if (r.contains("links"))

@@ -126,7 +126,7 @@ TEST_CASE("topology table: one reader per topology spec, named by the spec, offe
     for (const auto& r : readers) {
         CHECK(names.insert(r.name).second);
         CHECK_FALSE(r.description.empty());
-        CHECK(static_cast<bool>(r.read));
+        CHECK(static_cast<bool>(r.build));
     }
     // Every alternative of the variant has exactly one reader under its kName.
     auto has = [&](std::string_view n) { return names.contains(n); };

@@ -105,6 +105,10 @@ TEST_CASE("cli: a bad --set is bad input") {
                      "error: " + file + ": $.network.bandwidth: ", {"\"10Gbps\"", "\"10 gigs\""});
     expect_bad_input(testing::run_ddlsim({"check", file, "--set", "workers=0"}),
                      "error: " + file + ": $.workers: ", {"integer"});
+    // A path the scenario schema (generated from the key tables) does not declare, with a did-you-mean.
+    expect_bad_input(testing::run_ddlsim({"check", file, "--set", "network.bandwdth=1Gbps"}),
+                     "error: " + file + ": --set network.bandwdth=1Gbps: ",
+                     {"unknown key \"bandwdth\" in $.network", "did you mean \"bandwidth\""});
 }
 
 TEST_CASE("cli: usage errors exit 2 with one error line") {

@@ -259,6 +259,10 @@ TEST_CASE("sweep: bad input exits 2 with one line and writes nothing") {
         {scen, {"workers=4..2"}, out, "error: " + scen + ": --vary workers=4..2: "},
         {scen, {"workers=2", "workers=4"}, out, "already varied"},
         {scen, {"workers.x=2"}, out, "--vary workers.x=2: $.workers"},
+        // A key the scenario schema does not declare fails before any point runs (the tables' names).
+        {scen, {"net.bandwidth=1Gbps,10Gbps"}, out, "unknown key \"net\" in $ (did you mean \"network\"?)"},
+        {scen, {"network.bandwdth=1Gbps"}, out, "unknown key \"bandwdth\" in $.network (did you mean \"bandwidth\"?)"},
+        {scen, {"sync.kind.x=1"}, out, "$.sync.kind takes no key \"x\""},
         {scen, {}, out, "--vary"},
         {dir / "missing.json", {"workers=2"}, out, "missing.json: $: "},
         {scen, {"workers=2"}, dir / "no/such/r.csv", "does not exist"},
