@@ -88,7 +88,9 @@ std::vector<keys::Key<J>> job_key_list() {
                         {{"type", "array"},
                          {"items", {{"type", "string"}}},
                          {"description", "the host each worker runs on (default: the next unused hosts in order)"}},
-                        nullptr, [](const J& s) { return json(s.placement); }),
+                        nullptr,
+                        // Unplaced (a job built in code, not loaded): left to the default, which places it.
+                        [](const J& s) { return s.placement.empty() ? json(nullptr) : json(s.placement); }),
         block(
             "architecture", "how gradients are aggregated (default: ring all-reduce)",
             [](J& s, const json& j, const std::string& path) {

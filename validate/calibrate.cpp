@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "scenarios/key_tables.hpp"
 #include "sim/unit_parse.hpp"
 #include "validate/collectives.hpp"
 #include "validate/nn_backends.hpp"
@@ -422,13 +423,16 @@ json Calibration::profile_json() const {
             {"codecs", codecs_json}};
 }
 
+topo::TransportSpec TransportFit::spec() const {
+    topo::TransportSpec t = topo::transport_preset(topo::TransportKind::tcp);
+    t.efficiency = std::clamp(efficiency, 1e-6, 1.0);
+    t.message_overhead = sim::Time::seconds(std::round(message_overhead_s * 1e9) / 1e9);
+    t.collective_overhead = sim::Time::seconds(std::round(collective_overhead_s * 1e9) / 1e9);
+    return t;
+}
+
 json TransportFit::json() const {
-    // Only measured keys; stream_rate and streams keep the tcp preset's cited values (topologies/transport.cpp).
-    return {
-        {"kind", "tcp"},
-        {"efficiency", std::clamp(efficiency, 1e-6, 1.0)},
-        {"message_overhead", sim::format_time(sim::Time::seconds(std::round(message_overhead_s * 1e9) / 1e9))},
-        {"collective_overhead", sim::format_time(sim::Time::seconds(std::round(collective_overhead_s * 1e9) / 1e9))}};
+    return scenario::transport_keys().echo(spec());
 }
 
 json Calibration::details_json() const {

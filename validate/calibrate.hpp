@@ -28,6 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topologies/transport.hpp"
 #include "validate/codec.hpp"
 #include "validate/dataset.hpp"
 #include "validate/netns.hpp"
@@ -72,7 +73,11 @@ struct TransportFit {
     double p2p_s = 0.0;                  ///< one-way time of a tiny message (alpha)
     std::uint32_t ranks = 2;
     std::uint32_t repeats = 0;
-    /// The profile's "network"."transport" object (what `network.profile` reads).
+    /// The tcp preset with the measured efficiency and overheads (stream_rate and streams keep the preset's cited
+    /// values, topologies/transport.cpp).
+    [[nodiscard]] topo::TransportSpec spec() const;
+    /// The profile's "network"."transport" object (what `network.profile` reads): spec() as the key table
+    /// writes it.
     [[nodiscard]] nlohmann::json json() const;
 };
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "models/compression.hpp"
-#include "scenarios/json_reader.hpp"
+#include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/unit_parse.hpp"
@@ -16,18 +16,19 @@ namespace {
 
 using nlohmann::json;
 
-json layers_json(const Calibration& cal, double slowdown, double param_scale, double extra_update_s) {
-    json layers = json::array();
-    for (std::size_t i = 0; i < cal.layers.size(); ++i) {
-        const auto& l = cal.layers[i];
-        layers.push_back(
-            {{"name", l.name},
-             {"params", static_cast<std::uint64_t>(std::llround(static_cast<double>(l.params) * param_scale))},
-             {"fwd_time", l.fwd_time * slowdown},
-             {"bwd_time", l.bwd_time * slowdown},
-             {"update_time", l.update_time * slowdown + (i == 0 ? extra_update_s : 0.0)}});
+// The calibrated layers as a custom model's layers, each time x `slowdown` (several workers share the machine).
+std::vector<models::Layer> layers_of(const Calibration& cal, double slowdown) {
+    std::vector<models::Layer> out;
+    for (const auto& l : cal.layers) {
+        models::Layer layer;
+        layer.name = l.name;
+        layer.tensors = {{l.name, static_cast<std::int64_t>(l.params)}};
+        layer.fwd_time = sim::Time::seconds(l.fwd_time * slowdown);
+        layer.bwd_time = sim::Time::seconds(l.bwd_time * slowdown);
+        layer.update_time = sim::Time::seconds(l.update_time * slowdown);
+        out.push_back(std::move(layer));
     }
-    return layers;
+    return out;
 }
 
 // The simulator derives codec time from memory traffic and arithmetic at the device's rates; its
@@ -68,48 +69,45 @@ double codec_cost_scale(const RunConfig& c, const Calibration& cal) {
 }  // namespace
 
 json scenario_for(const RunConfig& c, const Calibration& cal) {
-    const double slowdown = cal.slowdown(c.workers);
+    // The scenario as typed blocks, written out by the loader's key tables (scenario::resolved_scenario): every
+    // key is spelt once, in its table, and the file reruns to the same result.
+    scenario::JobSpec job;
+    job.workers = c.workers;
+    job.batch_size = c.batch;
+    job.model_name = "custom";
+    job.workload.layers = layers_of(cal, cal.slowdown(c.workers));
+    job.device.name = "custom";
+    job.device.peak = sim::FlopRate::per_s(cal.peak_flops);
+    job.device.efficiency = 1.0;
+    job.device.memory_bandwidth = sim::Bandwidth::bytes_per_s(cal.memory_bandwidth);
+    job.architecture.kind = c.architecture;  // allreduce: ring; ps: one dedicated server; gossip: a ring
+    job.sync.kind = c.sync;
+    job.sync.period = c.period;
+    if (c.codec.kind != CodecKind::none) {
+        job.compression.kind = codec_name(c.codec.kind);
+        job.compression.bits = c.codec.bits;
+        job.compression.density = c.codec.density;
+        job.compression.error_feedback = c.codec.error_feedback;
+        job.compression.cost_scale = codec_cost_scale(c, cal);
+    }
+    scenario::Scenario s;
+    s.iterations = c.sync == models::SyncKind::local_sgd ? 2 * c.period : 6;
+    // With the transport measured, the links are what was configured (the shaped line rate, no added latency)
+    // and the measured transport turns them into goodput and per-message / per-collective costs; otherwise
+    // (loopback) the fitted alpha-beta links under the nominal ("ideal") transport.
     double bandwidth = cal.network.bandwidth_Bps;
     if (cal.network.rate_bps > 0 && c.rate_bps > 0) bandwidth = cal.network.goodput_fraction * c.rate_bps / 8.0;
-    // With the transport measured, the links are what was configured (the shaped line rate, no added
-    // latency) and the measured transport turns them into goodput and per-message / per-collective costs;
-    // otherwise (loopback) the fitted alpha-beta links under the nominal ("ideal") transport.
-    json network{{"topology", "star"},
-                 {"bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(bandwidth))},
-                 {"latency", cal.network.latency_s / 2.0},
-                 {"transport", "ideal"}};
+    topo::StarSpec star{c.workers + (c.architecture == topo::ArchKind::ps ? 1U : 0U),
+                        sim::Bandwidth::bytes_per_s(bandwidth), sim::Time::seconds(cal.network.latency_s / 2.0)};
+    s.transports.inter = topo::transport_preset(topo::TransportKind::ideal);
     if (cal.transport.measured && c.rate_bps > 0) {
-        network["bandwidth"] = sim::format_bandwidth(sim::Bandwidth::bits_per_s(c.rate_bps));
-        network["latency"] = sim::format_time(sim::Time::seconds(cal.transport.link_latency_s));
-        network["transport"] = cal.transport.json();
+        star.bandwidth = sim::Bandwidth::bits_per_s(c.rate_bps);
+        star.latency = sim::Time::seconds(cal.transport.link_latency_s);
+        s.transports.inter = cal.transport.spec();
     }
-    json arch;
-    switch (c.architecture) {
-        case topo::ArchKind::allreduce: arch = {{"kind", "allreduce"}, {"algorithm", "ring"}}; break;
-        case topo::ArchKind::ps: arch = {{"kind", "ps"}, {"servers", 1}, {"placement", "dedicated"}}; break;
-        case topo::ArchKind::gossip: arch = {{"kind", "gossip"}, {"graph", "ring"}}; break;
-    }
-    json j{{"description", fmt::format("ddlsim validate: {}", c.name)},
-           {"workers", c.workers},
-           {"batch_size", c.batch},
-           {"iterations", c.sync == models::SyncKind::local_sgd ? 2 * c.period : 6},
-           {"model", {{"layers", layers_json(cal, slowdown, 1.0, 0.0)}}},
-           {"device",
-            {{"peak_flops", cal.peak_flops},
-             {"efficiency", 1.0},
-             {"memory_bandwidth", sim::format_bandwidth(sim::Bandwidth::bytes_per_s(cal.memory_bandwidth))}}},
-           {"network", network},
-           {"architecture", arch}};
-    if (c.sync == models::SyncKind::local_sgd) j["sync"] = {{"kind", "local_sgd"}, {"period", c.period}};
-    if (c.codec.kind != CodecKind::none) {
-        json comp{{"kind", codec_name(c.codec.kind)}};
-        if (c.codec.kind == CodecKind::qsgd) comp["bits"] = c.codec.bits;
-        if (c.codec.kind == CodecKind::topk) comp["density"] = c.codec.density;
-        if (c.codec.error_feedback) comp["error_feedback"] = true;
-        comp["cost_scale"] = codec_cost_scale(c, cal);
-        j["compression"] = comp;
-    }
-    return j;
+    s.topology = star;
+    s.jobs.push_back(std::move(job));
+    return scenario::resolved_scenario(s);
 }
 
 Prediction predict(const RunConfig& c, const Calibration& cal) {
