@@ -57,6 +57,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 
@@ -126,26 +127,46 @@ Optimizer default_optimizer(ModelFamily family) {
 }
 
 // Per parameter, with FP32 weights and optimizer state (4 bytes each) and g-byte gradients, following the update
-// rules in the PyTorch torch.optim documentation:
-//   sgd       read w, g; write w                                        8 + g
-//   momentum  + read and write the momentum buffer                      16 + g
-//   adam(w)   read w, g, m, v; write w, m, v                            24 + g
+// rules in the PyTorch torch.optim documentation: the bytes one update streams besides the gradient (read + write)
+// and the state tensors it keeps.
+//   sgd       read w, g; write w                                        8 + g     no state
+//   momentum  + read and write the momentum buffer                      16 + g    1 (the momentum buffer)
+//   adam(w)   read w, g, m, v; write w, m, v                            24 + g    2 (m, v)
 //   lamb      Adam's moments (read g, m, v; write m, v), write the update u, the norms ||w|| and ||u|| (read w, u),
-//             then apply (read w, u; write w) (You et al. 2019, arXiv:1904.00962, Algorithm 2)   40 + g
+//             then apply (read w, u; write w) (You et al. 2019, arXiv:1904.00962, Algorithm 2)   40 + g    2 (m, v)
+namespace {
+
+struct OptimizerCost {
+    Optimizer optimizer;
+    double streamed_bytes;  // besides the gradient
+    double state_tensors;
+};
+constexpr OptimizerCost kOptimizerCosts[]{{Optimizer::sgd, 8.0, 0.0},
+                                          {Optimizer::momentum, 16.0, 1.0},
+                                          {Optimizer::adam, 24.0, 2.0},
+                                          {Optimizer::adamw, 24.0, 2.0},
+                                          {Optimizer::lamb, 40.0, 2.0}};
+static_assert(std::size(kOptimizerCosts) == std::size(k_optimizers), "one cost entry per optimizer");
+
+const OptimizerCost& cost_of(Optimizer o) {
+    for (const OptimizerCost& c : kOptimizerCosts)
+        if (c.optimizer == o) return c;
+    throw std::logic_error("optimizer without a cost entry");
+}
+
+}  // namespace
+
 // AMP (fp16, bf16, fp8) adds the half-precision weight copy autocast makes each step (read 4, write 2); fp16
 // adds GradScaler's unscale and inf check (read and write g).
 double optimizer_bytes_per_param(Optimizer o, Precision p, double g) {
-    double bytes = 0.0;
-    switch (o) {
-        case Optimizer::sgd: bytes = 8.0 + g; break;
-        case Optimizer::momentum: bytes = 16.0 + g; break;
-        case Optimizer::adam:
-        case Optimizer::adamw: bytes = 24.0 + g; break;
-        case Optimizer::lamb: bytes = 40.0 + g; break;
-    }
+    double bytes = cost_of(o).streamed_bytes + g;
     if (p == Precision::fp16 || p == Precision::bf16 || p == Precision::fp8) bytes += 6.0;
     if (p == Precision::fp16) bytes += 2.0 * g;
     return bytes;
+}
+
+double optimizer_state_tensors(Optimizer o) {
+    return cost_of(o).state_tensors;
 }
 
 double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t batch, bool backward) {

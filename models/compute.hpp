@@ -34,6 +34,8 @@ constexpr std::span<const sim::EnumEntry<Optimizer>> enum_entries(Optimizer) {
 [[nodiscard]] Optimizer default_optimizer(ModelFamily family);
 /// Bytes read + written per parameter by one update, with `gradient_bytes` per gradient element.
 [[nodiscard]] double optimizer_bytes_per_param(Optimizer o, Precision p, double gradient_bytes);
+/// FP32 state tensors the optimizer keeps per parameter (momentum 1, Adam's moments 2; the memory estimate).
+[[nodiscard]] double optimizer_state_tensors(Optimizer o);
 
 struct LayerTimes {
     sim::Time fwd;

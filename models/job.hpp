@@ -38,7 +38,7 @@ struct SyncSchemeInfo {
     std::vector<topo::ArchKind> architectures;  ///< where it applies (checked once, at load)
     bool byteps = false;                        ///< runs on BytePS (synchronous: BytePS sums one iteration at a time)
     /// Each worker exchanges its whole payload with the servers once per iteration, without overlap (SSP, ASP,
-    /// FedAvg: models/trainer_async.cpp); otherwise the gradient follows the overlap's messages.
+    /// FedAvg: models/trainer_ssp.cpp, trainer_fedavg.cpp); otherwise the gradient follows the overlap's messages.
     bool whole_payload = false;
     /// Keys of the sync block besides "kind" that it takes; '*' marks a required one.
     std::vector<std::string_view> keys;

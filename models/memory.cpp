@@ -20,14 +20,7 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     const bool grads_sharded = sh.stage >= 2 && job.gradient_accumulation == 1;
     m.weights = amp ? params * (2.0 * weights_share + 4.0 * master_share) : params * 4.0 * weights_share;
     m.gradients = params * job.bytes_per_param * (grads_sharded ? 1.0 / g : 1.0);
-    switch (optimizer) {
-        case Optimizer::sgd: m.optimizer = 0.0; break;
-        case Optimizer::momentum: m.optimizer = 4.0 * params; break;
-        case Optimizer::adam:
-        case Optimizer::adamw:
-        case Optimizer::lamb: m.optimizer = 8.0 * params; break;
-    }
-    m.optimizer *= master_share;
+    m.optimizer = 4.0 * optimizer_state_tensors(optimizer) * params * master_share;  // FP32 state tensors
     double kept = 0.0;  // activation elements kept per sample
     const auto& layers = job.workload.layers;
     auto layer_kept = [](const Layer& l) {

@@ -1,6 +1,6 @@
 // The synchronisation schemes' properties (models/job.hpp, SyncSchemeInfo); their names and descriptions are
-// k_sync_kinds beside the enum. The trainers: models/trainer_sync.cpp (BSP, Local SGD) and trainer_async.cpp (SSP,
-// ASP, AD-PSGD, FedAvg).
+// k_sync_kinds beside the enum. The trainers: models/trainer_sync.cpp (BSP, Local SGD), trainer_sharded.cpp (ZeRO,
+// FSDP), trainer_ssp.cpp (SSP, ASP), trainer_gossip.cpp (AD-PSGD) and trainer_fedavg.cpp (FedAvg).
 #include <stdexcept>
 
 #include "models/job.hpp"

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "models/stragglers.hpp"
 #include "models/trainer_detail.hpp"
 #include "sim/rng.hpp"
 
@@ -227,6 +228,26 @@ JobResult::Breakdown clock_breakdown(const std::vector<WorkerClock>& clocks, std
     b.codec = std::min(codec_s, std::max(0.0, iteration - b.compute - b.waiting));
     b.exposed_communication = std::max(0.0, iteration - b.compute - b.waiting - b.codec);
     return b;
+}
+
+// Forward + backward of one step of worker w (slowdowns applied), as timeline spans from `t`;
+// returns the end time and adds the compute to the worker's busy time.
+sim::Time compute_step(const TrainerEnv& env, WorkerClock& clock, std::uint32_t w, std::uint64_t step, sim::Time t,
+                       bool with_update) {
+    const TrainingJob& job = env.job;
+    const ComputeProfile& cp = job.compute_of(w);
+    const StepSlowdown slow = straggler(job.stragglers, job.seed, w, step);
+    const sim::Time start = t;
+    t += slow.delay;
+    const sim::Time f = scaled(cp.fwd, slow.factor);
+    const sim::Time b = scaled(cp.bwd, slow.factor);
+    const sim::Time u = with_update ? scaled(cp.update, slow.factor) : sim::Time::zero();
+    env.timeline.span(Timeline::compute(w), "forward", "forward", t, t + f);
+    env.timeline.span(Timeline::compute(w), "backward", "backward", t + f, t + f + b);
+    env.timeline.span(Timeline::compute(w), "update", "update", t + f + b, t + f + b + u);
+    t += f + b + u;
+    clock.busy += t - start;
+    return t;
 }
 
 }  // namespace detail

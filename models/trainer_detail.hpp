@@ -134,6 +134,12 @@ protected:
     std::shared_ptr<Schedule> schedule_;  ///< with TrainingJob::record_schedule, else null
 };
 
+/// Forward + backward (+ the update when `with_update`) of step `step` of worker w, slowdowns applied, as timeline
+/// spans from `t`; returns the end time and adds the compute to the worker's busy time (the asynchronous
+/// trainers: SSP/ASP, AD-PSGD, FedAvg).
+sim::Time compute_step(const TrainerEnv& env, WorkerClock& clock, std::uint32_t w, std::uint64_t step, sim::Time t,
+                       bool with_update);
+
 /// Fills makespan, iteration time, throughput, efficiency, per-worker stats and the
 /// communication figures from the clocks; `samples_per_iteration` is the cluster's.
 void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, std::uint32_t iterations,

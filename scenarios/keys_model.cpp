@@ -49,10 +49,25 @@ models::Workload builtin_or_throw(const json& j, const std::string& path) {
     return *w;
 }
 
+// model.dtype: a gradient element type and its size in bytes (IEEE 754 binary32 and binary16; bfloat16 keeps
+// binary32's 8 exponent bits in 16 bits).
+struct Dtype {
+    std::string name;
+    double bytes;
+};
+const std::vector<Dtype>& dtypes() {
+    static const std::vector<Dtype> table{{"fp32", 4.0}, {"fp16", 2.0}, {"bf16", 2.0}};
+    return table;
+}
+
 }  // namespace
 
 const std::vector<std::string>& dtype_names() {
-    static const std::vector<std::string> names{"fp32", "fp16", "bf16"};
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const Dtype& d : dtypes()) out.push_back(d.name);
+        return out;
+    }();
     return names;
 }
 
@@ -139,7 +154,8 @@ const KeyTable<JobSpec>& model_keys() {
                 "dtype", enum_schema(dtype_names(), "gradient element type (default fp32: 4 bytes per parameter)"),
                 [](J& s, const json& j, const std::string& path) {
                     s.dtype = read_choice(j, path, dtype_names());
-                    s.bytes_per_param = s.dtype == "fp32" ? 4.0 : 2.0;
+                    for (const Dtype& d : dtypes())
+                        if (d.name == s.dtype) s.bytes_per_param = d.bytes;
                 },
                 [](const J& s) { return json(s.dtype); })
                 .with_default("fp32"),

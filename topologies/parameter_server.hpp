@@ -130,7 +130,7 @@ struct PsLayout {
 /// pulls; byte sharding cuts every piece over all k servers, round-robin and balanced sharding keep whole tensors
 /// on one server each, BytePS partitions go whole to one server each (whole shares: every server); per_tensor:
 /// one piece per tensor (BytePS: per partition). SSP, ASP and FedAvg exchange each worker's whole payload with
-/// every server once per iteration (models/trainer_async.cpp): n x k pushes and pulls.
+/// every server once per iteration (models/trainer_ssp.cpp): n x k pushes and pulls.
 [[nodiscard]] RoundSize parameter_server_round_size(const ArchitectureSpec& spec, const RoundShape& shape);
 
 /// The PS collective of an `architecture` block of kind "ps".
