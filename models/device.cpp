@@ -10,6 +10,9 @@
 //  H100 SXM5  — NVIDIA H100 datasheet (2023): 67 FP32, 494.5 TF32, 989.5 FP16, 989.5 BF16, 1,979 FP8 (all
 //               dense), 3.35 TB/s, 132 SMs.
 //  H200 SXM   — NVIDIA H200 datasheet (2024): compute as H100 SXM, 4.8 TB/s HBM3e.
+// Board power (maximum TDP, the same datasheets): P100 SXM2 300 W, V100 SXM2 300 W, A100 SXM4 400 W, H100 SXM5
+// up to 700 W, H200 SXM up to 700 W. Energy to train charges every GPU at it for the whole run: an upper bound
+// on the GPUs' own draw, without host, network or cooling power.
 //
 // Default precision: what a user gets from PyTorch without asking. FP32 on P100/V100. On Ampere and later
 // PyTorch runs cuDNN convolutions in TF32 (torch.backends.cudnn.allow_tf32 defaults to True) but matmuls in
@@ -84,6 +87,7 @@ struct Row {
     bool tensor_cores;
     double matmul_cuda_cores, matmul_tensor, matmul_tf32, memory_efficiency;
     int winograd_tile;  // on CUDA cores
+    double board_power_w;
 };
 
 DeviceProfile make(const Row& r) {
@@ -104,7 +108,8 @@ DeviceProfile make(const Row& r) {
                          r.matmul_tensor,
                          r.matmul_tf32,
                          r.memory_efficiency,
-                         r.winograd_tile};
+                         r.winograd_tile,
+                         r.board_power_w};
 }
 
 }  // namespace
@@ -147,19 +152,19 @@ Efficiency DeviceProfile::efficiency(Precision p) const {
 
 const std::vector<DeviceProfile>& builtin_devices() {
     // Columns: name, description, FP32 / TF32 / FP16 / BF16 / FP8 TFLOPS, GB/s, SMs, default precision, GB,
-    // tensor cores, matmul fraction on CUDA cores / tensor cores / in TF32, memory fraction, Winograd tile;
+    // tensor cores, matmul fraction on CUDA cores / tensor cores / in TF32, memory fraction, Winograd tile, board W;
     // the comment at the top of this file cites every figure.
     static const std::vector<DeviceProfile> devices{
         make({"P100", "NVIDIA Tesla P100 SXM2 16 GB", 10.6, 10.6, 21.2, 0, 0, 732, 56, Precision::fp32, 16, false, 0.84,
-              0.84, 0.84, kMemoryHbm, kWinogradTilePascal}),
+              0.84, 0.84, kMemoryHbm, kWinogradTilePascal, 300}),
         make({"V100", "NVIDIA Tesla V100 SXM2", 15.7, 15.7, 125.0, 0, 0, 900, 80, Precision::fp32, 16, true,
-              kCudaCoreFp32, 0.725, 0.725, kMemoryHbm, kWinogradTileVolta}),
+              kCudaCoreFp32, 0.725, 0.725, kMemoryHbm, kWinogradTileVolta, 300}),
         make({"A100", "NVIDIA A100 SXM4 80 GB", 19.5, 156.0, 312.0, 312.0, 0, 2039, 108, Precision::tf32, 80, true,
-              kCudaCoreFp32, 0.859, 0.86, kMemoryHbm, kWinogradTileVolta}),
+              kCudaCoreFp32, 0.859, 0.86, kMemoryHbm, kWinogradTileVolta, 400}),
         make({"H100", "NVIDIA H100 SXM5 80 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 3350, 132, Precision::tf32, 80, true,
-              kCudaCoreFp32, 0.801, 0.801, kMemoryHbm, kWinogradTileVolta}),
+              kCudaCoreFp32, 0.801, 0.801, kMemoryHbm, kWinogradTileVolta, 700}),
         make({"H200", "NVIDIA H200 SXM 141 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 4800, 132, Precision::tf32, 141,
-              true, kCudaCoreFp32, 0.830, 0.830, 0.66, kWinogradTileVolta}),
+              true, kCudaCoreFp32, 0.830, 0.830, 0.66, kWinogradTileVolta, 700}),
     };
     return devices;
 }

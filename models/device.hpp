@@ -67,6 +67,7 @@ struct DeviceProfile {
     double matmul_tf32 = 0.0;
     double memory_efficiency = 0.0;
     int winograd_tile = 0;
+    double board_power_w = 0.0;  ///< datasheet maximum board power (TDP), for energy to train (device.cpp cites it)
 
     /// The datasheet peak at `p`; 0 when the part has none.
     [[nodiscard]] sim::FlopRate peak(Precision p) const;

@@ -21,6 +21,9 @@ namespace ddlsim::scenario {
 [[nodiscard]] const keys::KeyTable<models::ShardingSpec>& sharding_keys();
 [[nodiscard]] const keys::KeyTable<models::StragglerSpec>& straggler_keys();
 [[nodiscard]] const keys::KeyTable<ConvergenceSpec>& convergence_keys();
+[[nodiscard]] const keys::KeyTable<models::TrainingSpec>& training_keys();
+[[nodiscard]] const keys::KeyTable<models::EvaluationSpec>& evaluation_keys();
+[[nodiscard]] const keys::KeyTable<models::CheckpointSpec>& checkpoint_keys();
 [[nodiscard]] const keys::KeyTable<topo::ArchitectureSpec>& architecture_keys();
 [[nodiscard]] const keys::KeyTable<topo::TransportSpec>& transport_keys();
 [[nodiscard]] const keys::KeyTable<models::TransformerConfig>& transformer_keys();

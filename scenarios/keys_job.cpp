@@ -173,6 +173,12 @@ std::vector<keys::Key<J>> job_key_list() {
                 return out;
             })
             .echo_when([](const J& s) { return !s.worker_devices.empty(); }),
+        block(
+            "training",
+            "the whole run to a target: time to train, its parts and range, GPU-hours, cost, energy (default: none, "
+            "per-iteration figures only)",
+            [](J& s, const json& j, const std::string& path) { s.training = detail::read_training(j, path, s); },
+            [](const J& s) { return s.training ? training_keys().echo(*s.training) : json(nullptr); }),
     };
 }
 

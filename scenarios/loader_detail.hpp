@@ -38,6 +38,8 @@ void read_model(const json& j, const std::string& path, JobSpec& s);
 [[nodiscard]] models::CompressionSpec read_compression(const json& j, const std::string& path, const JobSpec& job);
 [[nodiscard]] models::OverlapSpec read_overlap(const json& j, const std::string& path, const JobSpec& job);
 [[nodiscard]] models::StragglerSpec read_stragglers(const json& j, const std::string& path, std::uint32_t workers);
+/// The job's `training` block, checked against the job (keys_training.cpp).
+[[nodiscard]] models::TrainingSpec read_training(const json& j, const std::string& path, const JobSpec& job);
 /// `arch_path`: the job's architecture block, where the rules sharding sets on it are reported.
 [[nodiscard]] models::ShardingSpec read_sharding(const json& j, const std::string& path, const JobSpec& job,
                                                  const std::string& arch_path);

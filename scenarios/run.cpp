@@ -346,6 +346,10 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
         // Only the event clock's own overflow is bad input; any other range error is a bug (exit 1).
         throw time_overflow_error(s);
     }
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+        r.time_to_train.push_back(
+            job_time_to_train(s.jobs[i], jobs[i], fabric, r.jobs[i],
+                              s.has_jobs_list ? fmt::format("$.jobs[{}].training", i) : std::string("$.training")));
     r.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
 }
@@ -493,12 +497,21 @@ std::string describe_architecture(const JobSpec& j) {
 }
 
 nlohmann::json result_json(const Scenario& s, const RunResult& r) {
+    const auto one = [&](std::size_t i) {
+        nlohmann::json j = job_json(s, s.jobs[i], r.jobs[i]);
+        if (i < r.time_to_train.size() && r.time_to_train[i]) {
+            const JobSpec& spec = s.jobs[i];
+            j["time_to_train"] = time_to_train_json(
+                *r.time_to_train[i], static_cast<double>(spec.workers) * spec.batch_size * spec.gradient_accumulation);
+        }
+        return j;
+    };
     nlohmann::json out;
     if (s.has_jobs_list) {
         out["jobs"] = nlohmann::json::array();
-        for (std::size_t i = 0; i < s.jobs.size(); ++i) out["jobs"].push_back(job_json(s, s.jobs[i], r.jobs[i]));
+        for (std::size_t i = 0; i < s.jobs.size(); ++i) out["jobs"].push_back(one(i));
     } else {
-        out = job_json(s, s.jobs.front(), r.jobs.front());
+        out = one(0);
     }
     out["resolved_scenario"] = resolved_scenario(s);  // running it reproduces this result
     out["events"] = r.events;

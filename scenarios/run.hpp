@@ -29,6 +29,8 @@ struct RunResult {
     double wall_time_s = 0.0;
     std::vector<LinkLoad> busiest_links;  ///< flow model: the most loaded directed links, most loaded first
     double mean_link_utilization = 0.0;   ///< over links that carried traffic
+    /// Per job (scenario order): the whole run to its target, for jobs with a `training` block.
+    std::vector<std::optional<models::TimeToTrain>> time_to_train;
 };
 
 /// Builds the fabric and the jobs and simulates them; throws ScenarioError for
@@ -44,6 +46,14 @@ struct RunResult {
 /// 19 Gbit/s streams per transfer"; with two_tier also the intra-node one.
 /// `with_source`: say after each whether the scenario gave it or `auto` picked it.
 [[nodiscard]] std::string describe_transports(const Scenario& s, bool with_source = true);
+
+/// A job's whole run to its target (its `training` block; nullopt without one) from its simulated result;
+/// ScenarioError at `path` (the block) when the target cannot be resolved.
+[[nodiscard]] std::optional<models::TimeToTrain> job_time_to_train(const JobSpec& spec, const models::TrainingJob& job,
+                                                                   const topo::Fabric& fabric,
+                                                                   const models::JobResult& r, const std::string& path);
+/// The result keys of a time to train (docs/CONTRACT.md §3, "time_to_train").
+[[nodiscard]] nlohmann::json time_to_train_json(const models::TimeToTrain& t, double global_batch);
 
 /// Memory per GPU of a job (models/memory.hpp) on its reference device.
 [[nodiscard]] models::MemoryEstimate job_memory(const JobSpec& j);

@@ -12,6 +12,7 @@
 #include "models/compute.hpp"
 #include "models/device.hpp"
 #include "models/job.hpp"
+#include "models/time_to_train.hpp"
 #include "models/workload.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/collectives.hpp"
@@ -66,6 +67,7 @@ struct JobSpec {
     models::StragglerSpec stragglers;
     std::vector<models::DeviceSpec> worker_devices;  ///< per worker, when the cluster is heterogeneous
     std::optional<ConvergenceSpec> convergence;
+    std::optional<models::TrainingSpec> training;  ///< `training`: the run to a target (time to train)
 };
 
 struct Scenario {

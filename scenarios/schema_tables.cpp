@@ -115,6 +115,9 @@ Tables build() {
     t.overlap = overlap_keys().schema();
     t.convergence = convergence_keys().schema();
     t.stragglers = straggler_keys().schema();
+    t.training = training_keys().schema();
+    t.evaluation = evaluation_keys().schema();
+    t.checkpoint = checkpoint_keys().schema();
     return t;
 }
 
@@ -131,8 +134,9 @@ json scenario_schema() {
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema";
     out["title"] = "ddlsim scenario";
     for (const ObjectSchema* s :
-         {&t.job, &t.network, &t.transport, &t.topology_file, &t.node, &t.link, &t.model, &t.transformer, &t.layer,
-          &t.device, &t.architecture, &t.sync, &t.compression, &t.overlap, &t.sharding, &t.stragglers, &t.convergence})
+         {&t.job,         &t.network,    &t.transport,   &t.topology_file, &t.node,       &t.link,        &t.model,
+          &t.transformer, &t.layer,      &t.device,      &t.architecture,  &t.sync,       &t.compression, &t.overlap,
+          &t.sharding,    &t.stragglers, &t.convergence, &t.training,      &t.evaluation, &t.checkpoint})
         out["$defs"][s->id] = s->to_json();
     return out;
 }

@@ -52,7 +52,7 @@ struct Tables {
     Choices choices;
     Planned planned;
     ObjectSchema root, job, network, transport, topology_file, node, link, model, transformer, layer, device,
-        architecture, sync, compression, overlap, sharding, stragglers, convergence;
+        architecture, sync, compression, overlap, sharding, stragglers, convergence, training, evaluation, checkpoint;
 };
 
 /// The tables, built once.

@@ -5,7 +5,9 @@ The README quotes `build/ddlsim run scenarios/examples/resnet50_ring_16xV100.jso
 command line, then its output). This reruns the command and compares every line but the last one, which holds
 the wall time. It also quotes the scenario in a ```json block after `$ cat scenarios/examples/...json`, which
 must equal the file. The tables of simulated figures in docs/ are tools/gen_tables.py's (the sync-scheme table
-this script used to check among them). Usage: check_readme_example.py --ddlsim PATH [--update]
+this script used to check among them). The time-to-train example quotes the "time to train" part of
+`build/ddlsim run scenarios/examples/resnet50_time_to_train_8x8xH100.json` after a "  ..." line; it must match too.
+Usage: check_readme_example.py --ddlsim PATH [--update]
 """
 import argparse
 import pathlib
@@ -15,6 +17,19 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCENARIO = "scenarios/examples/resnet50_ring_16xV100.json"
 COMMAND = "build/ddlsim run " + SCENARIO
+TRAINING = "scenarios/examples/resnet50_time_to_train_8x8xH100.json"
+TRAINING_COMMAND = "build/ddlsim run " + TRAINING
+
+
+def training_excerpt(ddlsim):
+    """The "time to train" lines of the time-to-train example's summary, after a "  ..." line."""
+    out = subprocess.run([ddlsim] + TRAINING_COMMAND.split()[1:], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    start = out.index("  time to train")
+    end = start
+    while out[end].strip():
+        end += 1
+    return ["  ..."] + out[start:end]
 
 
 def block(lines, prompt):
@@ -37,15 +52,23 @@ def main():
     fresh = run.stdout.rstrip("\n").split("\n")
     scenario = (ROOT / SCENARIO).read_text().rstrip("\n").split("\n")
     s_start, s_end = block(lines, "$ cat " + SCENARIO)
+    excerpt = training_excerpt(args.ddlsim)
     if args.update:
         lines[s_start:s_end] = scenario
         start, end = block(lines, "$ " + COMMAND)
-        readme.write_text("\n".join(lines[:start] + fresh + lines[end:]))
+        lines[start:end] = fresh
+        start, end = block(lines, "$ " + TRAINING_COMMAND)
+        lines[start:end] = excerpt
+        readme.write_text("\n".join(lines))
         print("README worked example updated")
         return 0
     stale = False
     if lines[s_start:s_end] != scenario:
         print(f"README: the quoted {SCENARIO} differs from the file", file=sys.stderr)
+        stale = True
+    start, end = block(lines, "$ " + TRAINING_COMMAND)
+    if lines[start:end] != excerpt:
+        print(f"README: the time-to-train example differs from ddlsim's output", file=sys.stderr)
         stale = True
     start, end = block(lines, "$ " + COMMAND)
     quoted = lines[start:end]

@@ -175,6 +175,9 @@ int main(int argc, char** argv) {
     sweep->add_option("--relative-to", sweep_opts.relative_to,
                       "KEY=VALUE: plot every point divided by the point with KEY=VALUE and the same other values");
     sweep->add_flag("!--no-progress", sweep_opts.progress, "no progress line, even on a terminal");
+    sweep->add_option("--objective", sweep_opts.objective,
+                      "rank the points by a result column and print the best and its runner-up: time_to_train_s, "
+                      "cost, gpu_hours (with a training block), iteration_time_s, ...; max:COLUMN ranks highest first");
 
     app.add_subcommand("schema", "print the JSON Schema of scenarios");
     app.add_subcommand("models", "list the built-in model workloads and device profiles");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/device.hpp"
 #include "models/workload.hpp"
@@ -165,6 +166,48 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     return out;
 }
 
+// A duration for people: "3 h 12 min", "12 min 5 s", "42.1 s", "2 d 5 h".
+std::string hours(double s) {
+    if (s < 60.0) return fmt::format("{:.3g} s", s);
+    const auto whole = static_cast<long long>(std::llround(s));
+    if (s < 3600.0) return fmt::format("{} min {} s", whole / 60, whole % 60);
+    const long long minutes = std::llround(s / 60.0);
+    if (s < 86400.0 * 3) return fmt::format("{} h {} min", minutes / 60, minutes % 60);
+    const long long h = std::llround(s / 3600.0);
+    return fmt::format("{} d {} h", h / 24, h % 24);
+}
+
+std::string training_block(const scenario::JobSpec& spec, const models::TimeToTrain& t) {
+    const double batch = static_cast<double>(spec.workers) * spec.batch_size * spec.gradient_accumulation;
+    std::string out = "\n  time to train\n";
+    out += fmt::format("  {:<24}{} at global batch {:.0f} ({}; {})\n", "samples to target", si(t.samples.samples, ""),
+                       batch, t.samples.how, t.samples_source);
+    if (t.epochs > 0.0)
+        out += fmt::format("  {:<24}{:.1f} (range {:.1f} .. {:.1f})\n", "epochs", t.epochs,
+                           t.samples.low / t.epoch_samples, t.samples.high / t.epoch_samples);
+    if (t.samples.extrapolated)
+        out += "  WARNING                 the global batch is past the data's largest: samples extrapolated\n";
+    out += fmt::format("  {:<24}{:.4g} ({})\n", "statistical efficiency", t.efficiency.factor, t.efficiency.source);
+    out += fmt::format("  {:<24}{:.0f} of {}\n", "optimizer steps", t.optimizer_steps, ms(t.step_s));
+    out += fmt::format("  {:<24}{} (range {} .. {})\n", "total", hours(t.total_s), hours(t.total_low_s),
+                       hours(t.total_high_s));
+    out += fmt::format("  {:<24}{}\n", "  training steps", hours(t.training_s));
+    if (t.evaluations > 0)
+        out += fmt::format("  {:<24}{} ({:.0f} x {})\n", "  evaluation", hours(t.evaluation_s), t.evaluations,
+                           ms(t.evaluation_each_s));
+    if (t.checkpoints > 0)
+        out += fmt::format("  {:<24}{} ({:.0f} x {})\n", "  checkpoints", hours(t.checkpoint_s), t.checkpoints,
+                           ms(t.checkpoint_each_s));
+    out += fmt::format("  {:<24}{:.4g}", "GPU-hours", t.gpu_hours);
+    if (t.cost) out += fmt::format("; cost {:.4g} (range {:.4g} .. {:.4g})", *t.cost, *t.cost_low, *t.cost_high);
+    if (t.energy_kwh) out += fmt::format("; energy {:.4g} kWh at board power", *t.energy_kwh);
+    out += "\n";
+    if (t.fitted)
+        out += fmt::format("  {:<24}B_crit {:.4g}, E_min {} (E(B) = E_min (1 + B / B_crit))\n", "noise-scale fit",
+                           t.fitted->critical_batch, si(t.fitted->min_samples, "") + " samples");
+    return out;
+}
+
 }  // namespace
 
 std::string run_summary(const std::string& file, const scenario::Scenario& s, const scenario::RunResult& r,
@@ -181,6 +224,7 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         if (s.has_jobs_list) out += fmt::format("\n job {} ({} of {})\n", s.jobs[i].name, i + 1, s.jobs.size());
         out += job_block(s, s.jobs[i], r.jobs[i]);
+        if (i < r.time_to_train.size() && r.time_to_train[i]) out += training_block(s.jobs[i], *r.time_to_train[i]);
     }
     if (!r.busiest_links.empty()) {
         out += fmt::format("\n  busiest links (mean utilisation of links in use {:.1f} %)\n",

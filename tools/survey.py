@@ -4,7 +4,8 @@ figure per study, derives each study's findings from the numbers, and writes sce
 docs/SURVEY.md (between <!-- survey:begin --> and <!-- survey:end -->).
 
 usage: tools/survey.py (Debian's /usr/bin/python3 with python3-matplotlib) [--ddlsim build/ddlsim] [--jobs N] [--only NAME[,NAME...]]
-Needs python3-matplotlib. Every number in the generated text comes from the sweep CSVs it just wrote.
+Needs python3-matplotlib. Every number in the generated text comes from the sweep CSVs in results/: `--only` reruns
+the named studies and re-derives the others from their CSVs (and the sweep time recorded in results/seconds.json).
 """
 import argparse
 import csv
@@ -29,8 +30,13 @@ def number(v):
     return float(m.group(1)) if m else float("nan")
 
 
-def run_series(args, study, label, settings):
+def run_series(args, study, label, settings, rerun=True):
     out = os.path.join(SURVEY, "results", f"{study['name']}__{slug(label)}.csv")
+    if not rerun and os.path.exists(out):
+        rows = list(csv.DictReader(open(out, encoding="utf-8")))
+        for row in rows:
+            row["series"] = label
+        return rows, None
     cmd = [args.ddlsim, "sweep", os.path.join(SURVEY, study["base"]), "--out", out, "--no-progress"]
     if args.jobs:
         cmd += ["--jobs", str(args.jobs)]
@@ -71,7 +77,7 @@ def plot(study, rows, path):
                 ax.plot([a for a, _ in pts], [b for _, b in pts], marker="o", ms=3, label=s,
                         color=colours[(2 * i) % 20 if i < 10 else (2 * i + 1) % 20], linestyle=styles[i % 4])
         ax.set_xscale("log")
-        if metric == "iteration_time_s":
+        if metric in ("iteration_time_s", "time_to_train.time_to_train_s"):
             ax.set_yscale("log")
         ax.set_title(f"{panel} = {p}")
         unit = re.sub(r"^[0-9.eE+-]+", "", rows[0][x]) if rows else ""
@@ -114,6 +120,11 @@ def fmt_s(t):
     return f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
 
 
+def fmt_hm(t):
+    """A time to train for people: "3 h 12 min", "12.5 min"."""
+    return f"{t / 60:.1f} min" if t < 3600 else f"{int(t // 3600)} h {round(t % 3600 / 60):02d} min"
+
+
 def findings(study, rows):
     """Sentences derived from the numbers, and a markdown table."""
     x, panel, metric = study["x"], study["panel"], study["metric"]
@@ -137,7 +148,8 @@ def findings(study, rows):
                 continue
             best = (max if higher_better else min)(vals, key=vals.get)
             cell = {"scaling_efficiency": lambda v: f"{v:.3f}", "throughput_samples_per_s": lambda v: f"{v:.0f}",
-                    "tokens_per_s": lambda v: f"{v:.3g}", "mfu": lambda v: f"{100 * v:.1f}%"}.get(metric, fmt_s)
+                    "tokens_per_s": lambda v: f"{v:.3g}", "mfu": lambda v: f"{100 * v:.1f}%",
+                    "time_to_train.time_to_train_s": fmt_hm}.get(metric, fmt_s)
             table.append(f"| {p} | {xv} | {best} | " +
                          " | ".join(cell(vals[s]) + (" (does not fit)" if s in oom else "") if s in vals else "—"
                                     for s in series) + " |")
@@ -207,6 +219,40 @@ def findings(study, rows):
                 verdict = "fits" if fits(lo) and fits(hi) else ("does not fit" if not fits(hi) else "fits only at scale")
                 out.append(f"{s} needs {a:.0f} GB per GPU at {xs[0]} GPUs and {b:.0f} GB at {xs[-1]}: {verdict} in "
                            f"the H100's 80 GB.")
+    elif name == "time_to_train":
+        # Per batch size and network: the fastest size, where doubling the GPUs stops cutting the time by a
+        # tenth (the global batch past which growing it stops paying), and the cheapest point overall.
+        for s in series:
+            for p in panels:
+                pts = [(xv, value(rows, s, **{panel: p, x: xv})) for xv in xs]
+                pts = [(xv, r) for xv, r in pts if r and r.get(metric) not in (None, "")]
+                if not pts:
+                    continue
+                fast_x, fast = min(pts, key=lambda t: float(t[1][metric]))
+                stop = next(((a, ra, b, rb) for (a, ra), (b, rb) in zip(pts, pts[1:])
+                             if float(rb[metric]) > 0.9 * float(ra[metric])), None)
+                gb = lambda r: float(r["time_to_train.global_batch"])
+                text = (f"{s}, {p} per GPU: fastest at {fast_x} GPUs ({fmt_hm(float(fast[metric]))}, global batch "
+                        f"{gb(fast):.0f}, {float(fast['time_to_train.epochs_to_target']):.0f} epochs, "
+                        f"{float(fast['time_to_train.gpu_hours']):.0f} GPU-hours)")
+                if stop is not None:
+                    a, ra, b, rb = stop
+                    text += (f"; from {a} to {b} GPUs (global batch {gb(ra):.0f} to {gb(rb):.0f}) the time falls by "
+                             f"less than a tenth")
+                out.append(text + ".")
+        priced = [r for r in rows if r.get("time_to_train.cost") not in (None, "")]
+        if priced:
+            c = min(priced, key=lambda r: float(r["time_to_train.cost"]))
+            out.append(f"Cheapest: {c['series']}, {c[x]} GPUs x {c[panel]} per GPU: "
+                       f"{float(c['time_to_train.cost']):.1f} at 2.5 per GPU-hour, in {fmt_hm(float(c[metric]))}.")
+            fastest = min(priced, key=lambda r: float(r[metric]))
+            out.append(f"Fastest: {fastest['series']}, {fastest[x]} GPUs x {fastest[panel]} per GPU: "
+                       f"{fmt_hm(float(fastest[metric]))}, costing {float(fastest['time_to_train.cost']):.1f}.")
+            crit = float(priced[0].get("time_to_train.noise_scale_fit.critical_batch") or 0)
+            if crit > 0:
+                out.append(f"MLPerf's reference points fit E(B) = E_min (1 + B / B_crit) with B_crit = {crit:.0f}: past "
+                           f"a global batch of about that, each doubling of the batch nearly doubles the samples, so "
+                           f"more GPUs buy little time and cost more.")
     elif name == "overlap":
         for p in panels:
             for xv in xs:
@@ -242,14 +288,17 @@ def main():
            "the flow model.", ""]
     summary = []
     total = 0.0
+    seconds_file = os.path.join(SURVEY, "results", "seconds.json")
+    seconds = json.load(open(seconds_file, encoding="utf-8")) if os.path.exists(seconds_file) else {}
     for study in studies:
-        if only and study["name"] not in only:
-            continue
+        rerun = not only or study["name"] in only
         rows, spent = [], 0.0
         for label, settings in study["series"].items():
-            r, t = run_series(args, study, label, settings)
+            r, t = run_series(args, study, label, settings, rerun)
             rows += r
-            spent += t
+            spent = None if t is None or spent is None else spent + t
+        spent = seconds.get(study["name"], 0.0) if spent is None else spent
+        seconds[study["name"]] = round(spent, 1)
         total += spent
         img = os.path.join("plots", f"{study['name']}.png")
         plot(study, rows, os.path.join(SURVEY, img))
@@ -268,8 +317,9 @@ def main():
                 "these schemes replayed on a real Fashion-MNIST model.", ""]
     with open(os.path.join(SURVEY, "README.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(doc))
-    if only:
-        return
+    with open(seconds_file, "w", encoding="utf-8") as f:
+        json.dump(seconds, f, indent=1, sort_keys=True)
+        f.write("\n")
     # docs/SURVEY.md: the plots and the first findings of each study (paths relative to docs/).
     sec = ["<!-- survey:begin (generated by tools/survey.py; edit scenarios/survey/studies.json instead) -->", "",
            f"`tools/survey.py` regenerates this section, [scenarios/survey/README.md](../scenarios/survey/README.md) "

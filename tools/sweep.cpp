@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -57,8 +59,11 @@ using Clock = std::chrono::steady_clock;
 using sweep_detail::check_resume_identity;
 using sweep_detail::journal_path;
 using sweep_detail::meta_path;
+using sweep_detail::Objective;
 using sweep_detail::override_value;
 using sweep_detail::Plan;
+using sweep_detail::rank_rows;
+using sweep_detail::resolve_objective;
 using sweep_detail::resume_csv;
 using sweep_detail::resume_json;
 using sweep_detail::row_line;
@@ -371,11 +376,20 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
     std::vector<json> kept_objects;
     std::vector<std::size_t> todo;
     Plotter plotter;
+    Objective objective;
     // Set-up: validation everywhere, files on rank 0 only; rank 0's verdict decides for all.
     int status = 0;
     std::string message;
     try {
         plan = make_plan(opts);
+        if (!opts.objective.empty()) {
+            bool training = plan.base.is_object() && plan.base.contains("training");
+            if (plan.multi_job)
+                for (const auto& j : plan.base["jobs"])
+                    training = training || (j.is_object() && j.contains("training"));
+            for (const auto& v : plan.specs) training = training || v.path.find("training") != std::string::npos;
+            objective = resolve_objective(opts.objective, training);
+        }
         if (root) {
             check_out_path(opts.out);
             check_distinct_files(opts.out, "--out", opts.scenario_file, "the scenario file");
@@ -480,6 +494,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
     }
     if (!root) return ranks.broadcast(0);
     // Rank 0 finishes; every rank returns its exit code (so a failure here cannot leave the others waiting).
+    std::string ranking;
     auto finish = [&]() -> int {
         if (write_failed) {
             err << fmt::format("error: {}: writing a row failed (disk full?)\n", opts.out);
@@ -509,6 +524,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             write_file_atomically(opts.out, text);
             std::error_code rm;
             fs::remove(journal_path(opts.out), rm);  // the final CSV holds every column of every row
+            if (!objective.column.empty()) ranking = rank_rows(objective, rows, plan.specs);
         } else {
             std::vector<json> objects = std::move(kept_objects);
             for (auto& pr : results) objects.push_back(std::move(pr.object));
@@ -516,7 +532,22 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
                 return a["point"].get<std::size_t>() < b["point"].get<std::size_t>();
             });
             write_file_atomically(opts.out, json(objects).dump(2) + "\n");
+            if (!objective.column.empty()) {
+                std::vector<SweepRow> rows;
+                for (const json& o : objects) {
+                    if (o["result"].is_null()) continue;
+                    for (const auto& flat : flatten_result(o["result"])) {
+                        SweepRow row;
+                        row.point = o["point"].get<std::size_t>();
+                        for (const auto& [k, v] : o["values"].items()) row.cells[k] = cell_text(v);
+                        for (const auto& [k, v] : flat) row.cells.emplace(k, cell_text(v));
+                        rows.push_back(std::move(row));
+                    }
+                }
+                ranking = rank_rows(objective, rows, plan.specs);
+            }
         }
+        if (!ranking.empty()) (opts.report != nullptr ? *opts.report : std::cout) << ranking << std::flush;
         if (!opts.plot.empty()) {
             const int rc = run_plotter(plotter, sweep_plot_args(plan.specs, opts));
             if (rc != 0) {

@@ -59,6 +59,10 @@ struct SweepOptions {
     /// The scalar keys extra_keys adds, as CSV columns known before the first point when the scenario has a
     /// "convergence" block (columns it adds otherwise still reach the final file).
     std::vector<std::string> extra_columns;
+    /// A result column to rank the points by (lowest first; "max:NAME" highest first): the best point and its
+    /// runner-up are printed to `report` when the sweep ends. Empty: no ranking.
+    std::string objective;
+    std::ostream* report = nullptr;  ///< where the ranking goes (null: std::cout)
 };
 
 /// One varied key: its dotted path and its values as text (each applied like `--set PATH=VALUE`).

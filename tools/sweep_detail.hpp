@@ -53,4 +53,18 @@ void check_resume_identity(const Plan& plan, const std::string& out);
 /// --resume on a JSON array: the objects kept (points in `done`).
 [[nodiscard]] std::vector<json> resume_json(const Plan& plan, const std::string& out, std::set<std::size_t>& done);
 
+// --objective (tools/sweep_objective.cpp).
+struct Objective {
+    std::string column;  ///< the flattened result column ranked
+    bool maximise = false;
+};
+/// The column `given` names ("time_to_train_s" and "cost" stand for their time_to_train.* columns; "max:NAME"
+/// ranks highest first); throws SweepError (exit 2) for a column results do not have, with a did-you-mean, and for
+/// a time-to-train column when the scenario has no training block.
+[[nodiscard]] Objective resolve_objective(const std::string& given, bool has_training);
+/// "objective ...\n  best ...\n  runner-up ...\n": the rows ranked by the column (rows without a value skipped), each
+/// named by its point and varied values.
+[[nodiscard]] std::string rank_rows(const Objective& o, const std::vector<SweepRow>& rows,
+                                    const std::vector<VarySpec>& specs);
+
 }  // namespace ddlsim::tools::sweep_detail

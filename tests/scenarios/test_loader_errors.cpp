@@ -504,3 +504,50 @@ TEST_CASE("loader: apply_override creates keys and parses values as JSON, else a
     const auto loaded = load_scenario(q);
     CHECK(std::get<ddlsim::topo::StarSpec>(loaded.topology).bandwidth.bits_per_s() == doctest::Approx(25e9));
 }
+
+TEST_CASE("loader: the training block's bad input, each at its key") {
+    json j = base();
+    j["training"] = {{"samples_to_target", 1e6}};
+    (void)load_scenario(j);  // valid as given
+    expect_error(with(j, json::json_pointer("/training/samples_to_target"), -5), "$.training.samples_to_target",
+                 "expected a number in (0,");
+    expect_error(with(j, json::json_pointer("/training/samples_to_target"), 0), "$.training.samples_to_target",
+                 "expected a number in (0,");
+    expect_error(with(j, json::json_pointer("/training/samples_to_target"), "builtn"), "$.training.samples_to_target",
+                 "\"builtin\"");
+    // A table not increasing in batch: at the second entry's batch.
+    expect_error(with(j, json::json_pointer("/training/samples_to_target"),
+                      json::parse(R"([{"global_batch": 512, "samples": 2e6}, {"global_batch": 256, "samples": 1e6}])")),
+                 "$.training.samples_to_target[1].global_batch", "increasing");
+    expect_error(with(j, json::json_pointer("/training/samples_to_target"),
+                      json::parse(R"([{"global_batch": 512, "sample": 2e6}])")),
+                 "$.training.samples_to_target[0].sample", "unknown key");
+    expect_error(with(j, json::json_pointer("/training/samples_to_target"), json::parse(R"({"critical_batch": 100})")),
+                 "$.training.samples_to_target.min_samples", "missing");
+    // Built-in data for a model without it (VGG-16 has no MLPerf reference points).
+    expect_error(with(with(j, json::json_pointer("/training/samples_to_target"), "builtin"),
+                      json::json_pointer("/model"), "vgg16"),
+                 "$.training.samples_to_target", "no built-in convergence data", "resnet50");
+    // A target given twice, and none.
+    expect_error(with(j, json::json_pointer("/training/tokens_to_target"), 1e9), "$.training.tokens_to_target",
+                 "twice");
+    expect_error(with(j, json::json_pointer("/training"), json::object({{"price_per_gpu_hour", 2}})),
+                 "$.training.tokens_to_target", "samples_to_target or tokens_to_target");
+    // Tokens for a model without a sequence.
+    expect_error(with(j, json::json_pointer("/training"), json::object({{"tokens_to_target", 1e9}})),
+                 "$.training.tokens_to_target", "sequence");
+    // Evaluation: one interval, the eval set, epochs only with an epoch size.
+    expect_error(with(j, json::json_pointer("/training/evaluation"), json::parse(R"({"every_samples": 1e5})")),
+                 "$.training.evaluation.samples", "missing");
+    expect_error(with(j, json::json_pointer("/training/evaluation"),
+                      json::parse(R"({"every_samples": 1e5, "every_epochs": 1, "samples": 1000})")),
+                 "$.training.evaluation.every_epochs", "not both");
+    expect_error(
+        with(j, json::json_pointer("/training/evaluation"), json::parse(R"({"every_epochs": 1, "samples": 1000})")),
+        "$.training.evaluation.every_epochs", "epoch_samples");
+    // Checkpoints need a write bandwidth.
+    expect_error(with(j, json::json_pointer("/training/checkpoint"), json::parse(R"({"every_steps": 100})")),
+                 "$.training.checkpoint.write_bandwidth", "missing");
+    expect_error(with(j, json::json_pointer("/training/pricee_per_gpu_hour"), 2), "$.training.pricee_per_gpu_hour",
+                 "did you mean", "price_per_gpu_hour");
+}

@@ -384,3 +384,50 @@ TEST_CASE("sweep: --format json writes one object per point") {
     CHECK(tools::run_sweep(o, err) == tools::kSweepSomePointsFailed);
     CHECK(json::parse(testing::read_file(out)).size() == 2);
 }
+
+TEST_CASE("sweep: --objective ranks the points and prints the best and its runner-up") {
+    const testing::TempDir dir("ddlsim_sweep_test");
+    json j = testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()});
+    j["training"] = {{"samples_to_target", 2e6}, {"price_per_gpu_hour", 2}};
+    const auto scen = dir.write("ttt.json", j.dump());
+    const auto out = dir / "r.csv";
+    std::ostringstream err, report;
+    auto o = options(scen, {"workers=2,4,8", "network.bandwidth=1Gbps,100Gbps"}, out);
+    o.objective = "cost";
+    o.report = &report;
+    REQUIRE(tools::run_sweep(o, err) == 0);
+    // The oracle: the smallest and second-smallest time_to_train.cost cells of the file itself.
+    const auto t = read_table(out);
+    std::vector<std::pair<double, std::string>> costs;
+    for (std::size_t i = 0; i < t.rows.size(); ++i)
+        costs.emplace_back(std::stod(t.at(i, "time_to_train.cost")), t.at(i, "point"));
+    std::sort(costs.begin(), costs.end());
+    const std::string text = report.str();
+    INFO(text);
+    CHECK(text.find("objective time_to_train.cost (6 of 6 rows ranked, lowest first)") == 0);
+    CHECK(text.find("best       point " + costs[0].second + " (") != std::string::npos);
+    CHECK(text.find("runner-up  point " + costs[1].second + " (") != std::string::npos);
+    // Cost is GPU-hours x price: more workers at 100 Gbit/s still cost more GPU-hours here only if scaling is
+    // below linear; whichever wins, the 1 Gbit/s points cannot beat the same worker count at 100 Gbit/s.
+    for (std::size_t i = 0; i < t.rows.size(); i += 2)
+        CHECK(std::stod(t.at(i + 1, "time_to_train.cost")) <= std::stod(t.at(i, "time_to_train.cost")));
+
+    // max: ranks highest first; an unknown column and a time-to-train column without a training block are bad
+    // input before anything runs.
+    o.objective = "max:throughput_samples_per_s";
+    std::ostringstream report2;
+    o.report = &report2;
+    REQUIRE(tools::run_sweep(o, err) == 0);
+    CHECK(report2.str().find("highest first") != std::string::npos);
+    o.objective = "costs";
+    std::ostringstream err2;
+    CHECK(tools::run_sweep(o, err2) == 2);
+    CHECK(err2.str().find("did you mean") != std::string::npos);
+    const auto plain = dir.write("plain.json", one_layer_ring().dump());
+    auto p = options(plain, {"workers=2,4"}, dir / "p.csv");
+    p.objective = "time_to_train_s";
+    std::ostringstream err3;
+    CHECK(tools::run_sweep(p, err3) == 2);
+    CHECK(err3.str().find("no \"training\" block") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "p.csv"));
+}
