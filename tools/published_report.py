@@ -2,8 +2,11 @@
 """Runs every published measurement in validate/published/ through ddlsim and reports predicted vs measured.
 
 Each row is one JSON file, validate/published/<source>/<row>.json, holding `source` (citation), `setup`
-(prose), `kind` (single_gpu | scaling_given_single_gpu | end_to_end | collective), `measured` {metric, value,
-unit} and `scenario` (a ddlsim scenario written as a new user would). The report runs `ddlsim run` on each
+(prose), `kind` (single_gpu | scaling_given_single_gpu | end_to_end | collective | time_to_train), `measured`
+{metric, value, unit} and `scenario` (a ddlsim scenario written as a new user would). A dotted metric
+(`time_to_train.time_to_train_s`) names a nested result key. A time_to_train row states the samples its source
+needed (`training.samples_to_target` as a number); the report also reruns it with `"builtin"` samples (MLPerf's
+reference convergence points) and lists, per row, how far that would be, apart from the main table. The report runs `ddlsim run` on each
 scenario (outputs in a temporary directory), reads `measured.metric` from the result JSON, and prints the
 signed error predicted / measured - 1 per row, then the median |error| and the worst row per source and per
 kind. A row whose scenario does not load is listed with the first line of ddlsim's message and counted apart;
@@ -36,11 +39,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "validate", "published")
 TABLE_DOC = os.path.join(ROOT, "docs", "ACCURACY.md")  # holds the generated table
 BEGIN, END = "<!-- published:begin -->", "<!-- published:end -->"
-KINDS = ("single_gpu", "scaling_given_single_gpu", "end_to_end", "collective")
+KINDS = ("single_gpu", "scaling_given_single_gpu", "end_to_end", "collective", "time_to_train")
 METRICS = {  # result-JSON key -> how to print it
     "throughput_samples_per_s": ("samples/s", 1.0),
     "iteration_time_s": ("ms", 1e3),
     "scaling_efficiency": ("%", 100.0),
+    "time_to_train.time_to_train_s": ("min", 1.0 / 60.0),
 }
 REQUIRED = ("source", "setup", "kind", "measured", "scenario")
 
@@ -104,6 +108,10 @@ def self_test():
     assert fmt_value(0.7725, "scaling_efficiency") == "77.2 %"
     assert fmt_value(16621.0, "throughput_samples_per_s") == "16621 samples/s"
     assert fmt_err(0.0349) == "+3.5%" and fmt_err(-0.581) == "−58.1%"
+    assert fmt_value(1721.1, "time_to_train.time_to_train_s") == "28.7 min"   # 1721.1 s / 60
+    assert lookup({"a": {"b": 3}}, "a.b") == 3
+    v = builtin_variant({"id": "s/r", "doc": {"scenario": {"training": {"samples_to_target": 5}}}})
+    assert v["id"] == "s/r (builtin)" and v["doc"]["scenario"]["training"]["samples_to_target"] == "builtin"
     sc = {"network": {"transport": "tcp", "bandwidth": "10Gbps"}, "jobs": [{"network": {"transport": "x"}}]}
     drop_key(sc, "network.transport")
     drop_key(sc, "architecture.local_aggregation")                    # absent: no error
@@ -152,8 +160,22 @@ def drop_key(scenario, dotted):
             t.pop(parts[-1], None)
 
 
+def lookup(result, dotted):
+    """result["a"]["b"] for dotted = "a.b"."""
+    for part in dotted.split("."):
+        result = result[part]
+    return result
+
+
+def builtin_variant(row):
+    """A time_to_train row with its samples from the built-in convergence data instead of its source's own."""
+    doc = json.loads(json.dumps(row["doc"]))
+    doc["scenario"]["training"]["samples_to_target"] = "builtin"
+    return dict(row, id=row["id"] + " (builtin)", doc=doc)
+
+
 def run_row(ddlsim, tmp, row):
-    base = os.path.join(tmp, row["id"].replace("/", "__"))
+    base = os.path.join(tmp, row["id"].replace("/", "__").replace(" ", "_"))
     scen, out = base + ".scenario.json", base + ".result.json"
     with open(scen, "w", encoding="utf-8") as fh:
         json.dump(row["doc"]["scenario"], fh)
@@ -170,7 +192,7 @@ def run_row(ddlsim, tmp, row):
         return {"failure": first, "seconds": time.time() - t0}
     try:
         with open(out, encoding="utf-8") as fh:
-            value = json.load(fh)[row["metric"]]
+            value = lookup(json.load(fh), row["metric"])
         return {"predicted": float(value), "seconds": time.time() - t0}
     except (OSError, ValueError, KeyError, TypeError) as e:
         return {"failure": f"result has no {row['metric']}: {e}", "seconds": time.time() - t0}
@@ -266,6 +288,20 @@ def markdown(rows):
                        f"{fmt_value(r['predicted'], r['metric'])} | {fmt_err(r['error'])} |")
     out.append("")
     out.append("</details>")
+    builtin = [r for r in rows if r.get("builtin") is not None]
+    if builtin:
+        out += ["", "Time to train with the samples from `\"builtin\"` (MLPerf's reference convergence points at the "
+                "row's global batch) instead of the source's own epochs: how far the built-in data alone would be.", "",
+                "| row | measured | predicted, source's samples | predicted, builtin | builtin error |", "|---|---|---|---|---|"]
+        for r in builtin:
+            b = r["builtin"]
+            own = fmt_value(r["predicted"], r["metric"]) if r.get("error") is not None else "—"
+            if b.get("error") is None:
+                out.append(f"| `{r['id']}` | {fmt_value(r['measured'], r['metric'])} | {own} | — | "
+                           f"does not load: {b['failure']} |")
+            else:
+                out.append(f"| `{r['id']}` | {fmt_value(r['measured'], r['metric'])} | {own} | "
+                           f"{fmt_value(b['predicted'], r['metric'])} | {fmt_err(b['error'])} |")
     return "\n".join(out)
 
 
@@ -307,7 +343,13 @@ def main():
     for r in rows:
         for k in args.drop:
             drop_key(r["doc"]["scenario"], k)
-    rows = run_all(os.path.abspath(args.ddlsim), rows, max(1, args.jobs))
+    variants = [builtin_variant(r) for r in rows if r["kind"] == "time_to_train"]
+    done = run_all(os.path.abspath(args.ddlsim), rows + variants, max(1, args.jobs))
+    rows, variants = done[:len(rows)], done[len(rows):]
+    by_id = {v["id"]: v for v in variants}
+    for r in rows:
+        if r["kind"] == "time_to_train":
+            r["builtin"] = by_id[r["id"] + " (builtin)"]
     md = markdown(rows)
     if args.markdown:
         print(md)
