@@ -150,6 +150,24 @@ json convergence_result(const scenario::Scenario& s, const scenario::RunResult& 
     return convergence_json(*s.jobs.at(0).convergence, replay_scenario(s, r));
 }
 
+std::optional<ProxyFactor> proxy_efficiency(const scenario::Scenario& s, const json& keys) {
+    const json& mine = keys.at("iterations_to_accuracy");
+    if (mine.is_null()) return std::nullopt;
+    scenario::Scenario bsp = s;
+    scenario::JobSpec& job = bsp.jobs.front();
+    job.sync = models::SyncSpec{};
+    job.compression = models::CompressionSpec{};
+    if (job.architecture.kind == topo::ArchKind::gossip) job.architecture = topo::ArchitectureSpec{};
+    job.training.reset();
+    const json base = convergence_result(bsp, scenario::run_scenario(bsp));
+    const json& theirs = base.at("iterations_to_accuracy");
+    if (theirs.is_null()) return std::nullopt;
+    const double a = mine.get<double>(), b = theirs.get<double>();
+    return ProxyFactor{a / b,
+                       fmt::format("proxy: {} iterations of {} to {} under this scheme, {} under bsp", a,
+                                   s.jobs.front().convergence->task, s.jobs.front().convergence->target_accuracy, b)};
+}
+
 std::string convergence_summary(const json& k) {
     std::string out = fmt::format("  convergence   {} replayed on the simulated schedule: {} gradients in {:.1f} s\n",
                                   k.at("task").get<std::string>(), k.at("gradients").get<std::uint64_t>(),

@@ -10,6 +10,7 @@
 // simulated time of iteration i of the simulated model, whatever that model is.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,17 @@ void require_task_data(const scenario::Scenario& s, const std::string& fashion_m
 
 /// replay_scenario then convergence_json: the keys `ddlsim run` and `ddlsim sweep` merge into a result.
 [[nodiscard]] nlohmann::json convergence_result(const scenario::Scenario& s, const scenario::RunResult& r);
+
+/// The proxy's statistical-efficiency factor of a job's scheme for its time to train: the iterations the proxy
+/// needs to the target under the scheme (`keys`, this run's convergence_result) over those it needs under BSP on
+/// the same job (sync bsp, no compression; gossip becomes a ring all-reduce), simulated and replayed here. Nullopt
+/// when either run misses the target. Used by `ddlsim run` for a job with both `training` and `convergence` whose
+/// scheme has no published factor and no training.statistical_efficiency.
+struct ProxyFactor {
+    double factor = 1.0;
+    std::string source;
+};
+[[nodiscard]] std::optional<ProxyFactor> proxy_efficiency(const scenario::Scenario& s, const nlohmann::json& keys);
 
 /// The summary lines `ddlsim run` prints for those keys.
 [[nodiscard]] std::string convergence_summary(const nlohmann::json& keys);

@@ -243,3 +243,31 @@ TEST_CASE("cli: an interrupted run leaves no output file and dies of the signal"
     CHECK(testing::run_shell(cmd) == 124);  // timeout(1): the command was interrupted, not finished
     CHECK(dir.entries() == std::vector<std::string>{"big.json"});
 }
+
+TEST_CASE("cli: a time to train with a convergence block takes the proxy's ratio to BSP as its factor") {
+    // Local SGD has no published factor: with the proxy replay on, `run` replays BSP on the same job and uses the
+    // ratio of the iterations to the target (synthetic task: no dataset needed).
+    const testing::TempDir dir("ddlsim_cli_test");
+    json j = json::parse(R"({"workers": 4, "model": "resnet50", "batch_size": 32, "device": "V100",
+        "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"},
+        "sync": {"kind": "local_sgd", "period": 8},
+        "convergence": {"task": "synthetic_mlp", "target_accuracy": 0.97, "max_iterations": 200, "eval_every": 1},
+        "training": {"samples_to_target": 1000000}})");
+    const auto scen = dir.write("local.json", j.dump());
+    const CliRun r = testing::run_ddlsim({"run", scen, "--out", dir / "o.json"});
+    REQUIRE(r.code == 0);
+    const json out = json::parse(read_file(dir / "o.json"));
+    // The oracle: the same job under BSP, run on its own.
+    j["sync"] = {{"kind", "bsp"}};
+    j.erase("training");
+    const auto bsp_scen = dir.write("bsp.json", j.dump());
+    REQUIRE(testing::run_ddlsim({"run", bsp_scen, "--out", dir / "b.json"}).code == 0);
+    const json bsp = json::parse(read_file(dir / "b.json"));
+    const double factor = out["iterations_to_accuracy"].get<double>() / bsp["iterations_to_accuracy"].get<double>();
+    const json& eff = out["time_to_train"]["statistical_efficiency"];
+    CHECK(eff["source"].get<std::string>().rfind("proxy: ", 0) == 0);
+    CHECK_FALSE(eff["assumed"].get<bool>());
+    CHECK(eff["factor"].get<double>() == doctest::Approx(factor));
+    CHECK(out["time_to_train"]["samples_to_target"].get<double>() == doctest::Approx(1e6 * factor));
+    CHECK(r.out.find("(proxy: ") != std::string::npos);
+}
