@@ -103,8 +103,7 @@ constexpr PublishedFactor kPublished[]{
 
 StatisticalEfficiency statistical_efficiency(const TrainingJob& job) {
     const bool dense = job.compression.kind == "none";
-    if (job.sync.kind == SyncKind::bsp && dense)
-        return {1.0, "bsp: the scheme the convergence data was measured with", false};
+    if (job.sync.kind == SyncKind::bsp && dense) return {1.0, "bsp: the reference scheme, factor 1", false};
     if (job.sync.kind == SyncKind::bsp)
         for (const auto& p : kPublished)
             if (job.compression.kind == p.compressor) return {p.factor, p.source, false};
@@ -168,7 +167,7 @@ Parts parts(double samples, const TrainingSpec& spec, const TrainingRun& run, do
 
 TimeToTrain time_to_train(const TrainingSpec& spec, const TrainingRun& run) {
     if (!(run.samples_per_s > 0.0) || !(run.global_batch > 0.0))
-        throw std::invalid_argument("time to train needs a positive simulated throughput");
+        throw TrainingInputError("", "time to train needs a positive simulated throughput");
     TimeToTrain t;
     t.efficiency = spec.statistical_efficiency ? StatisticalEfficiency{*spec.statistical_efficiency, "scenario", false}
                                                : run.efficiency;
@@ -176,7 +175,7 @@ TimeToTrain time_to_train(const TrainingSpec& spec, const TrainingRun& run) {
     SamplesEstimate s;
     if (spec.tokens_to_target > 0.0) {
         if (run.tokens_per_sample <= 0)
-            throw std::invalid_argument("tokens_to_target needs a sequence model (tokens per sample)");
+            throw TrainingInputError("tokens_to_target", "needs a sequence model (tokens per sample)");
         const double samples = spec.tokens_to_target / static_cast<double>(run.tokens_per_sample);
         s = {samples, samples, samples, false,
              fmt::format("{:g} tokens of {} per sample", spec.tokens_to_target, run.tokens_per_sample)};
@@ -191,8 +190,8 @@ TimeToTrain time_to_train(const TrainingSpec& spec, const TrainingRun& run) {
             case TargetForm::builtin:
                 data = find_convergence(run.model);
                 if (!data)
-                    throw std::invalid_argument(
-                        fmt::format("no built-in convergence data for model \"{}\"", run.model));
+                    throw TrainingInputError("samples_to_target",
+                                             fmt::format("no built-in convergence data for model \"{}\"", run.model));
                 s = samples_at(data->points, run.global_batch);
                 t.samples_source = data->source;
                 t.fitted = fit_noise_scale(data->points);
@@ -216,7 +215,7 @@ TimeToTrain time_to_train(const TrainingSpec& spec, const TrainingRun& run) {
     t.samples = s;
     t.epoch_samples = spec.epoch_samples > 0.0 ? spec.epoch_samples : data ? data->epoch_samples : 0.0;
     if (spec.evaluation && spec.evaluation->every_epochs > 0.0 && !(t.epoch_samples > 0.0))
-        throw std::invalid_argument("evaluation.every_epochs needs training.epoch_samples");
+        throw TrainingInputError("evaluation", "every_epochs needs training.epoch_samples");
     t.epochs = t.epoch_samples > 0.0 ? s.samples / t.epoch_samples : 0.0;
 
     if (spec.evaluation) {
@@ -238,6 +237,22 @@ TimeToTrain time_to_train(const TrainingSpec& spec, const TrainingRun& run) {
     t.total_s = mid.total();
     t.total_low_s = parts(s.low, spec, run, t.epoch_samples, t.evaluation_each_s, t.checkpoint_each_s).total();
     t.total_high_s = parts(s.high, spec, run, t.epoch_samples, t.evaluation_each_s, t.checkpoint_each_s).total();
+    // Inputs no training run has (a sample count of 1e18, an evaluation every 1e-300 samples) are refused at the
+    // key responsible rather than printed as infinities.
+    if (mid.evaluations > 1e12)
+        throw TrainingInputError("evaluation", fmt::format("would evaluate {:.3g} times (limit 1e12); expected a "
+                                                           "larger interval",
+                                                           mid.evaluations));
+    if (mid.checkpoints > 1e12)
+        throw TrainingInputError("checkpoint", fmt::format("would write {:.3g} checkpoints (limit 1e12); expected a "
+                                                           "larger interval",
+                                                           mid.checkpoints));
+    if (!(t.total_high_s <= kMaxTrainingSeconds))
+        throw TrainingInputError(
+            mid.evaluation_s > mid.training_s ? "evaluation" : "samples_to_target",
+            fmt::format("the run to the target would take {:.3g} s (limit {:.0e} s, about 31,700 years); expected "
+                        "fewer samples or a faster job",
+                        t.total_high_s, kMaxTrainingSeconds));
     const double gpus = static_cast<double>(run.workers);
     t.gpu_hours = t.total_s * gpus / 3600.0;
     if (spec.price_per_gpu_hour) {

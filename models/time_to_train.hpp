@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -159,8 +160,23 @@ struct TimeToTrain {
     std::optional<double> energy_kwh;
 };
 
+/// Bad training input found once the run is known: `key` names the training key at fault ("samples_to_target",
+/// "evaluation", "checkpoint", or "" for the block).
+class TrainingInputError : public std::invalid_argument {
+public:
+    TrainingInputError(std::string key, const std::string& what) : std::invalid_argument(what), key_(std::move(key)) {}
+    [[nodiscard]] const std::string& key() const { return key_; }
+
+private:
+    std::string key_;
+};
+
+/// The longest run priced (about 31,700 years): beyond it the inputs are not a training run.
+inline constexpr double kMaxTrainingSeconds = 1e12;
+
 /// The whole run: optimizer steps of the simulated step time, evaluations and checkpoints; throws
-/// std::invalid_argument naming what is missing (a built-in request for a model without data).
+/// TrainingInputError naming what is wrong (a built-in request for a model without data, a run longer than
+/// kMaxTrainingSeconds or with more than 1e12 evaluations or checkpoints).
 [[nodiscard]] TimeToTrain time_to_train(const TrainingSpec& spec, const TrainingRun& run);
 
 }  // namespace ddlsim::models

@@ -28,8 +28,8 @@ std::optional<models::TimeToTrain> job_time_to_train(const JobSpec& spec, const 
     run.efficiency = models::statistical_efficiency(job);
     try {
         return models::time_to_train(*spec.training, run);
-    } catch (const std::invalid_argument& e) {
-        throw ScenarioError(path, e.what());
+    } catch (const models::TrainingInputError& e) {
+        throw ScenarioError(e.key().empty() ? path : path + "." + e.key(), e.what());
     }
 }
 

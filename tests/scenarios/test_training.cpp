@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scenarios/json_reader.hpp"
 #include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
@@ -98,4 +99,22 @@ TEST_CASE("training: a scheme without a published factor says it assumed 1; the 
     t = *scenario::run_scenario(scenario::load_scenario(j)).time_to_train[0];
     CHECK_FALSE(t.efficiency.assumed);
     CHECK(t.samples.samples == Approx(1.25e6));
+}
+
+TEST_CASE("training: inputs no run has are refused at their key once the step is known, never printed as inf") {
+    const auto error_path = [](const json& training) {
+        try {
+            (void)scenario::run_scenario(scenario::load_scenario(base(training)));
+        } catch (const scenario::ScenarioError& e) {
+            return e.path();
+        }
+        return std::string("no error");
+    };
+    CHECK(error_path({{"samples_to_target", 1e18}}) == "$.training.samples_to_target");
+    CHECK(error_path(json::parse(R"({"samples_to_target": 1e6, "evaluation": {"every_samples": 1e-300,
+                                     "samples": 1000}})")) == "$.training.evaluation");
+    CHECK(error_path(json::parse(R"({"samples_to_target": 1e6, "checkpoint": {"every_seconds": 0.001,
+                                     "write_bandwidth": "1GBps", "bytes": "1B"}})")) == "no error");
+    CHECK(error_path(json::parse(R"({"samples_to_target": 1e17, "checkpoint": {"every_steps": 1,
+                                     "write_bandwidth": "1GBps", "bytes": "1B"}})")) == "$.training.checkpoint");
 }
