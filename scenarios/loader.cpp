@@ -253,14 +253,10 @@ bool default_dedicated(const JobSpec& j) {
 // Places every job's workers and servers on hosts, checking every name. Jobs without a
 // placement take the next unused hosts in order; default dedicated servers take the
 // first hosts no worker uses.
-void resolve_placement(Scenario& s, const std::vector<const json*>& placements, const std::vector<std::string>& paths) {
+void resolve_placement(Scenario& s, const topo::Fabric& fabric, const std::vector<const json*>& placements,
+                       const std::vector<std::string>& paths) {
     std::vector<std::string> hosts;
-    try {
-        const topo::Fabric fabric = topo::build_fabric(s.topology);
-        for (topo::Vertex v : fabric.hosts()) hosts.push_back(fabric.name(v));
-    } catch (const std::invalid_argument& e) {
-        throw ScenarioError("$.network", e.what());
-    }
+    for (topo::Vertex v : fabric.hosts()) hosts.push_back(fabric.name(v));
     auto check_host = [&](const std::string& name, const std::string& path) {
         if (std::find(hosts.begin(), hosts.end(), name) == hosts.end()) {
             const std::string range =
@@ -323,16 +319,14 @@ void resolve_placement(Scenario& s, const std::vector<const json*>& placements, 
 
 // Sharding: the size of each job's shard groups (all its workers, or each node's), from the placement; hybrid
 // sharding needs the same number of workers on every node (topo::shard_groups says so).
-void resolve_shard_groups(Scenario& s, const std::vector<std::string>& paths) {
-    std::optional<topo::Fabric> fabric;
+void resolve_shard_groups(Scenario& s, const topo::Fabric& fabric, const std::vector<std::string>& paths) {
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         JobSpec& job = s.jobs[i];
         if (!job.sharding.any()) continue;
         job.sharding.group_size = job.workers;
         if (job.sharding.group == models::ShardGroup::all) continue;
-        if (!fabric) fabric.emplace(topo::build_fabric(s.topology));
         std::vector<std::uint32_t> node_of;
-        for (const auto& h : job.placement) node_of.push_back(fabric->node_of(*fabric->find(h)));
+        for (const auto& h : job.placement) node_of.push_back(fabric.node_of(*fabric.find(h)));
         try {
             job.sharding.group_size =
                 static_cast<std::uint32_t>(topo::shard_groups(node_of, job.workers, true).front().size());
@@ -437,8 +431,16 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     s.transports = net.transports;
     s.transport_source = net.transport_source;
     check_limits(s, "$.jobs");
-    resolve_placement(s, placements, paths);
-    resolve_shard_groups(s, paths);
+    // The fabric the placement and the shard groups are read against, built once here (run_scenario builds the
+    // one it simulates, with routing, host speeds and transports applied).
+    topo::Fabric fabric;
+    try {
+        fabric = topo::build_fabric(s.topology);
+    } catch (const std::invalid_argument& e) {
+        throw ScenarioError("$.network", e.what());
+    }
+    resolve_placement(s, fabric, placements, paths);
+    resolve_shard_groups(s, fabric, paths);
     root.finish();
     return s;
 }
