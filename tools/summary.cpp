@@ -203,7 +203,7 @@ std::string training_block(const scenario::JobSpec& spec, const models::TimeToTr
     if (t.energy_kwh) out += fmt::format("; energy {:.4g} kWh at board power", *t.energy_kwh);
     out += "\n";
     if (t.fitted)
-        out += fmt::format("  {:<24}B_crit {:.4g}, E_min {} (E(B) = E_min (1 + B / B_crit))\n", "noise-scale fit",
+        out += fmt::format("  {:<24}B_crit {:.0f}, E_min {} (E(B) = E_min (1 + B / B_crit))\n", "noise-scale fit",
                            t.fitted->critical_batch, si(t.fitted->min_samples, "") + " samples");
     return out;
 }
