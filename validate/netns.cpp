@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -172,13 +173,14 @@ int run_program(const std::vector<std::string>& argv, std::string& output) {
     sigemptyset(&cleanup);
     for (int sig : kCleanupSignals) sigaddset(&cleanup, sig);
     ::sigprocmask(SIG_BLOCK, &cleanup, &previous);
+    const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
     if (pid < 0) {
         ::sigprocmask(SIG_SETMASK, &previous, nullptr);
         throw std::runtime_error("fork failed");
     }
     if (pid == 0) {
-        reset_signals_in_child();
+        reset_signals_in_child(parent);
         ::sigprocmask(SIG_SETMASK, &previous, nullptr);
         ::dup2(pipefd[1], 1);
         ::dup2(pipefd[1], 2);
@@ -220,8 +222,10 @@ void unregister_child(pid_t pid) {
         if (g_children[i] == pid) g_children[i] = 0;
 }
 
-void reset_signals_in_child() {
+void reset_signals_in_child(pid_t parent) {
     for (int sig : kCleanupSignals) std::signal(sig, SIG_DFL);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // the parent ended before the request took effect
 }
 
 void install_cleanup_handler() {

@@ -71,8 +71,10 @@ private:
 /// Worker processes the signal handler kills (any network mode).
 void register_child(pid_t pid);
 void unregister_child(pid_t pid);
-/// In a freshly forked child: default signal dispositions again.
-void reset_signals_in_child();
+/// In a freshly forked child of `parent`: default signal dispositions again, and death with the parent (Linux
+/// PR_SET_PDEATHSIG: SIGKILL when the parent ends, whatever ends it; a child whose parent is already gone exits),
+/// so that no child outlives a run — not one forked a moment before a signal, not one whose parent was SIGKILLed.
+void reset_signals_in_child(pid_t parent);
 /// Installs the cleanup handler for SIGINT and SIGTERM (chained to the previous one); idempotent.
 void install_cleanup_handler();
 

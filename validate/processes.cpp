@@ -65,6 +65,7 @@ std::vector<std::string> run_children(std::uint32_t count, double timeout_s,
             kill_all(), reap_all();
             throw std::runtime_error("pipe failed");
         }
+        const pid_t parent = ::getpid();
         const pid_t pid = ::fork();
         if (pid < 0) {
             ::close(p[0]), ::close(p[1]);
@@ -73,7 +74,7 @@ std::vector<std::string> run_children(std::uint32_t count, double timeout_s,
         }
         if (pid == 0) {
             // The child: never returns into the caller's stack; _exit skips the parent's atexit work.
-            reset_signals_in_child();
+            reset_signals_in_child(parent);
             ::close(p[0]);
             std::string out;
             char status = 0;

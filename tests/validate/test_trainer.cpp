@@ -6,7 +6,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
 
 #include "sim/rng.hpp"
 #include "validate/collectives.hpp"
@@ -176,5 +180,53 @@ TEST_CASE("compressed ring all-reduce: every worker ends with the same values, n
         if (kind == CodecKind::none) CHECK(worst < 1e-5);
         if (kind == CodecKind::fp16) CHECK(worst < 5e-3);
         if (kind == CodecKind::qsgd) CHECK(worst < 3 * 3.0 * std::sqrt(512.0) / 127.0);
+    }
+}
+
+TEST_CASE("processes: a worker never outlives the run that forked it, even one killed with SIGKILL") {
+    // A middle process runs two workers that would sleep for a minute and writes their pids to a pipe; it is then
+    // SIGKILLed (no handler can run). The workers must be gone within a few seconds (PR_SET_PDEATHSIG), not left
+    // running for the minute.
+    int p[2];
+    REQUIRE(::pipe(p) == 0);
+    const pid_t middle = ::fork();
+    REQUIRE(middle >= 0);
+    if (middle == 0) {
+        ::close(p[0]);
+        (void)run_children(2, 120.0, [&](std::uint32_t) {
+            const pid_t self = ::getpid();
+            (void)!::write(p[1], &self, sizeof self);
+            ::sleep(60);
+            return std::string();
+        });
+        ::_exit(0);
+    }
+    ::close(p[1]);
+    pid_t workers[2] = {0, 0};
+    for (pid_t& w : workers) REQUIRE(::read(p[0], &w, sizeof w) == static_cast<ssize_t>(sizeof w));
+    ::close(p[0]);
+    ::kill(middle, SIGKILL);
+    int status = 0;
+    ::waitpid(middle, &status, 0);
+    const auto gone = [](pid_t pid) {
+        // Gone, or a zombie waiting for init to reap it.
+        char path[64];
+        std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+        FILE* f = std::fopen(path, "r");
+        if (f == nullptr) return true;
+        int id = 0;
+        char comm[256] = {}, state = '?';
+        const int n = std::fscanf(f, "%d %255s %c", &id, comm, &state);
+        std::fclose(f);
+        return n == 3 && state == 'Z';
+    };
+    for (pid_t w : workers) {
+        bool dead = false;
+        for (int i = 0; i < 100 && !dead; ++i) {
+            dead = gone(w);
+            if (!dead) ::usleep(50'000);
+        }
+        CHECK_MESSAGE(dead, "worker " << w << " outlived its parent");
+        if (!dead) ::kill(w, SIGKILL);
     }
 }
