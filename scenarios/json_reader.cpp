@@ -324,6 +324,16 @@ json parse_strict(std::string_view text) {
         }
         return true;
     };
+    // nlohmann's parser takes a NUL byte for the end of the text, so "{...}\0garbage" would parse: no JSON text
+    // holds one (RFC 8259 allows it only escaped inside strings).
+    if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+        const auto before = text.substr(0, nul);
+        const std::size_t line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+        const std::size_t col = nul - (before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1) + 1;
+        throw ScenarioError("$", fmt::format("malformed JSON at line {}, column {}: a NUL byte (JSON text has none; "
+                                             "expected the text to end after its value)",
+                                             line, col));
+    }
     try {
         return json::parse(text.begin(), text.end(), cb);
     } catch (const json::parse_error& e) {

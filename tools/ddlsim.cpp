@@ -252,13 +252,13 @@ int main(int argc, char** argv) {
             return 0;
         }
     } catch (const ScenarioError& e) {
-        std::cerr << fmt::format("error: {}: {}: {}\n", file, e.path(), e.what());
+        std::cerr << ddlsim::tools::one_line(fmt::format("error: {}: {}: {}", file, e.path(), e.what())) << "\n";
         return 2;
     } catch (const CliError& e) {
-        std::cerr << "error: " << e.what() << "\n";
+        std::cerr << ddlsim::tools::one_line(std::string("error: ") + e.what()) << "\n";
         return 2;
     } catch (const std::exception& e) {
-        std::cerr << "internal error: " << e.what() << "\n";
+        std::cerr << ddlsim::tools::one_line(std::string("internal error: ") + e.what()) << "\n";
         return 1;
     }
     return 1;

@@ -78,12 +78,6 @@ struct PointResult {
     json object;
 };
 
-std::string one_line(std::string s) {
-    for (char& c : s)
-        if (c == '\n' || c == '\r') c = ' ';
-    return s;
-}
-
 PointResult compute_point(const Plan& plan, std::size_t index) {
     PointResult pr;
     pr.point = index;

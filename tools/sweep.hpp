@@ -95,6 +95,9 @@ struct SweepRow {
 [[nodiscard]] std::vector<std::vector<std::string>> parse_csv(std::string_view text);
 /// A JSON value as a CSV cell: strings raw, null empty, everything else as JSON text.
 [[nodiscard]] std::string cell_text(const nlohmann::json& v);
+/// `s` on one line: newlines, carriage returns, tabs and other control characters written as \n, \r, \t, \xHH
+/// (every error message is one line, whatever a path or a value held).
+[[nodiscard]] std::string one_line(std::string_view s);
 /// Flattens a result object with dotted keys; arrays are dropped (and so is "jobs").
 void flatten_json(const nlohmann::json& j, const std::string& prefix, std::map<std::string, nlohmann::json>& out);
 /// The rows of one result: one, or one per job (with a "job" cell) when the result has a "jobs" list.

@@ -423,8 +423,12 @@ TEST_CASE("loader: a model object holds exactly one of name and layers") {
                  "$.model.layers[0].params", "integer", "-4");
 }
 
-TEST_CASE("loader: parse_strict rejects duplicate keys with their path") {
+TEST_CASE("loader: parse_strict rejects duplicate keys with their path and NUL bytes with their position") {
     expect_parse_error(R"({"workers": 4, "workers": 5})", "$.workers", "duplicate key");
+    // A NUL byte ends nlohmann's input: text after the value must not hide behind one.
+    using namespace std::string_view_literals;
+    expect_parse_error("{\"workers\": 4}\0garbage"sv, "$", "line 1, column 15", "NUL byte");
+    expect_parse_error("{\"workers\": 4}\n\0"sv, "$", "line 2, column 1", "NUL byte");
     expect_parse_error(R"({"network": {"topology": "star", "topology": "custom"}})", "$.network.topology",
                        "duplicate key");
     expect_parse_error(R"({"a": [1, {"b": 2, "b": 3}]})", "$.a[1].b", "duplicate key");

@@ -96,6 +96,9 @@ TEST_CASE("cli: a bad --set is bad input") {
     const std::string file = dir.write("good.json", k_good);
     expect_bad_input(testing::run_ddlsim({"check", file, "--set", "workers"}),
                      "error: " + file + ": --set workers: ", {"PATH=VALUE"});
+    // A control character in what the message quotes is written escaped: the message stays one line.
+    expect_bad_input(testing::run_ddlsim({"check", file, "--set", "netw\nork.bandwidth=1Gbps"}),
+                     "error: " + file + ": --set netw\\nork.bandwidth=1Gbps: ", {"\"netw\\nork\""});
     expect_bad_input(testing::run_ddlsim({"check", file, "--set", "network..bandwidth=1Gbps"}),
                      "error: " + file + ": --set network..bandwidth=1Gbps: ", {"dotted key path"});
     expect_bad_input(testing::run_ddlsim({"check", file, "--set", "workers.x=1"}),
