@@ -46,9 +46,16 @@ TEST_CASE("time to train: builtin reproduces every MLPerf reference point it cit
     REQUIRE(resnet != nullptr);
     REQUIRE(bert != nullptr);
     CHECK(resnet->epoch_samples == 1281167);
-    for (const auto& [data, file, scale] : {std::tuple{resnet, "training_4.0.0_rcps_resnet.json", 1281167.0},
-                                            std::tuple{bert, "training_4.1.0_rcps_bert.json", 1.0}}) {
-        const auto raw = raw_points(file, scale);
+    struct Source {
+        const m::ConvergenceData* data;
+        const char* file;
+        double scale;  // samples per unit of the file's counts
+    };
+    for (const Source& src : {Source{resnet, "training_4.0.0_rcps_resnet.json", 1281167.0},
+                              Source{bert, "training_4.1.0_rcps_bert.json", 1.0}}) {
+        const m::ConvergenceData* data = src.data;
+        const std::string file = src.file;
+        const auto raw = raw_points(file, src.scale);
         CHECK(raw.size() == data->points.size());
         for (const Raw& r : raw) {
             const auto s = m::samples_at(data->points, r.bs);
