@@ -501,8 +501,8 @@ nlohmann::json result_json(const Scenario& s, const RunResult& r) {
         nlohmann::json j = job_json(s, s.jobs[i], r.jobs[i]);
         if (i < r.time_to_train.size() && r.time_to_train[i]) {
             const JobSpec& spec = s.jobs[i];
-            j["time_to_train"] = time_to_train_json(
-                *r.time_to_train[i], static_cast<double>(spec.workers) * spec.batch_size * spec.gradient_accumulation);
+            j.update(time_to_train_json(
+                *r.time_to_train[i], static_cast<double>(spec.workers) * spec.batch_size * spec.gradient_accumulation));
         }
         return j;
     };

@@ -34,9 +34,9 @@ std::optional<models::TimeToTrain> job_time_to_train(const JobSpec& spec, const 
 }
 
 nlohmann::json time_to_train_json(const models::TimeToTrain& t, double global_batch) {
-    nlohmann::json out{
+    // The headline figures sit beside the job's per-iteration keys; how they were found goes in "time_to_train".
+    nlohmann::json details{
         {"global_batch", global_batch},
-        {"samples_to_target", t.samples.samples},
         {"samples_to_target_low", t.samples.low},
         {"samples_to_target_high", t.samples.high},
         {"samples_source", t.samples_source},
@@ -44,30 +44,32 @@ nlohmann::json time_to_train_json(const models::TimeToTrain& t, double global_ba
         {"extrapolated", t.samples.extrapolated},
         {"statistical_efficiency",
          {{"factor", t.efficiency.factor}, {"source", t.efficiency.source}, {"assumed", t.efficiency.assumed}}},
-        {"optimizer_steps", t.optimizer_steps},
         {"step_time_s", t.step_s},
-        {"time_to_train_s", t.total_s},
-        {"time_to_train_low_s", t.total_low_s},
-        {"time_to_train_high_s", t.total_high_s},
         {"parts_s", {{"training", t.training_s}, {"evaluation", t.evaluation_s}, {"checkpoints", t.checkpoint_s}}},
         {"evaluations", t.evaluations},
         {"evaluation_each_s", t.evaluation_each_s},
         {"checkpoints", t.checkpoints},
         {"checkpoint_each_s", t.checkpoint_each_s},
-        {"gpu_hours", t.gpu_hours},
+    };
+    nlohmann::json out{
+        {"samples_to_target", t.samples.samples}, {"optimizer_steps", t.optimizer_steps},
+        {"time_to_train_s", t.total_s},           {"time_to_train_low_s", t.total_low_s},
+        {"time_to_train_high_s", t.total_high_s}, {"gpu_hours", t.gpu_hours},
     };
     if (t.epoch_samples > 0.0) {
-        out["epoch_samples"] = t.epoch_samples;
+        details["epoch_samples"] = t.epoch_samples;
         out["epochs_to_target"] = t.epochs;
     }
     if (t.cost) {
         out["cost"] = *t.cost;
-        out["cost_low"] = *t.cost_low;
-        out["cost_high"] = *t.cost_high;
+        details["cost_low"] = *t.cost_low;
+        details["cost_high"] = *t.cost_high;
     }
     if (t.energy_kwh) out["energy_kwh"] = *t.energy_kwh;
     if (t.fitted)
-        out["noise_scale_fit"] = {{"critical_batch", t.fitted->critical_batch}, {"min_samples", t.fitted->min_samples}};
+        details["noise_scale_fit"] = {{"critical_batch", t.fitted->critical_batch},
+                                      {"min_samples", t.fitted->min_samples}};
+    out["time_to_train"] = std::move(details);
     return out;
 }
 

@@ -77,7 +77,7 @@ def plot(study, rows, path):
                 ax.plot([a for a, _ in pts], [b for _, b in pts], marker="o", ms=3, label=s,
                         color=colours[(2 * i) % 20 if i < 10 else (2 * i + 1) % 20], linestyle=styles[i % 4])
         ax.set_xscale("log")
-        if metric in ("iteration_time_s", "time_to_train.time_to_train_s"):
+        if metric in ("iteration_time_s", "time_to_train_s"):
             ax.set_yscale("log")
         ax.set_title(f"{panel} = {p}")
         unit = re.sub(r"^[0-9.eE+-]+", "", rows[0][x]) if rows else ""
@@ -149,7 +149,7 @@ def findings(study, rows):
             best = (max if higher_better else min)(vals, key=vals.get)
             cell = {"scaling_efficiency": lambda v: f"{v:.3f}", "throughput_samples_per_s": lambda v: f"{v:.0f}",
                     "tokens_per_s": lambda v: f"{v:.3g}", "mfu": lambda v: f"{100 * v:.1f}%",
-                    "time_to_train.time_to_train_s": fmt_hm}.get(metric, fmt_s)
+                    "time_to_train_s": fmt_hm}.get(metric, fmt_s)
             table.append(f"| {p} | {xv} | {best} | " +
                          " | ".join(cell(vals[s]) + (" (does not fit)" if s in oom else "") if s in vals else "—"
                                     for s in series) + " |")
@@ -233,21 +233,21 @@ def findings(study, rows):
                              if float(rb[metric]) > 0.9 * float(ra[metric])), None)
                 gb = lambda r: float(r["time_to_train.global_batch"])
                 text = (f"{s}, {p} per GPU: fastest at {fast_x} GPUs ({fmt_hm(float(fast[metric]))}, global batch "
-                        f"{gb(fast):.0f}, {float(fast['time_to_train.epochs_to_target']):.0f} epochs, "
-                        f"{float(fast['time_to_train.gpu_hours']):.0f} GPU-hours)")
+                        f"{gb(fast):.0f}, {float(fast['epochs_to_target']):.0f} epochs, "
+                        f"{float(fast['gpu_hours']):.0f} GPU-hours)")
                 if stop is not None:
                     a, ra, b, rb = stop
                     text += (f"; from {a} to {b} GPUs (global batch {gb(ra):.0f} to {gb(rb):.0f}) the time falls by "
                              f"less than a tenth")
                 out.append(text + ".")
-        priced = [r for r in rows if r.get("time_to_train.cost") not in (None, "")]
+        priced = [r for r in rows if r.get("cost") not in (None, "")]
         if priced:
-            c = min(priced, key=lambda r: float(r["time_to_train.cost"]))
+            c = min(priced, key=lambda r: float(r["cost"]))
             out.append(f"Cheapest: {c['series']}, {c[x]} GPUs x {c[panel]} per GPU: "
-                       f"{float(c['time_to_train.cost']):.1f} at 2.5 per GPU-hour, in {fmt_hm(float(c[metric]))}.")
+                       f"{float(c['cost']):.1f} at 2.5 per GPU-hour, in {fmt_hm(float(c[metric]))}.")
             fastest = min(priced, key=lambda r: float(r[metric]))
             out.append(f"Fastest: {fastest['series']}, {fastest[x]} GPUs x {fastest[panel]} per GPU: "
-                       f"{fmt_hm(float(fastest[metric]))}, costing {float(fastest['time_to_train.cost']):.1f}.")
+                       f"{fmt_hm(float(fastest[metric]))}, costing {float(fastest['cost']):.1f}.")
             crit = float(priced[0].get("time_to_train.noise_scale_fit.critical_batch") or 0)
             if crit > 0:
                 out.append(f"MLPerf's reference points fit E(B) = E_min (1 + B / B_crit) with B_crit = {crit:.0f}: past "

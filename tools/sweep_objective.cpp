@@ -13,17 +13,17 @@ namespace ddlsim::tools::sweep_detail {
 
 namespace {
 
-// The scalar columns a time to train adds (its result keys, from time_to_train_json itself).
+// The numeric columns a time to train adds (its result keys flattened, from time_to_train_json itself).
 std::vector<std::string> training_columns() {
-    std::map<std::string, json> flat;
     models::TimeToTrain t;
     t.cost = t.cost_low = t.cost_high = t.energy_kwh = 0.0;
     t.epoch_samples = 1.0;
     t.fitted = models::NoiseScale{};
-    json j = scenario::time_to_train_json(t, 0.0);
+    std::map<std::string, json> flat;
+    flatten_json(scenario::time_to_train_json(t, 0.0), "", flat);
     std::vector<std::string> out;
-    for (const auto& [k, v] : j.items())
-        if (v.is_number()) out.push_back("time_to_train." + k);
+    for (const auto& [k, v] : flat)
+        if (v.is_number()) out.push_back(k);
     return out;
 }
 
@@ -39,19 +39,16 @@ Objective resolve_objective(const std::string& given, bool has_training) {
     std::vector<std::string> columns = result_columns();
     const std::vector<std::string> training = training_columns();
     columns.insert(columns.end(), training.begin(), training.end());
-    // The time-to-train keys also by their own name: "time_to_train_s", "cost", "gpu_hours".
+    // The detail keys also by their own name: "parts_s.evaluation" for "time_to_train.parts_s.evaluation".
     if (std::find(columns.begin(), columns.end(), name) == columns.end() &&
         std::find(training.begin(), training.end(), "time_to_train." + name) != training.end())
         name = "time_to_train." + name;
-    if (std::find(columns.begin(), columns.end(), name) == columns.end()) {
-        std::vector<std::string> names = columns;  // and the short names of the time-to-train columns
-        for (const auto& t : training) names.push_back(t.substr(std::string("time_to_train.").size()));
+    if (std::find(columns.begin(), columns.end(), name) == columns.end())
         throw SweepError(
             fmt::format("--objective: \"{}\" is not a numeric result column{}; expected e.g. "
                         "time_to_train_s, cost, iteration_time_s or max:throughput_samples_per_s",
-                        given, scenario::did_you_mean(name, names)));
-    }
-    if (name.starts_with("time_to_train.") && !has_training)
+                        given, scenario::did_you_mean(name, columns)));
+    if (std::find(training.begin(), training.end(), name) != training.end() && !has_training)
         throw SweepError(
             fmt::format("--objective {}: the scenario has no \"training\" block (expected one, e.g. "
                         "\"training\": {{\"samples_to_target\": \"builtin\"}})",

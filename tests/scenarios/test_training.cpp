@@ -65,9 +65,11 @@ TEST_CASE("training: time to train is the steps at the simulated step time, plus
     // The result keys, and the resolved scenario reruns to the same time.
     const json out = scenario::result_json(s, r);
     REQUIRE(out.contains("time_to_train"));
-    CHECK(out["time_to_train"]["time_to_train_s"].get<double>() == t.total_s);
+    CHECK(out["time_to_train_s"].get<double>() == t.total_s);
+    CHECK(out["optimizer_steps"].get<double>() == steps);
     CHECK(out["time_to_train"]["global_batch"].get<double>() == 128);
-    CHECK(out["time_to_train"]["cost"].get<double>() == *t.cost);
+    CHECK(out["cost"].get<double>() == *t.cost);
+    CHECK(out["time_to_train"]["parts_s"]["evaluation"].get<double>() == t.evaluation_s);
     const json resolved = out["resolved_scenario"];
     CHECK(resolved["training"]["checkpoint"]["every_steps"] == 1000);
     const scenario::Scenario again = scenario::load_scenario(resolved);

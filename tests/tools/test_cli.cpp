@@ -271,6 +271,6 @@ TEST_CASE("cli: a time to train with a convergence block takes the proxy's ratio
     CHECK(eff["source"].get<std::string>().rfind("proxy: ", 0) == 0);
     CHECK_FALSE(eff["assumed"].get<bool>());
     CHECK(eff["factor"].get<double>() == doctest::Approx(factor));
-    CHECK(out["time_to_train"]["samples_to_target"].get<double>() == doctest::Approx(1e6 * factor));
+    CHECK(out["samples_to_target"].get<double>() == doctest::Approx(1e6 * factor));
     CHECK(r.out.find("(proxy: ") != std::string::npos);
 }
