@@ -59,8 +59,8 @@ struct Objective {
     bool maximise = false;
 };
 /// The column `given` names (a detail of a time to train also by its own name, "parts_s.evaluation" for
-/// "time_to_train.parts_s.evaluation"; "max:NAME" ranks highest first); throws SweepError (exit 2) for a column results do not have, with a did-you-mean, and for
-/// a time-to-train column when the scenario has no training block.
+/// "time_to_train.parts_s.evaluation"; "max:NAME" ranks highest first); throws SweepError (exit 2) for a column results
+/// do not have, with a did-you-mean, and for a time-to-train column when the scenario has no training block.
 [[nodiscard]] Objective resolve_objective(const std::string& given, bool has_training);
 /// "objective ...\n  best ...\n  runner-up ...\n": the rows ranked by the column (rows without a value skipped), each
 /// named by its point and varied values.
