@@ -228,6 +228,7 @@ TimeToTrain time_to_train(const TrainingSpec& spec, const TrainingRun& run) {
     }
     const Parts mid = parts(s.samples, spec, run, t.epoch_samples, t.evaluation_each_s, t.checkpoint_each_s);
     t.optimizer_steps = mid.steps;
+    t.global_batch = run.global_batch;
     t.step_s = run.global_batch / run.samples_per_s;
     t.training_s = mid.training_s;
     t.evaluations = mid.evaluations;

@@ -144,6 +144,7 @@ struct TimeToTrain {
     double epoch_samples = 0.0;
     double epochs = 0.0;  ///< 0 without an epoch size
     double optimizer_steps = 0.0;
+    double global_batch = 0.0;  ///< the run's: workers x batch x gradient accumulation
     double step_s = 0.0;
     double training_s = 0.0;
     double evaluations = 0.0;

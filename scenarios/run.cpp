@@ -499,11 +499,7 @@ std::string describe_architecture(const JobSpec& j) {
 nlohmann::json result_json(const Scenario& s, const RunResult& r) {
     const auto one = [&](std::size_t i) {
         nlohmann::json j = job_json(s, s.jobs[i], r.jobs[i]);
-        if (i < r.time_to_train.size() && r.time_to_train[i]) {
-            const JobSpec& spec = s.jobs[i];
-            j.update(time_to_train_json(
-                *r.time_to_train[i], static_cast<double>(spec.workers) * spec.batch_size * spec.gradient_accumulation));
-        }
+        if (i < r.time_to_train.size() && r.time_to_train[i]) j.update(time_to_train_json(*r.time_to_train[i]));
         return j;
     };
     nlohmann::json out;

@@ -53,7 +53,7 @@ struct RunResult {
                                                                    const topo::Fabric& fabric,
                                                                    const models::JobResult& r, const std::string& path);
 /// The result keys of a time to train (docs/CONTRACT.md §3, "time_to_train").
-[[nodiscard]] nlohmann::json time_to_train_json(const models::TimeToTrain& t, double global_batch);
+[[nodiscard]] nlohmann::json time_to_train_json(const models::TimeToTrain& t);
 
 /// Memory per GPU of a job (models/memory.hpp) on its reference device.
 [[nodiscard]] models::MemoryEstimate job_memory(const JobSpec& j);

@@ -33,10 +33,10 @@ std::optional<models::TimeToTrain> job_time_to_train(const JobSpec& spec, const 
     }
 }
 
-nlohmann::json time_to_train_json(const models::TimeToTrain& t, double global_batch) {
+nlohmann::json time_to_train_json(const models::TimeToTrain& t) {
     // The headline figures sit beside the job's per-iteration keys; how they were found goes in "time_to_train".
     nlohmann::json details{
-        {"global_batch", global_batch},
+        {"global_batch", t.global_batch},
         {"samples_to_target_low", t.samples.low},
         {"samples_to_target_high", t.samples.high},
         {"samples_source", t.samples_source},

@@ -177,11 +177,10 @@ std::string hours(double s) {
     return fmt::format("{} d {} h", h / 24, h % 24);
 }
 
-std::string training_block(const scenario::JobSpec& spec, const models::TimeToTrain& t) {
-    const double batch = static_cast<double>(spec.workers) * spec.batch_size * spec.gradient_accumulation;
+std::string training_block(const models::TimeToTrain& t) {
     std::string out = "\n  time to train\n";
     out += fmt::format("  {:<24}{} at global batch {:.0f} ({}; {})\n", "samples to target", si(t.samples.samples, ""),
-                       batch, t.samples.how, t.samples_source);
+                       t.global_batch, t.samples.how, t.samples_source);
     if (t.epochs > 0.0)
         out += fmt::format("  {:<24}{:.1f} (range {:.1f} .. {:.1f})\n", "epochs", t.epochs,
                            t.samples.low / t.epoch_samples, t.samples.high / t.epoch_samples);
@@ -224,7 +223,7 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         if (s.has_jobs_list) out += fmt::format("\n job {} ({} of {})\n", s.jobs[i].name, i + 1, s.jobs.size());
         out += job_block(s, s.jobs[i], r.jobs[i]);
-        if (i < r.time_to_train.size() && r.time_to_train[i]) out += training_block(s.jobs[i], *r.time_to_train[i]);
+        if (i < r.time_to_train.size() && r.time_to_train[i]) out += training_block(*r.time_to_train[i]);
     }
     if (!r.busiest_links.empty()) {
         out += fmt::format("\n  busiest links (mean utilisation of links in use {:.1f} %)\n",

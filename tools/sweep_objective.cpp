@@ -20,7 +20,7 @@ std::vector<std::string> training_columns() {
     t.epoch_samples = 1.0;
     t.fitted = models::NoiseScale{};
     std::map<std::string, json> flat;
-    flatten_json(scenario::time_to_train_json(t, 0.0), "", flat);
+    flatten_json(scenario::time_to_train_json(t), "", flat);
     std::vector<std::string> out;
     for (const auto& [k, v] : flat)
         if (v.is_number()) out.push_back(k);
