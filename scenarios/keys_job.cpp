@@ -28,9 +28,14 @@ std::string sibling(const std::string& path, std::string_view key) {
 }
 
 // A block read by its own reader (with the job so far); absent, the block keeps its defaults.
+// `nullable`: null is accepted and means the block's defaults (e.g. "sharding": null, no sharding).
 template <typename Read, typename Echo>
-keys::Key<J> block(std::string name, std::string description, Read read, Echo echo) {
-    json schema = ref_schema(name, std::move(description));
+keys::Key<J> block(std::string name, std::string description, Read read, Echo echo, bool nullable = false) {
+    json schema = ref_schema(name, description);
+    if (nullable)
+        schema = {
+            {"description", std::move(description) + "; null: the same as absent"},
+            {"oneOf", json::array({ref_schema(name, "the block"), {{"type", "null"}, {"description", "absent"}}})}};
     return keys::custom<J>(std::move(name), std::move(schema), std::move(read),
                            std::function<json(const J&)>(std::move(echo)));
 }
@@ -148,9 +153,10 @@ std::vector<keys::Key<J>> job_key_list() {
             "sharded data parallelism: ZeRO stages 1-3, FSDP, hybrid sharding (default: none, every worker holds a "
             "replica)",
             [](J& s, const json& j, const std::string& path) {
+                if (j.is_null()) return;  // null: no sharding, as when absent (a variant's JSON patch may say so)
                 s.sharding = detail::read_sharding(j, path, s, sibling(path, "architecture"));
             },
-            [](const J& s) { return sharding_keys().echo(s.sharding); })
+            [](const J& s) { return sharding_keys().echo(s.sharding); }, true)
             .echo_when([](const J& s) { return s.sharding.any(); }),
         keys::custom<J>(
             "worker_devices",

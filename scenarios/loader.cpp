@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -489,6 +490,12 @@ void apply_override(json& j, const std::string& assignment) {
 }
 
 json read_json_file(const std::string& file) {
+    if (file == "-") {  // standard input, as Unix tools take it ("./-" names a file called "-")
+        std::ostringstream buf;
+        buf << std::cin.rdbuf();
+        if (std::cin.bad()) throw ScenarioError("$", "cannot read standard input");
+        return parse_strict(buf.str());
+    }
     std::error_code ec;
     const auto type = std::filesystem::status(file, ec).type();
     if (type == std::filesystem::file_type::not_found) throw ScenarioError("$", "cannot read the file: no such file");

@@ -10,13 +10,17 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <thread>
 
 #include "scenarios/json_reader.hpp"
 #include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tools/compare.hpp"
 #include "tools/output_file.hpp"
+#include "tools/run_result.hpp"
 #include "tools/summary.hpp"
 #include "tools/sweep.hpp"
 #include "tools/sweep_plot.hpp"
@@ -84,16 +88,25 @@ std::string run_seeds(const ddlsim::scenario::Scenario& scenario, std::uint32_t 
 
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
                 const std::string& trace, const std::string& plot, std::uint32_t seeds) {
+    // `--out -`: the result JSON is standard output, so the summary goes to standard error.
+    const bool out_stdout = out == "-";
+    if (out_stdout && (trace == "-" || plot == "-"))
+        throw CliError("only one output can be standard output: give --trace and --plot file names");
+    if (trace == "-" || plot == "-")
+        throw CliError(fmt::format("{} -: standard output is for the result JSON (--out -); give a file name",
+                                   trace == "-" ? "--trace" : "--plot"));
     // Output paths are checked before simulating, so a typo costs nothing.
-    if (!out.empty()) ddlsim::sim::check_output_path(out);
+    const std::string out_file = out_stdout ? std::string() : out;
+    const std::string scenario_file = file == "-" ? std::string() : file;
+    if (!out_file.empty()) ddlsim::sim::check_output_path(out_file);
     if (!trace.empty()) ddlsim::sim::check_output_path(trace);
     if (!plot.empty()) ddlsim::tools::check_plot_path("--plot", plot);
     // No output may replace the scenario or another output.
-    ddlsim::sim::check_distinct_files(out, "--out", file, "the scenario file");
-    ddlsim::sim::check_distinct_files(trace, "--trace", file, "the scenario file");
-    ddlsim::sim::check_distinct_files(plot, "--plot", file, "the scenario file");
-    ddlsim::sim::check_distinct_files(trace, "--trace", out, "the --out file");
-    ddlsim::sim::check_distinct_files(plot, "--plot", out, "the --out file");
+    ddlsim::sim::check_distinct_files(out_file, "--out", scenario_file, "the scenario file");
+    ddlsim::sim::check_distinct_files(trace, "--trace", scenario_file, "the scenario file");
+    ddlsim::sim::check_distinct_files(plot, "--plot", scenario_file, "the scenario file");
+    ddlsim::sim::check_distinct_files(trace, "--trace", out_file, "the --out file");
+    ddlsim::sim::check_distinct_files(plot, "--plot", out_file, "the --out file");
     ddlsim::sim::check_distinct_files(plot, "--plot", trace, "the --trace file");
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
     const bool converge = scenario.jobs.size() == 1 && scenario.jobs[0].convergence.has_value();
@@ -101,42 +114,69 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
     if (!plot.empty() && !converge)
         throw CliError("--plot draws the accuracy curve of a scenario with a \"convergence\" block; this one has none");
     if (!plot.empty()) plotter = ddlsim::tools::find_plotter("--plot", "plot_curve.py", "DDLSIM_PLOT_CURVE_SCRIPT");
-    if (converge) ddlsim::validate::require_task_data(scenario);
     std::unique_ptr<ddlsim::sim::Trace> timeline;
     if (!trace.empty()) timeline = std::make_unique<ddlsim::sim::Trace>();
-    auto result = ddlsim::scenario::run_scenario(scenario, timeline.get());
-    nlohmann::json keys;
-    if (converge) {  // time to accuracy (docs/CONTRACT.md §6): the schedule replayed on the proxy task
-        keys = ddlsim::validate::convergence_result(scenario, result);
-        // A time to train whose scheme has no published factor takes the proxy's ratio to BSP instead of 1: the
-        // same scenario with that factor, rerun (deterministic: the same per-iteration figures), labelled "proxy".
-        auto& ttt = result.time_to_train.front();
-        if (ttt && ttt->efficiency.assumed)
-            if (const auto proxy = ddlsim::validate::proxy_efficiency(scenario, keys)) {
-                auto with_factor = scenario;
-                with_factor.jobs.front().training->statistical_efficiency = proxy->factor;
-                result.time_to_train = ddlsim::scenario::run_scenario(with_factor).time_to_train;
-                result.time_to_train.front()->efficiency.source = proxy->source;
-            }
-    }
-    std::cout << ddlsim::tools::run_summary(file, scenario, result, sets) << std::flush;
-    auto json = ddlsim::scenario::result_json(scenario, result);
-    if (seeds > 1) std::cout << run_seeds(scenario, seeds, json) << std::flush;
-    if (converge) {
-        std::cout << ddlsim::validate::convergence_summary(keys) << std::flush;
-        json.update(keys);
-    }
-    if (!out.empty()) ddlsim::sim::write_file_atomically(out, json.dump(2) + "\n");
+    auto run = ddlsim::tools::run_full(scenario, timeline.get());
+    std::ostream& text = out_stdout ? std::cerr : std::cout;
+    text << ddlsim::tools::run_summary(file, scenario, run.result, sets) << std::flush;
+    auto& json = run.json;
+    if (seeds > 1) text << run_seeds(scenario, seeds, json) << std::flush;
+    if (converge) text << ddlsim::validate::convergence_summary(run.convergence) << std::flush;
+    if (out_stdout) std::cout << json.dump(2) << "\n" << std::flush;
+    if (!out_file.empty()) ddlsim::sim::write_file_atomically(out_file, json.dump(2) + "\n");
     if (timeline) {
         ddlsim::sim::write_file_atomically(trace, timeline->json());
-        std::cout << fmt::format("timeline: {} ({} events{}; open in https://ui.perfetto.dev or chrome://tracing)\n",
-                                 trace, timeline->size(),
-                                 timeline->dropped() > 0 ? fmt::format(", {} more dropped", timeline->dropped()) : "");
+        text << fmt::format("timeline: {} ({} events{}; open in https://ui.perfetto.dev or chrome://tracing)\n", trace,
+                            timeline->size(),
+                            timeline->dropped() > 0 ? fmt::format(", {} more dropped", timeline->dropped()) : "");
     }
     if (!plot.empty()) {
-        ddlsim::tools::plot_run_curve(plotter, json, out, plot, std::filesystem::path(file).stem().string());
-        std::cout << fmt::format("plot: {}\n", plot);
+        ddlsim::tools::plot_run_curve(plotter, json, out_file, plot, std::filesystem::path(file).stem().string());
+        text << fmt::format("plot: {}\n", plot);
     }
+    return 0;
+}
+
+// `ddlsim compare`: the scenarios (or one scenario's variants) side by side; every case is loaded before any runs.
+int compare_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
+                    const std::vector<std::string>& variant_specs, const std::string& out, unsigned jobs) {
+    const bool out_stdout = out == "-";
+    const std::string out_file = out_stdout ? std::string() : out;
+    const bool json_out = std::filesystem::path(out).extension() == ".json";
+    if (!out_file.empty()) ddlsim::sim::check_output_path(out_file);
+    std::vector<ddlsim::tools::CompareCase> sources;
+    std::map<std::string, int> stems;
+    for (const auto& f : files) ++stems[std::filesystem::path(f).stem().string()];
+    for (const auto& f : files) {
+        if (f != "-") ddlsim::sim::check_distinct_files(out_file, "--out", f, "a scenario file");
+        ddlsim::tools::CompareCase c;
+        const std::string stem = std::filesystem::path(f).stem().string();
+        c.name = f == "-" ? "stdin" : stems[stem] > 1 ? f : stem;
+        c.file = f;
+        try {
+            c.scenario = ddlsim::scenario::read_json_file(f);
+        } catch (const ScenarioError& e) {
+            throw ddlsim::tools::CompareInputError(f, e);
+        }
+        c.base_dir = std::filesystem::path(f).parent_path().string();
+        if (c.base_dir.empty()) c.base_dir = ".";
+        sources.push_back(std::move(c));
+    }
+    std::vector<std::pair<std::string, nlohmann::json>> variants;
+    for (const auto& v : variant_specs) variants.push_back(ddlsim::tools::parse_variant(v));
+    const auto cases = ddlsim::tools::compare_cases(sources, sets, variants);
+    const auto rows = ddlsim::tools::run_comparison(cases, jobs);
+    std::ostream& text = out_stdout ? std::cerr : std::cout;
+    std::string head = "ddlsim compare";
+    for (const auto& f : files) head += " " + f;
+    for (const auto& a : sets) head += " --set " + a;
+    text << head << "\n" << ddlsim::tools::compare_table(rows) << std::flush;
+    if (out.empty()) return 0;
+    const std::string body = json_out ? nlohmann::json(rows).dump(2) + "\n" : ddlsim::tools::compare_csv(rows);
+    if (out_stdout)
+        std::cout << body << std::flush;
+    else
+        ddlsim::sim::write_file_atomically(out_file, body);
     return 0;
 }
 
@@ -153,9 +193,9 @@ int main(int argc, char** argv) {
     std::uint32_t seeds = 1;
     bool print_resolved = false;
     auto* run = app.add_subcommand("run", "simulate one scenario and print a summary");
-    run->add_option("scenario", file, "scenario JSON file")->required();
+    run->add_option("scenario", file, "scenario JSON file (- reads standard input)")->required();
     run->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)")->expected(1)->take_all();
-    run->add_option("--out", out, "write the result JSON here");
+    run->add_option("--out", out, "write the result JSON here (-: standard output; the summary then goes to stderr)");
     run->add_option("--trace", trace,
                     "write a Chrome-trace / Perfetto timeline here (one track per worker and per link)");
     run->add_option("--plot", plot,
@@ -192,6 +232,26 @@ int main(int argc, char** argv) {
                       "rank the points by a result column and print the best and its runner-up: time_to_train_s, "
                       "cost, gpu_hours (with a training block), iteration_time_s, ...; max:COLUMN ranks highest first");
 
+    std::vector<std::string> compare_files, variants;
+    std::string compare_out;
+    unsigned compare_jobs = std::max(1U, std::thread::hardware_concurrency());
+    auto* compare =
+        app.add_subcommand("compare", "run several scenarios, or named variants of one, and print them side by side");
+    compare->add_option("scenarios", compare_files, "scenario JSON files (- reads one from standard input)")
+        ->required();
+    compare->add_option("--set", sets, "override a key in every case: PATH=VALUE (repeatable)")
+        ->expected(1)
+        ->take_all();
+    compare
+        ->add_option("--variant", variants,
+                     "NAME=JSON-PATCH: a case made of each scenario with this JSON merge patch (RFC 7386) applied, "
+                     "e.g. 'ddp={\"sharding\": null}' or 'fsdp={\"sharding\": {\"stage\": 3}}' (repeatable)")
+        ->expected(1)
+        ->take_all();
+    compare->add_option("--out", compare_out, "also write the table as CSV, or JSON for a .json name (-: stdout)");
+    compare->add_option("--jobs", compare_jobs, "cases run at once (default: the number of CPU threads)")
+        ->check(CLI::Range(1U, 4096U));
+
     app.add_subcommand("schema", "print the JSON Schema of scenarios");
     app.add_subcommand("models", "list the built-in model workloads and device profiles");
     ddlsim::tools::ValidateCliOptions validate_opts;
@@ -209,7 +269,8 @@ int main(int argc, char** argv) {
         const bool unknown_command = argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty();
         if (unknown_command)
             std::cerr << fmt::format(
-                "error: unknown command \"{}\"; expected run, sweep, check, schema, models, validate or calibrate "
+                "error: unknown command \"{}\"; expected run, sweep, compare, check, schema, models, validate or "
+                "calibrate "
                 "(see ddlsim --help)\n",
                 argv[1]);
         else
@@ -220,6 +281,7 @@ int main(int argc, char** argv) {
     try {
         if (const auto code = ddlsim::tools::run_validate_commands(validate_opts)) return *code;
         if (run->parsed()) return run_command(file, sets, out, trace, plot, seeds);
+        if (compare->parsed()) return compare_command(compare_files, sets, variants, compare_out, compare_jobs);
         if (sweep->parsed()) {
             sweep_opts.extra_keys = [](const ddlsim::scenario::Scenario& s, const ddlsim::scenario::RunResult& r) {
                 const bool converge = s.jobs.size() == 1 && s.jobs[0].convergence.has_value();
@@ -251,6 +313,9 @@ int main(int argc, char** argv) {
             std::cout << ddlsim::tools::catalog_listing();
             return 0;
         }
+    } catch (const ddlsim::tools::CompareInputError& e) {
+        std::cerr << ddlsim::tools::one_line(fmt::format("error: {}: {}: {}", e.file(), e.path(), e.what())) << "\n";
+        return 2;
     } catch (const ScenarioError& e) {
         std::cerr << ddlsim::tools::one_line(fmt::format("error: {}: {}: {}", file, e.path(), e.what())) << "\n";
         return 2;

@@ -8,16 +8,10 @@
 #include "models/device.hpp"
 #include "models/workload.hpp"
 #include "scenarios/run.hpp"
+#include "tools/run_result.hpp"
 
 namespace ddlsim::tools {
 namespace {
-
-std::string si(double v, const char* unit) {
-    const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
-    int i = 0;
-    while (v >= 1000.0 && i < 5) v /= 1000.0, ++i;
-    return fmt::format("{:.4g} {}{}", v, prefixes[i], unit);
-}
 
 std::string ms(double s) {
     return fmt::format("{:.3f} ms", s * 1e3);
@@ -36,7 +30,7 @@ std::string node_line(const topo::NodeType& n) {
 }
 
 std::string topology_line(const scenario::Scenario& s) {
-    const auto bw = [](sim::Bandwidth b) { return si(b.bits_per_s(), "bit/s"); };
+    const auto bw = [](sim::Bandwidth b) { return si_text(b.bits_per_s(), "bit/s"); };
     return std::visit(
         [&](const auto& t) -> std::string {
             using T = std::decay_t<decltype(t)>;
@@ -79,7 +73,7 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     std::string out;
     out += fmt::format("  model         {} ({:.1f} M parameters, {} gradient tensors, {} per iteration)\n",
                        spec.model_name, static_cast<double>(spec.workload.params()) / 1e6, spec.workload.tensor_count(),
-                       si(static_cast<double>(spec.workload.params()) * spec.bytes_per_param, "B"));
+                       si_text(static_cast<double>(spec.workload.params()) * spec.bytes_per_param, "B"));
     out += fmt::format(
         "  workers       {}, batch {} per worker{}, device {}\n", spec.workers, spec.batch_size,
         spec.gradient_accumulation > 1
@@ -102,18 +96,19 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
                        scenario::describe_overlap(spec));
     for (const auto& p : j.algorithm_picks)
         out += fmt::format("  auto picked   {} for {} message{} of {} .. {}\n", sim::enum_name(p.algorithm), p.messages,
-                           p.messages == 1 ? "" : "s", si(p.min_bytes, "B"), si(p.max_bytes, "B"));
+                           p.messages == 1 ? "" : "s", si_text(p.min_bytes, "B"), si_text(p.max_bytes, "B"));
     {
         const auto m = scenario::job_memory(spec);
         out += fmt::format(
             "  memory        {} per GPU (weights {}, gradients {}, optimizer {}, activations {}, buffers {}){}\n",
-            si(m.total(), "B"), si(m.weights, "B"), si(m.gradients, "B"), si(m.optimizer, "B"), si(m.activations, "B"),
-            si(m.buffers, "B"), m.capacity ? fmt::format(" of {}", si(*m.capacity, "B")) : std::string());
+            si_text(m.total(), "B"), si_text(m.weights, "B"), si_text(m.gradients, "B"), si_text(m.optimizer, "B"),
+            si_text(m.activations, "B"), si_text(m.buffers, "B"),
+            m.capacity ? fmt::format(" of {}", si_text(*m.capacity, "B")) : std::string());
         if (m.fits() && !*m.fits())
             out += fmt::format(
                 "  WARNING       the job needs {} per GPU but the {} has {}: it would not fit (reduce the "
                 "batch, use fp16/bf16, or a larger device)\n",
-                si(m.total(), "B"), spec.device.name, si(*m.capacity, "B"));
+                si_text(m.total(), "B"), spec.device.name, si_text(*m.capacity, "B"));
     }
     if (!spec.worker_devices.empty()) out += fmt::format("  devices       heterogeneous (worker_devices)\n");
     if (spec.stragglers.any()) out += "  stragglers    yes (see the scenario's stragglers block)\n";
@@ -136,7 +131,7 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
         out += fmt::format("  {:<32}{:>16}\n", "  waiting for bytes (exposed)", ms(b.exposed_communication));
         out += fmt::format("  {:<32}{:>16}\n", "  waiting for peers", ms(b.waiting));
     }
-    out += fmt::format("  {:<32}{:>16}\n", "bytes on the wire", si(j.bytes_on_wire_per_iteration, "B"));
+    out += fmt::format("  {:<32}{:>16}\n", "bytes on the wire", si_text(j.bytes_on_wire_per_iteration, "B"));
     out += fmt::format("  {:<32}{:>16}\n", "throughput", fmt::format("{:.1f} samples/s", j.throughput_samples_per_s));
     out += fmt::format("  {:<32}{:>16}\n", "scaling efficiency", fmt::format("{:.1f} %", 100.0 * j.scaling_efficiency));
     if (const auto t = scenario::token_rates(spec, j)) {
@@ -166,21 +161,10 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     return out;
 }
 
-// A duration for people: "3 h 12 min", "12 min 5 s", "42.1 s", "2 d 5 h".
-std::string hours(double s) {
-    if (s < 60.0) return fmt::format("{:.3g} s", s);
-    const auto whole = static_cast<long long>(std::llround(s));
-    if (s < 3600.0) return fmt::format("{} min {} s", whole / 60, whole % 60);
-    const long long minutes = std::llround(s / 60.0);
-    if (s < 86400.0 * 3) return fmt::format("{} h {} min", minutes / 60, minutes % 60);
-    const long long h = std::llround(s / 3600.0);
-    return fmt::format("{} d {} h", h / 24, h % 24);
-}
-
 std::string training_block(const models::TimeToTrain& t) {
     std::string out = "\n  time to train\n";
-    out += fmt::format("  {:<24}{} at global batch {:.0f} ({}; {})\n", "samples to target", si(t.samples.samples, ""),
-                       t.global_batch, t.samples.how, t.samples_source);
+    out += fmt::format("  {:<24}{} at global batch {:.0f} ({}; {})\n", "samples to target",
+                       si_text(t.samples.samples, ""), t.global_batch, t.samples.how, t.samples_source);
     if (t.epochs > 0.0)
         out += fmt::format("  {:<24}{:.1f} (range {:.1f} .. {:.1f})\n", "epochs", t.epochs,
                            t.samples.low / t.epoch_samples, t.samples.high / t.epoch_samples);
@@ -188,14 +172,14 @@ std::string training_block(const models::TimeToTrain& t) {
         out += "  WARNING                 the global batch is past the data's largest: samples extrapolated\n";
     out += fmt::format("  {:<24}{:.4g} ({})\n", "statistical efficiency", t.efficiency.factor, t.efficiency.source);
     out += fmt::format("  {:<24}{:.0f} of {}\n", "optimizer steps", t.optimizer_steps, ms(t.step_s));
-    out += fmt::format("  {:<24}{} (range {} .. {})\n", "total", hours(t.total_s), hours(t.total_low_s),
-                       hours(t.total_high_s));
-    out += fmt::format("  {:<24}{}\n", "  training steps", hours(t.training_s));
+    out += fmt::format("  {:<24}{} (range {} .. {})\n", "total", duration_text(t.total_s), duration_text(t.total_low_s),
+                       duration_text(t.total_high_s));
+    out += fmt::format("  {:<24}{}\n", "  training steps", duration_text(t.training_s));
     if (t.evaluations > 0)
-        out += fmt::format("  {:<24}{} ({:.0f} x {})\n", "  evaluation", hours(t.evaluation_s), t.evaluations,
+        out += fmt::format("  {:<24}{} ({:.0f} x {})\n", "  evaluation", duration_text(t.evaluation_s), t.evaluations,
                            ms(t.evaluation_each_s));
     if (t.checkpoints > 0)
-        out += fmt::format("  {:<24}{} ({:.0f} x {})\n", "  checkpoints", hours(t.checkpoint_s), t.checkpoints,
+        out += fmt::format("  {:<24}{} ({:.0f} x {})\n", "  checkpoints", duration_text(t.checkpoint_s), t.checkpoints,
                            ms(t.checkpoint_each_s));
     out += fmt::format("  {:<24}{:.4g}", "GPU-hours", t.gpu_hours);
     if (t.cost) out += fmt::format("; cost {:.4g} (range {:.4g} .. {:.4g})", *t.cost, *t.cost_low, *t.cost_high);
@@ -203,7 +187,7 @@ std::string training_block(const models::TimeToTrain& t) {
     out += "\n";
     if (t.fitted)
         out += fmt::format("  {:<24}B_crit {:.0f}, E_min {} (E(B) = E_min (1 + B / B_crit))\n", "noise-scale fit",
-                           t.fitted->critical_batch, si(t.fitted->min_samples, "") + " samples");
+                           t.fitted->critical_batch, si_text(t.fitted->min_samples, "") + " samples");
     return out;
 }
 
@@ -229,7 +213,7 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
         out += fmt::format("\n  busiest links (mean utilisation of links in use {:.1f} %)\n",
                            100.0 * r.mean_link_utilization);
         for (const auto& l : r.busiest_links)
-            out += fmt::format("    {:<28}{:>12}{:>10.1f} %\n", l.name, si(l.bytes, "B"), 100.0 * l.utilization);
+            out += fmt::format("    {:<28}{:>12}{:>10.1f} %\n", l.name, si_text(l.bytes, "B"), 100.0 * l.utilization);
     }
     out += fmt::format("\n  simulated {} iterations ({:.4g} s): {} transfers, {} events in {:.3f} s wall time\n",
                        s.iterations, r.simulated_time_s, r.transfers, r.events, r.wall_time_s);
@@ -252,6 +236,24 @@ std::string catalog_listing() {
                            d.tf32.per_s() / 1e12, d.fp16.per_s() / 1e12, d.memory_bandwidth.bytes_per_s() / 1e9,
                            d.description);
     return out;
+}
+
+nlohmann::json catalog_json() {
+    nlohmann::json models = nlohmann::json::object(), devices = nlohmann::json::object();
+    for (const auto& name : models::builtin_workload_names()) {
+        const auto w = *models::builtin_workload(name);
+        models[name] = {{"parameters", w.params()},
+                        {"tensors", w.tensor_count()},
+                        {"forward_flops_per_sample", w.fwd_flops()},
+                        {"sample", w.input}};
+    }
+    for (const auto& d : models::builtin_devices())
+        devices[d.name] = {{"fp32_flops", d.fp32.per_s()},
+                           {"tf32_flops", d.tf32.per_s()},
+                           {"fp16_flops", d.fp16.per_s()},
+                           {"memory_bandwidth_bytes_per_s", d.memory_bandwidth.bytes_per_s()},
+                           {"description", d.description}};
+    return {{"models", models}, {"devices", devices}};
 }
 
 }  // namespace ddlsim::tools

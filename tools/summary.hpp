@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 
@@ -14,5 +16,7 @@ namespace ddlsim::tools {
                                       const scenario::RunResult& r, const std::vector<std::string>& sets = {});
 /// The listing `ddlsim models` prints.
 [[nodiscard]] std::string catalog_listing();
+/// The same catalog as data: {"models": {name: {...}}, "devices": {name: {...}}} (the Python module's models()).
+[[nodiscard]] nlohmann::json catalog_json();
 
 }  // namespace ddlsim::tools

@@ -312,6 +312,61 @@ PointResult point_from_json(const json& j) {
     return pr;
 }
 
+// "jobs.0.workers" -> "$.jobs[0].workers": the JSON path the loader's errors name.
+std::string json_path_of(const std::string& dotted) {
+    std::string out = "$";
+    std::size_t start = 0;
+    while (start <= dotted.size()) {
+        const auto dot = std::min(dotted.find('.', start), dotted.size());
+        const std::string seg = dotted.substr(start, dot - start);
+        const bool index =
+            !seg.empty() && std::all_of(seg.begin(), seg.end(), [](char c) { return c >= '0' && c <= '9'; });
+        out += index ? "[" + seg + "]" : "." + seg;
+        start = dot + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+void check_vary(const json& base, const std::string& base_dir, const std::vector<VarySpec>& specs,
+                const std::vector<std::string>& labels) {
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+        const std::string& what = labels[k];
+        // A path that cannot be set at all (e.g. a key inside a number) is wrong for every point.
+        json probe = base;
+        try {
+            scenario::apply_override(probe, specs[k].path + "=" + specs[k].values.front());
+        } catch (const scenario::ScenarioError& e) {
+            throw scenario::ScenarioError(what, fmt::format("{}: {}", e.path(), e.what()));
+        }
+        // A key the scenario schema (the key tables) does not declare is wrong for every point too.
+        scenario::check_key_path(specs[k].path, what);
+    }
+    // Each value on the scenario as given: one the loader refuses at the varied key itself (a type, a range, an
+    // unknown name) is wrong in every point that has it. Refusals elsewhere may depend on the other varied keys,
+    // so those points run and report their error.
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+        const std::string at = json_path_of(specs[k].path);
+        std::set<std::string> seen;
+        for (const auto& v : specs[k].values) {
+            if (!seen.insert(v).second) continue;
+            json j = base;
+            scenario::apply_override(j, specs[k].path + "=" + v);
+            try {
+                (void)scenario::load_scenario(j, base_dir);
+            } catch (const scenario::ScenarioError& e) {
+                const std::string& p = e.path();
+                if (p == at || p.starts_with(at + ".") || p.starts_with(at + "["))
+                    throw scenario::ScenarioError(labels[k],
+                                                  fmt::format("the value {}: {}: {}", v, e.path(), e.what()));
+            }
+        }
+    }
+}
+
+namespace {
+
 // Builds the plan (every rank does this identically); throws SweepError / ScenarioError on bad input.
 Plan make_plan(const SweepOptions& opts) {
     Plan plan;
@@ -333,17 +388,9 @@ Plan make_plan(const SweepOptions& opts) {
     plan.base = scenario::read_json_file(opts.scenario_file);
     plan.base_dir = fs::path(opts.scenario_file).parent_path().string();
     if (plan.base_dir.empty()) plan.base_dir = ".";
-    // A path that cannot be set at all (e.g. a key inside a number) is wrong for every point.
-    for (std::size_t k = 0; k < plan.specs.size(); ++k) {
-        json probe = plan.base;
-        try {
-            scenario::apply_override(probe, plan.specs[k].path + "=" + plan.specs[k].values.front());
-        } catch (const scenario::ScenarioError& e) {
-            throw scenario::ScenarioError("--vary " + opts.vary[k], fmt::format("{}: {}", e.path(), e.what()));
-        }
-        // A key the scenario schema (the key tables) does not declare is wrong for every point too.
-        scenario::check_key_path(plan.specs[k].path, "--vary " + opts.vary[k]);
-    }
+    std::vector<std::string> labels;
+    for (const auto& v : opts.vary) labels.push_back("--vary " + v);
+    check_vary(plan.base, plan.base_dir, plan.specs, labels);
     plan.multi_job = plan.base.is_object() && plan.base.contains("jobs") && plan.base["jobs"].is_array();
     plan.rows_per_point = plan.multi_job ? std::max<std::size_t>(1, plan.base["jobs"].size()) : 1;
     plan.header = {"point"};

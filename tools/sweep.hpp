@@ -104,6 +104,11 @@ void flatten_json(const nlohmann::json& j, const std::string& prefix, std::map<s
 [[nodiscard]] std::vector<std::map<std::string, nlohmann::json>> flatten_result(const nlohmann::json& result);
 /// The flattened result columns in their CSV order (derived from result_json itself).
 [[nodiscard]] std::vector<std::string> result_columns();
+/// Checks the varied keys against the scenario `base` before any point runs (ScenarioError at labels[k], e.g.
+/// "--vary workers=4,8"): each
+/// path can be set and is a key the schema declares, and no value is refused by the loader at that key itself.
+void check_vary(const nlohmann::json& base, const std::string& base_dir, const std::vector<VarySpec>& specs,
+                const std::vector<std::string>& labels);
 /// Runs the sweep; writes messages to `err`; returns 0, kSweepSomePointsFailed, 2 (bad input) or 1 (internal).
 [[nodiscard]] int run_sweep(const SweepOptions& opts, std::ostream& err);
 

@@ -90,6 +90,13 @@ bool looks_like_range(std::string_view item) {
     return split_unit(item.substr(0, dots), na, ua) && split_unit(rest.substr(0, rest.find(':')), nb, ub);
 }
 
+// A number (with its unit) followed by "..": the user meant a range ("8..64x2" for "8..64:x2").
+bool starts_like_range(std::string_view item) {
+    const auto dots = item.find("..");
+    std::string_view n, u;
+    return dots != std::string_view::npos && dots > 0 && split_unit(item.substr(0, dots), n, u);
+}
+
 std::vector<std::string> expand_numbers(std::string_view item);
 
 }  // namespace
@@ -199,6 +206,11 @@ VarySpec parse_vary(const std::string& spec) {
     bool geometric = true;
     for (const auto& item : split_items(rhs)) {
         if (item.empty()) throw SweepError(fmt::format("{}: empty value in \"{}\"", v.path, rhs));
+        if (starts_like_range(item) && !looks_like_range(item))
+            throw SweepError(
+                fmt::format("{}: \"{}\" is not a range; expected A..B, A..B:xF (geometric) or A..B:+S "
+                            "(arithmetic), e.g. 8..64:x2",
+                            v.path, item));
         if (looks_like_range(item)) {
             for (auto& x : expand_range(item)) v.values.push_back(std::move(x));
             geometric = geometric && item.find(":x") != std::string::npos;

@@ -58,6 +58,7 @@ private:
             if (t == "number" && !v.is_number()) return false;
             if (t == "integer" && !(v.is_number_integer() || v.is_number_unsigned())) return false;
             if (t == "boolean" && !v.is_boolean()) return false;
+            if (t == "null" && !v.is_null()) return false;
         }
         if (v.is_number()) {
             const double x = v.get<double>();

@@ -109,7 +109,8 @@ CliRun run_ddlsim(const std::vector<std::string>& args, const CliOptions& option
     if (options.timeout_s > 0) cmd += "timeout " + std::to_string(options.timeout_s) + " ";
     cmd += shell_quote(DDLSIM_BINARY);
     for (const auto& a : args) cmd += " " + shell_quote(a);
-    cmd += " >" + shell_quote(io.file("stdout")) + " 2>" + shell_quote(io.file("stderr")) + " </dev/null";
+    cmd += " >" + shell_quote(io.file("stdout")) + " 2>" + shell_quote(io.file("stderr")) + " <" +
+           (options.stdin_file.empty() ? std::string("/dev/null") : shell_quote(options.stdin_file));
     CliRun r;
     r.code = run_shell(cmd);
     r.out = read_file(io.file("stdout"));

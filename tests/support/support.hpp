@@ -104,11 +104,12 @@ struct CliRun {
     std::string err;
 };
 struct CliOptions {
-    std::string env;    ///< shell assignments before the command ("A=1 B=2"); empty: none
-    int timeout_s = 0;  ///< > 0: run under timeout(1), which exits 124 when the limit passes
+    std::string env;         ///< shell assignments before the command ("A=1 B=2"); empty: none
+    int timeout_s = 0;       ///< > 0: run under timeout(1), which exits 124 when the limit passes
+    std::string stdin_file;  ///< standard input from this file; empty: /dev/null
 };
-/// Runs the built ddlsim (DDLSIM_BINARY) with `args` (each quoted), stdin from /dev/null, stdout and stderr
-/// captured through files in a temporary directory.
+/// Runs the built ddlsim (DDLSIM_BINARY) with `args` (each quoted), stdin from /dev/null (or stdin_file), stdout and
+/// stderr captured through files in a temporary directory.
 [[nodiscard]] CliRun run_ddlsim(const std::vector<std::string>& args, const CliOptions& options = {});
 
 // ---------------------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ struct Dir : testing::TempDir {
 
 // The built ddlsim with `args` (after the shell assignments `env`), limited to 120 s.
 testing::CliRun run_cli(const std::vector<std::string>& args, const std::string& env = "") {
-    return testing::run_ddlsim(args, {.env = env, .timeout_s = 120});
+    return testing::run_ddlsim(args, {.env = env, .timeout_s = 120, .stdin_file = ""});
 }
 
 // Bad input: exit 2, exactly one stderr line starting with `prefix` and holding each of `words`.

@@ -233,11 +233,13 @@ TEST_CASE("sweep: a failing point is recorded and the sweep goes on") {
     testing::write_file(scen, one_layer_ring().dump());
     const auto out = dir / "r.csv";
     std::ostringstream err;
-    CHECK(tools::run_sweep(options(scen, {"workers=0,2,4"}, out), err) == tools::kSweepSomePointsFailed);
+    // A value refused only with the rest of the scenario (ps beside the ring's "algorithm"), so not before the run.
+    CHECK(tools::run_sweep(options(scen, {"architecture.kind=ps,allreduce,allreduce"}, out), err) ==
+          tools::kSweepSomePointsFailed);
     CHECK(err.str().find("1 of 3 points failed") != std::string::npos);
     const auto t = read_table(out);
     REQUIRE(t.rows.size() == 3);
-    CHECK(t.at(0, "error").find("$.workers") == 0);
+    CHECK(t.at(0, "error").find("$.architecture.algorithm") == 0);
     CHECK(t.at(0, "iteration_time_s").empty());
     CHECK(t.at(1, "error").empty());
     CHECK(t.at(2, "error").empty());
@@ -370,13 +372,13 @@ TEST_CASE("sweep: --format json writes one object per point") {
     const auto scen = dir / "ring.json";
     testing::write_file(scen, one_layer_ring().dump());
     const auto out = dir / "r.json";
-    auto o = options(scen, {"workers=0,2", "network.bandwidth=1Gbps"}, out);
+    auto o = options(scen, {"architecture.kind=ps,allreduce", "network.bandwidth=1Gbps"}, out);
     o.format = tools::SweepFormat::json;
     std::ostringstream err;
     CHECK(tools::run_sweep(o, err) == tools::kSweepSomePointsFailed);
     const json j = json::parse(testing::read_file(out));
     REQUIRE(j.size() == 2);
-    CHECK(j[0]["values"]["workers"] == 0);
+    CHECK(j[0]["values"]["architecture.kind"] == "ps");
     CHECK(j[0]["error"].is_string());
     CHECK(j[1]["values"]["network.bandwidth"] == "1Gbps");
     CHECK(j[1]["result"]["iteration_time_s"].is_number());

@@ -1,0 +1,180 @@
+// `ddlsim compare`, variants as JSON merge patches, "sharding": null, `-` for standard input and output, and the
+// sweep's up-front checks of its --vary values. Oracles: every compared figure is the one `ddlsim run` gives for the
+// same scenario (a comparison is its runs, side by side), speed-up and exposed fraction are their quotients, and a
+// variant's patch gives what the equivalent --set gives.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/support.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+namespace testing = ddlsim::testing;
+
+namespace {
+
+struct TempDir : testing::TempDir {
+    TempDir() : testing::TempDir("ddlsim_test_compare") {}
+};
+
+json run_result(const std::string& file, const std::vector<std::string>& sets = {}) {
+    const TempDir dir;
+    std::vector<std::string> args{"run", file, "--out", dir.file("r.json")};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    const auto r = testing::run_ddlsim(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return json::parse(testing::read_file(dir.file("r.json")));
+}
+
+// The result without what may differ between two runs of the same scenario (wall time).
+json without_wall_time(json r) {
+    r.erase("wall_time_s");
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("compare: each column is the run of its scenario; speed-up and exposed fraction are their quotients") {
+    const TempDir dir;
+    const std::string slow = dir.write(
+        "slow.json",
+        testing::star_scenario({.iterations = 2, .bandwidth = "10Gbps", .architecture = testing::ring_allreduce()})
+            .dump());
+    const std::string fast = dir.write(
+        "fast.json",
+        testing::star_scenario({.iterations = 2, .bandwidth = "100Gbps", .architecture = testing::ring_allreduce()})
+            .dump());
+    const auto r = testing::run_ddlsim({"compare", slow, fast, "--out", dir.file("c.json"), "--jobs", "2"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("time per step") != std::string::npos);
+    CHECK(r.out.find("slow") != std::string::npos);
+    const json rows = json::parse(testing::read_file(dir.file("c.json")));
+    REQUIRE(rows.size() == 2);
+    const json a = run_result(slow), b = run_result(fast);
+    CHECK(rows[0]["name"] == "slow");
+    CHECK(rows[1]["name"] == "fast");
+    CHECK(rows[0]["iteration_time_s"].get<double>() == a["iteration_time_s"].get<double>());
+    CHECK(rows[1]["iteration_time_s"].get<double>() == b["iteration_time_s"].get<double>());
+    CHECK(rows[1]["throughput_samples_per_s"].get<double>() == b["throughput_samples_per_s"].get<double>());
+    CHECK(rows[1]["memory_per_gpu_bytes"].get<double>() == b["memory_per_gpu_bytes"]["total"].get<double>());
+    CHECK(rows[0]["speedup"].get<double>() == doctest::Approx(1.0));
+    CHECK(rows[1]["speedup"].get<double>() ==
+          doctest::Approx(a["iteration_time_s"].get<double>() / b["iteration_time_s"].get<double>()));
+    CHECK(rows[1]["speedup"].get<double>() > 1.0);  // ten times the bandwidth
+    CHECK(rows[0]["exposed_fraction"].get<double>() ==
+          doctest::Approx(a["exposed_communication_time_s"].get<double>() / a["iteration_time_s"].get<double>()));
+    CHECK(rows[0]["tokens_per_s"].is_null());     // an image model: no tokens
+    CHECK(rows[0]["time_to_train_s"].is_null());  // no training block
+
+    // The same as CSV: a header and one line per case.
+    const auto c = testing::run_ddlsim({"compare", slow, fast, "--out", dir.file("c.csv")});
+    REQUIRE(c.code == 0);
+    const std::string csv = testing::read_file(dir.file("c.csv"));
+    CHECK(csv.rfind("name,scheme,iteration_time_s,", 0) == 0);
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+}
+
+TEST_CASE("compare: a variant's merge patch gives what --set gives; null removes a key") {
+    const TempDir dir;
+    const std::string base = dir.write(
+        "base.json", testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump());
+    const auto r = testing::run_ddlsim({"compare", base, "--variant", "slow={}", "--variant",
+                                        R"(fast={"network": {"bandwidth": "40Gbps"}})", "--out", dir.file("c.json")});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const json rows = json::parse(testing::read_file(dir.file("c.json")));
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0]["name"] == "slow");
+    CHECK(rows[1]["name"] == "fast");
+    CHECK(rows[1]["iteration_time_s"].get<double>() ==
+          run_result(base, {"network.bandwidth=40Gbps"})["iteration_time_s"].get<double>());
+    CHECK(rows[0]["iteration_time_s"].get<double>() == run_result(base)["iteration_time_s"].get<double>());
+}
+
+TEST_CASE("compare: \"sharding\": null is no sharding, as if absent") {
+    const TempDir dir;
+    json s = testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()});
+    const std::string plain = dir.write("plain.json", s.dump());
+    s["sharding"] = nullptr;
+    const std::string null_sharding = dir.write("null.json", s.dump());
+    json a = without_wall_time(run_result(plain)), b = without_wall_time(run_result(null_sharding));
+    CHECK(a == b);
+    // And a sharded job's variant with {"sharding": null} is plain data parallelism.
+    s["sharding"] = {{"stage", 2}};
+    const std::string sharded = dir.write("zero2.json", s.dump());
+    const auto r = testing::run_ddlsim(
+        {"compare", sharded, "--variant", R"(ddp={"sharding": null})", "--out", dir.file("c.json")});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const json rows = json::parse(testing::read_file(dir.file("c.json")));
+    CHECK(rows[0]["iteration_time_s"].get<double>() == a["iteration_time_s"].get<double>());
+    CHECK(rows[0]["scheme"] == "ring all-reduce");
+}
+
+TEST_CASE("compare: bad input in any case is refused before anything runs, naming the file, variant and path") {
+    const TempDir dir;
+    const std::string base = dir.write(
+        "base.json", testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump());
+    auto r = testing::run_ddlsim({"compare", base, "--variant", "ok={}", "--variant",
+                                  R"(bad={"network": {"bandwidth": "fast"}})", "--out", dir.file("c.csv")});
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("error: " + base + " (variant bad): $.network.bandwidth: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(dir.file("c.csv")));
+    r = testing::run_ddlsim({"compare", base, "--variant", "x=[1]"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("expected a JSON object") != std::string::npos);
+    r = testing::run_ddlsim({"compare", base, "--variant", "a={}", "--variant", "a={}"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("two cases are named \"a\"") != std::string::npos);
+    r = testing::run_ddlsim({"compare", base, "--set", "network.bandwith=1Gbps"});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("did you mean \"bandwidth\"") != std::string::npos);
+}
+
+TEST_CASE("cli: - reads the scenario from standard input; --out - writes the result JSON to standard output") {
+    const TempDir dir;
+    const std::string file = dir.write(
+        "s.json", testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump());
+    const auto r = testing::run_ddlsim({"run", "-", "--out", "-"}, {.env = "", .timeout_s = 0, .stdin_file = file});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const json from_stdout = json::parse(r.out);               // stdout holds the JSON only
+    CHECK(r.err.find("iteration time") != std::string::npos);  // the summary went to stderr
+    CHECK(without_wall_time(from_stdout) == without_wall_time(run_result(file)));
+    CHECK_FALSE(fs::exists(dir.file("-")));
+    CHECK_FALSE(fs::exists("-"));
+    const auto c = testing::run_ddlsim({"check", "-"}, {.env = "", .timeout_s = 0, .stdin_file = file});
+    CHECK(c.code == 0);
+    const auto t = testing::run_ddlsim({"run", file, "--out", "-", "--trace", "-"});
+    CHECK(t.code == 2);
+}
+
+TEST_CASE("sweep: a malformed range or a value the key refuses fails before any point runs") {
+    const TempDir dir;
+    const std::string file = dir.write(
+        "s.json", testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump());
+    auto r = testing::run_ddlsim({"sweep", file, "--vary", "workers=8..64x2", "--out", dir.file("r.csv")});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("\"8..64x2\" is not a range") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.file("r.csv")));
+    r = testing::run_ddlsim({"sweep", file, "--vary", "workers=2,4,many", "--out", dir.file("r.csv")});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("the value many: $.workers: expected an integer") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(dir.file("r.csv")));
+    r = testing::run_ddlsim({"sweep", file, "--vary", "network.bandwidth=1Gbps,fast", "--out", dir.file("r.csv")});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("$.network.bandwidth") != std::string::npos);
+    r = testing::run_ddlsim({"sweep", file, "--vary", "workers=2,4", "--out", dir.file("r.csv"), "--no-progress"});
+    CHECK(r.code == 0);
+}

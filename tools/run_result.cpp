@@ -1,0 +1,53 @@
+#include "tools/run_result.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "validate/convergence.hpp"
+
+namespace ddlsim::tools {
+
+FullRun run_full(const scenario::Scenario& s, sim::Trace* trace) {
+    const bool converge = s.jobs.size() == 1 && s.jobs[0].convergence.has_value();
+    if (converge) validate::require_task_data(s);
+    FullRun out;
+    out.result = scenario::run_scenario(s, trace);
+    if (converge) {  // time to accuracy (docs/CONTRACT.md §6): the schedule replayed on the proxy task
+        out.convergence = validate::convergence_result(s, out.result);
+        // A time to train whose scheme has no published factor takes the proxy's ratio to BSP instead of 1: the
+        // same scenario with that factor, rerun (deterministic: the same per-iteration figures), labelled "proxy".
+        auto& ttt = out.result.time_to_train.front();
+        if (ttt && ttt->efficiency.assumed)
+            if (const auto proxy = validate::proxy_efficiency(s, out.convergence)) {
+                auto with_factor = s;
+                with_factor.jobs.front().training->statistical_efficiency = proxy->factor;
+                out.result.time_to_train = scenario::run_scenario(with_factor).time_to_train;
+                out.result.time_to_train.front()->efficiency.source = proxy->source;
+            }
+    }
+    out.json = scenario::result_json(s, out.result);
+    if (converge) out.json.update(out.convergence);
+    return out;
+}
+
+std::string si_text(double v, const char* unit) {
+    const char* prefixes[] = {"", "k", "M", "G", "T", "P"};
+    int i = 0;
+    while (std::abs(v) >= 1000.0 && i < 5) v /= 1000.0, ++i;
+    return fmt::format("{:.4g} {}{}", v, prefixes[i], unit);
+}
+
+std::string duration_text(double s) {
+    if (s < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
+    if (s < 1.0) return fmt::format("{:.4g} ms", s * 1e3);
+    if (s < 60.0) return fmt::format("{:.3g} s", s);
+    const auto whole = static_cast<long long>(std::llround(s));
+    if (s < 3600.0) return fmt::format("{} min {} s", whole / 60, whole % 60);
+    const long long minutes = std::llround(s / 60.0);
+    if (s < 86400.0 * 3) return fmt::format("{} h {} min", minutes / 60, minutes % 60);
+    const long long h = std::llround(s / 3600.0);
+    return fmt::format("{} d {} h", h / 24, h % 24);
+}
+
+}  // namespace ddlsim::tools
