@@ -83,7 +83,9 @@ std::string did_you_mean(std::string_view given, std::span<const std::string> ch
         const std::string f = folded(c);
         // A folded prefix ("h100sxm" for "H100") is as near as a one-letter slip.
         const bool prefix = f.size() >= 3 && g.size() >= 3 && (g.rfind(f, 0) == 0 || f.rfind(g, 0) == 0);
-        const std::size_t d = std::min(edit_distance(given, c), prefix ? std::size_t{1} : edit_distance(g, f));
+        // The same name but for case and separators ("h100", "dgx-h100") is the nearest of all.
+        const std::size_t d = std::min({edit_distance(given, c), edit_distance(g, f),
+                                        prefix ? std::size_t{1} : std::numeric_limits<std::size_t>::max()});
         if (d < best_d) best_d = d, best = c;
     }
     if (best.empty() || best == given || best_d > std::max<std::size_t>(2, given.size() / 3)) return "";

@@ -7,6 +7,8 @@ the wall time. It also quotes the scenario in a ```json block after `$ cat scena
 must equal the file. The tables of simulated figures in docs/ are tools/gen_tables.py's (the sync-scheme table
 this script used to check among them). The time-to-train example quotes the "time to train" part of
 `build/ddlsim run scenarios/examples/resnet50_time_to_train_8x8xH100.json` after a "  ..." line; it must match too.
+The comparison example quotes `build/ddlsim compare` of four variants of the Llama 2 FSDP example (the command
+over several lines joined by backslashes, then its whole output).
 Usage: check_readme_example.py --ddlsim PATH [--update]
 """
 import argparse
@@ -30,6 +32,32 @@ def training_excerpt(ddlsim):
     while out[end].strip():
         end += 1
     return ["  ..."] + out[start:end]
+
+
+# The comparison example: the shell line the README shows (continued with backslashes) and the same arguments.
+COMPARE_FILE = "scenarios/examples/llama2_7b_fsdp_4x8xH100.json"
+COMPARE_VARIANTS = ['ddp={"sharding": null}', 'zero2={"sharding": {"stage": 2, "prefetch": null}}', "fsdp={}",
+                    'hsdp={"sharding": {"group": "node"}}']
+COMPARE_PROMPT = ["$ build/ddlsim compare " + COMPARE_FILE + " --set iterations=1 \\"] + [
+    f"    --variant '{v}'" + (" \\" if i + 1 < len(COMPARE_VARIANTS) else "") for i, v in enumerate(COMPARE_VARIANTS)]
+
+
+def compare_output(ddlsim):
+    args = [ddlsim, "compare", COMPARE_FILE, "--set", "iterations=1"]
+    for v in COMPARE_VARIANTS:
+        args += ["--variant", v]
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=True).stdout.rstrip("\n").split("\n")
+
+
+def compare_block(lines):
+    """(start, end) of the comparison's output lines, after its multi-line command."""
+    first = lines.index(COMPARE_PROMPT[0])
+    if lines[first:first + len(COMPARE_PROMPT)] != COMPARE_PROMPT:
+        raise SystemExit("README: the compare example's command differs from tools/check_readme_example.py's")
+    start = end = first + len(COMPARE_PROMPT)
+    while lines[end] != "```":
+        end += 1
+    return start, end
 
 
 def block(lines, prompt):
@@ -59,6 +87,8 @@ def main():
         lines[start:end] = fresh
         start, end = block(lines, "$ " + TRAINING_COMMAND)
         lines[start:end] = excerpt
+        start, end = compare_block(lines)
+        lines[start:end] = compare_output(args.ddlsim)
         readme.write_text("\n".join(lines))
         print("README worked example updated")
         return 0
@@ -69,6 +99,10 @@ def main():
     start, end = block(lines, "$ " + TRAINING_COMMAND)
     if lines[start:end] != excerpt:
         print(f"README: the time-to-train example differs from ddlsim's output", file=sys.stderr)
+        stale = True
+    start, end = compare_block(lines)
+    if lines[start:end] != compare_output(args.ddlsim):
+        print("README: the compare example differs from ddlsim's output", file=sys.stderr)
         stale = True
     start, end = block(lines, "$ " + COMMAND)
     quoted = lines[start:end]

@@ -69,23 +69,6 @@ std::string count_text(double v, const char* unit) {
 
 }  // namespace
 
-std::pair<std::string, json> parse_variant(const std::string& spec) {
-    const auto eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-        throw CliError(fmt::format("--variant {}: expected NAME=JSON-PATCH, e.g. 'ddp={{\"sharding\": null}}'", spec));
-    std::string name = spec.substr(0, eq);
-    json patch;
-    try {
-        patch = json::parse(spec.substr(eq + 1));
-    } catch (const json::exception& e) {
-        throw CliError(fmt::format("--variant {}: the patch is not JSON ({})", spec, e.what()));
-    }
-    if (!patch.is_object())
-        throw CliError(fmt::format("--variant {}: expected a JSON object (a merge patch of the scenario), got {}", spec,
-                                   patch.type_name()));
-    return {std::move(name), std::move(patch)};
-}
-
 std::vector<CompareCase> compare_cases(const std::vector<CompareCase>& sources, const std::vector<std::string>& sets,
                                        const std::vector<std::pair<std::string, json>>& variants) {
     std::vector<CompareCase> out;

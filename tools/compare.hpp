@@ -11,6 +11,7 @@
 
 #include "scenarios/json_reader.hpp"
 #include "scenarios/scenario.hpp"
+#include "tools/sweep.hpp"
 
 namespace ddlsim::tools {
 
@@ -32,9 +33,6 @@ public:
 private:
     std::string file_;
 };
-
-/// A named JSON merge patch from `--variant NAME=PATCH` (PATCH a JSON object); throws CliError when malformed.
-[[nodiscard]] std::pair<std::string, nlohmann::json> parse_variant(const std::string& spec);
 
 /// The cases of a comparison: each source (a name, its scenario JSON, its file and base directory) with `sets`
 /// applied (like --set), then, with variants, once per variant with its patch merged in (named "VARIANT", or

@@ -217,7 +217,12 @@ int main(int argc, char** argv) {
     auto* sweep = app.add_subcommand("sweep", "run the cartesian product of varied keys, one CSV row per point");
     sweep->add_option("scenario", sweep_opts.scenario_file, "scenario JSON file")->required();
     sweep->add_option("--vary", sweep_opts.vary, "PATH=V1,V2,... or PATH=A..B[:xF|:+S] (repeatable; first outermost)")
-        ->required()
+        ->expected(1)
+        ->take_all();
+    sweep
+        ->add_option("--variant", sweep_opts.variants,
+                     "NAME=JSON-PATCH: a named variant of the scenario (a JSON merge patch); the variants form a "
+                     "\"variant\" column, outermost (repeatable)")
         ->expected(1)
         ->take_all();
     sweep->add_option("--out", sweep_opts.out, "results file (CSV, or JSON with --format json)")->required();

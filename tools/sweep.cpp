@@ -85,8 +85,7 @@ PointResult compute_point(const Plan& plan, std::size_t index) {
     json result;
     try {
         json j = plan.base;
-        for (std::size_t k = 0; k < plan.specs.size(); ++k)
-            scenario::apply_override(j, plan.specs[k].path + "=" + values[k]);
+        for (std::size_t k = 0; k < plan.specs.size(); ++k) apply_point_value(j, plan.specs[k], values[k]);
         const auto s = scenario::load_scenario(j, plan.base_dir);
         const auto run = scenario::run_scenario(s);
         result = scenario::result_json(s, run);
@@ -332,6 +331,7 @@ std::string json_path_of(const std::string& dotted) {
 void check_vary(const json& base, const std::string& base_dir, const std::vector<VarySpec>& specs,
                 const std::vector<std::string>& labels) {
     for (std::size_t k = 0; k < specs.size(); ++k) {
+        if (!specs[k].patches.empty()) continue;  // named variants: checked whole, below
         const std::string& what = labels[k];
         // A path that cannot be set at all (e.g. a key inside a number) is wrong for every point.
         json probe = base;
@@ -346,20 +346,30 @@ void check_vary(const json& base, const std::string& base_dir, const std::vector
     // Each value on the scenario as given: one the loader refuses at the varied key itself (a type, a range, an
     // unknown name) is wrong in every point that has it. Refusals elsewhere may depend on the other varied keys,
     // so those points run and report their error.
+    // A variant's patch is wrong where the loader refuses a key the patch sets.
     for (std::size_t k = 0; k < specs.size(); ++k) {
-        const std::string at = json_path_of(specs[k].path);
+        std::vector<std::string> at{json_path_of(specs[k].path)};
         std::set<std::string> seen;
-        for (const auto& v : specs[k].values) {
+        for (std::size_t i = 0; i < specs[k].values.size(); ++i) {
+            const auto& v = specs[k].values[i];
             if (!seen.insert(v).second) continue;
+            if (!specs[k].patches.empty()) {
+                at.clear();
+                for (const auto& [key, _] : specs[k].patches[i].items()) at.push_back("$." + key);
+            }
             json j = base;
-            scenario::apply_override(j, specs[k].path + "=" + v);
+            apply_point_value(j, specs[k], v);
             try {
                 (void)scenario::load_scenario(j, base_dir);
             } catch (const scenario::ScenarioError& e) {
                 const std::string& p = e.path();
-                if (p == at || p.starts_with(at + ".") || p.starts_with(at + "["))
-                    throw scenario::ScenarioError(labels[k],
-                                                  fmt::format("the value {}: {}: {}", v, e.path(), e.what()));
+                if (std::any_of(at.begin(), at.end(), [&](const std::string& a) {
+                        return p == a || p.starts_with(a + ".") || p.starts_with(a + "[");
+                    }))
+                    throw scenario::ScenarioError(
+                        specs[k].patches.empty() ? labels[k] : "--variant " + v,
+                        fmt::format("{} {}: {}: {}", specs[k].patches.empty() ? "the value" : "the variant", v,
+                                    e.path(), e.what()));
             }
         }
     }
@@ -372,8 +382,14 @@ Plan make_plan(const SweepOptions& opts) {
     Plan plan;
     plan.file = opts.scenario_file;
     plan.format = opts.format;
-    if (opts.vary.empty()) throw SweepError("--vary: give at least one PATH=V1,V2,... to sweep");
+    if (opts.vary.empty() && opts.variants.empty())
+        throw SweepError("--vary: give at least one PATH=V1,V2,... (or --variant NAME=PATCH) to sweep");
     if (opts.jobs == 0) throw SweepError("--jobs: expected at least 1");
+    std::vector<std::string> labels;
+    if (!opts.variants.empty()) {
+        plan.specs.push_back(variant_spec(opts.variants));
+        labels.push_back("--variant " + opts.variants.front());
+    }
     std::set<std::string> paths;
     for (const auto& v : opts.vary) {
         try {
@@ -388,7 +404,6 @@ Plan make_plan(const SweepOptions& opts) {
     plan.base = scenario::read_json_file(opts.scenario_file);
     plan.base_dir = fs::path(opts.scenario_file).parent_path().string();
     if (plan.base_dir.empty()) plan.base_dir = ".";
-    std::vector<std::string> labels;
     for (const auto& v : opts.vary) labels.push_back("--vary " + v);
     check_vary(plan.base, plan.base_dir, plan.specs, labels);
     plan.multi_job = plan.base.is_object() && plan.base.contains("jobs") && plan.base["jobs"].is_array();

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,8 +43,9 @@ enum class SweepFormat { csv, json };
 
 struct SweepOptions {
     std::string scenario_file;
-    std::vector<std::string> vary;  ///< "PATH=V1,V2,..." / "PATH=A..B:xF" / "PATH=A..B:+S" / "PATH=A..B"
-    std::string out;                ///< RESULTS.csv (or .json with format json)
+    std::vector<std::string> vary;      ///< "PATH=V1,V2,..." / "PATH=A..B:xF" / "PATH=A..B:+S" / "PATH=A..B"
+    std::vector<std::string> variants;  ///< "NAME=JSON-PATCH": a "variant" column, outermost, one value per name
+    std::string out;                    ///< RESULTS.csv (or .json with format json)
     unsigned jobs = std::max(1U, std::thread::hardware_concurrency());  ///< worker threads (per MPI rank)
     bool resume = false;  ///< keep the finished, error-free points already in `out`
     SweepFormat format = SweepFormat::csv;
@@ -70,7 +72,17 @@ struct VarySpec {
     std::string path;
     std::vector<std::string> values;
     bool geometric = false;  ///< every item was a geometric range A..B:xF (a plot draws it on a log axis)
+    /// The "variant" key of `--variant NAME=PATCH`: values[i] names patches[i], a JSON merge patch (RFC 7386) of
+    /// the scenario, applied instead of a --set. Empty for a varied key.
+    std::vector<nlohmann::json> patches;
 };
+
+/// A named JSON merge patch from `--variant NAME=PATCH` (PATCH a JSON object); throws CliError when malformed.
+[[nodiscard]] std::pair<std::string, nlohmann::json> parse_variant(const std::string& spec);
+/// The "variant" dimension of named variants (`--variant`), outermost in a sweep; CliError for a duplicate name.
+[[nodiscard]] VarySpec variant_spec(const std::vector<std::string>& variants);
+/// Applies the value of spec `s` to the scenario JSON `j`: its patch for a variant, else `--set PATH=VALUE`.
+void apply_point_value(nlohmann::json& j, const VarySpec& s, const std::string& value);
 
 /// One result row: the point index and its cells by column name (a multi-job point has one row per job).
 struct SweepRow {

@@ -224,6 +224,45 @@ VarySpec parse_vary(const std::string& spec) {
     return v;
 }
 
+std::pair<std::string, nlohmann::json> parse_variant(const std::string& spec) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+        throw CliError(fmt::format("--variant {}: expected NAME=JSON-PATCH, e.g. 'ddp={{\"sharding\": null}}'", spec));
+    std::string name = spec.substr(0, eq);
+    nlohmann::json patch;
+    try {
+        patch = nlohmann::json::parse(spec.substr(eq + 1));
+    } catch (const nlohmann::json::exception& e) {
+        throw CliError(fmt::format("--variant {}: the patch is not JSON ({})", spec, e.what()));
+    }
+    if (!patch.is_object())
+        throw CliError(fmt::format("--variant {}: expected a JSON object (a merge patch of the scenario), got {}", spec,
+                                   patch.type_name()));
+    return {std::move(name), std::move(patch)};
+}
+
+VarySpec variant_spec(const std::vector<std::string>& variants) {
+    VarySpec v;
+    v.path = "variant";
+    for (const auto& text : variants) {
+        auto [name, patch] = parse_variant(text);
+        if (std::find(v.values.begin(), v.values.end(), name) != v.values.end())
+            throw SweepError(fmt::format("--variant {}: a variant \"{}\" is already named", text, name));
+        v.values.push_back(std::move(name));
+        v.patches.push_back(std::move(patch));
+    }
+    return v;
+}
+
+void apply_point_value(nlohmann::json& j, const VarySpec& s, const std::string& value) {
+    if (s.patches.empty()) {
+        scenario::apply_override(j, s.path + "=" + value);
+        return;
+    }
+    const auto it = std::find(s.values.begin(), s.values.end(), value);
+    j.merge_patch(s.patches.at(static_cast<std::size_t>(it - s.values.begin())));
+}
+
 std::size_t sweep_size(const std::vector<VarySpec>& specs) {
     std::size_t n = 1;
     for (const auto& s : specs) {

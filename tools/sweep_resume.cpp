@@ -41,7 +41,10 @@ json sweep_identity(const Plan& plan) {
     std::uint64_t h = 1469598103934665603ULL;  // FNV-1a 64 of the scenario as canonical JSON
     for (unsigned char c : plan.base.dump()) h = (h ^ c) * 1099511628211ULL;
     json vary = json::array();
-    for (const auto& v : plan.specs) vary.push_back({{"path", v.path}, {"values", v.values}});
+    for (const auto& v : plan.specs) {
+        vary.push_back({{"path", v.path}, {"values", v.values}});
+        if (!v.patches.empty()) vary.back()["patches"] = v.patches;
+    }
     return {{"format", "ddlsim-sweep-1"},
             {"scenario", plan.file},
             {"scenario_hash", fmt::format("{:016x}", h)},

@@ -148,6 +148,17 @@ TEST_CASE("loader: unknown key in a nested object, with a did-you-mean hint") {
                  "unknown key", "did you mean \"efficiency\"");
 }
 
+TEST_CASE("loader: a built-in name spelt with another case or separator is suggested before a one-letter neighbour") {
+    // "h100" is one letter from both "H100" and "P100": the same name but for case wins; "dgx-h100" likewise is
+    // "dgx_h100", not its one-letter neighbour "dgx_a100".
+    expect_error(with(base(), P("/device"), "h100"), "$.device", "did you mean \"H100\"");
+    expect_error(with(base(), P("/model"), "Llama2-7B"), "$.model", "did you mean \"llama2_7b\"");
+    json j = base();
+    j["network"] = from_text(R"({"topology": "two_tier", "node": "dgx-h100", "latency": "2us",
+                                 "intra_latency": "1us"})");
+    expect_error(j, "$.network.node", "did you mean \"dgx_h100\"");
+}
+
 TEST_CASE("loader: unknown key in an array element names the element's index") {
     json j = custom_base();
     j["network"]["links"][1].erase("latency");

@@ -178,3 +178,31 @@ TEST_CASE("sweep: a malformed range or a value the key refuses fails before any 
     r = testing::run_ddlsim({"sweep", file, "--vary", "workers=2,4", "--out", dir.file("r.csv"), "--no-progress"});
     CHECK(r.code == 0);
 }
+
+TEST_CASE("sweep --variant: a variant column, outermost, whose rows are the runs of the patched scenario") {
+    const TempDir dir;
+    const std::string file = dir.write(
+        "s.json", testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump());
+    const std::string ps = R"(ps={"architecture": {"kind": "ps", "algorithm": null}})";
+    auto r = testing::run_ddlsim({"sweep", file, "--vary", "workers=2,4", "--variant", "ring={}", "--variant", ps,
+                                  "--out", dir.file("r.csv"), "--no-progress", "--format", "json"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const json points = json::parse(testing::read_file(dir.file("r.csv")));
+    REQUIRE(points.size() == 4);
+    CHECK(points[0]["values"]["variant"] == "ring");
+    CHECK(points[2]["values"]["variant"] == "ps");
+    CHECK(points[3]["values"]["workers"] == 4);
+    json ps_scenario = testing::star_scenario({.workers = 4, .iterations = 2});
+    ps_scenario["architecture"] = {{"kind", "ps"}};
+    const std::string ps_file = dir.write("ps.json", ps_scenario.dump());
+    CHECK(points[3]["result"]["iteration_time_s"].get<double>() ==
+          run_result(ps_file)["iteration_time_s"].get<double>());
+    // The patches are part of the sweep's identity: a resume with another patch is refused, nothing touched.
+    const std::string before = testing::read_file(dir.file("r.csv"));
+    r = testing::run_ddlsim({"sweep", file, "--vary", "workers=2,4", "--variant", "ring={}", "--variant",
+                             R"(ps={"architecture": {"kind": "ps", "algorithm": null, "servers": 2}})", "--out",
+                             dir.file("r.csv"), "--resume", "--format", "json"});
+    CHECK(r.code == 2);
+    CHECK(testing::read_file(dir.file("r.csv")) == before);
+}

@@ -126,7 +126,8 @@ PYBIND11_MODULE(_ddlsim, m) {
     m.def(
         "sweep",
         [](const std::string& text, const std::string& base_dir, const std::string& file,
-           const std::vector<std::string>& sets, const std::vector<std::string>& vary, unsigned jobs) {
+           const std::vector<std::string>& sets, const std::vector<std::string>& vary,
+           const std::vector<std::string>& variants, unsigned jobs) {
             const auto in = input(text, base_dir, file);
             return guarded(file, [&] {
                 json base = scenario_json(in);
@@ -134,8 +135,14 @@ PYBIND11_MODULE(_ddlsim, m) {
                     sc::apply_override(base, o);
                     sc::check_key_path(o.substr(0, o.find('=')), "set " + o);
                 }
-                if (vary.empty()) throw ddlsim::sim::CliError("vary: give at least one key and its values");
+                if (vary.empty() && variants.empty())
+                    throw ddlsim::sim::CliError("vary: give at least one key and its values (or variants)");
                 std::vector<tl::VarySpec> specs;
+                std::vector<std::string> labels;
+                if (!variants.empty()) {
+                    specs.push_back(tl::variant_spec(variants));
+                    labels.push_back("variants");
+                }
                 for (const auto& v : vary) {
                     try {
                         specs.push_back(tl::parse_vary(v));
@@ -143,7 +150,6 @@ PYBIND11_MODULE(_ddlsim, m) {
                         throw sc::ScenarioError("vary " + v, e.what());
                     }
                 }
-                std::vector<std::string> labels;
                 for (const auto& v : vary) labels.push_back("vary " + v);
                 tl::check_vary(base, in.base_dir, specs, labels);
                 const std::size_t total = tl::sweep_size(specs);
@@ -156,8 +162,7 @@ PYBIND11_MODULE(_ddlsim, m) {
                     json rows = json::array();
                     try {
                         json j = base;
-                        for (std::size_t k = 0; k < specs.size(); ++k)
-                            sc::apply_override(j, specs[k].path + "=" + values[k]);
+                        for (std::size_t k = 0; k < specs.size(); ++k) tl::apply_point_value(j, specs[k], values[k]);
                         const auto full = tl::run_full(sc::load_scenario(j, in.base_dir));
                         for (const auto& flat : tl::flatten_result(full.json)) {
                             json r = row;
@@ -178,7 +183,8 @@ PYBIND11_MODULE(_ddlsim, m) {
                 return all.dump();
             });
         },
-        py::arg("text"), py::arg("base_dir"), py::arg("file"), py::arg("sets"), py::arg("vary"), py::arg("jobs"));
+        py::arg("text"), py::arg("base_dir"), py::arg("file"), py::arg("sets"), py::arg("vary"), py::arg("variants"),
+        py::arg("jobs"));
 
     // Cases: (name, text, base_dir, file); variants: (name, patch JSON text).
     m.def(

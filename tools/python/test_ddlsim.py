@@ -194,3 +194,15 @@ def test_schema_and_models():
     cat = ddlsim.models()
     assert cat["models"]["resnet50"]["parameters"] == 25557032  # torchvision's ResNet-50
     assert cat["devices"]["H100"]["memory_bandwidth_bytes_per_s"] == pytest.approx(3.35e12)
+
+
+def test_sweep_with_named_variants_is_their_runs():
+    frame = ddlsim.sweep(small(), vary={"workers": [2, 4]}, variants={
+        "ring": {}, "ps": {"architecture": {"kind": "ps", "algorithm": None}}})
+    assert list(frame["variant"]) == ["ring", "ring", "ps", "ps"]  # the variants outermost
+    row = frame[(frame["variant"] == "ps") & (frame["workers"] == 4)].iloc[0]
+    ps = small(architecture={"kind": "ps"})
+    assert row["iteration_time_s"] == ddlsim.run(ps, set={"workers": 4})["iteration_time_s"]
+    with pytest.raises(ddlsim.ScenarioError) as e:
+        ddlsim.sweep(small(), variants={"bad": {"architecture": {"kind": "nope"}}})
+    assert "$.architecture.kind" in e.value.message

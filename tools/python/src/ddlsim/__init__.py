@@ -121,23 +121,27 @@ def _cell(v: Any) -> Any:
     return v
 
 
-def sweep(scenario: Scenario, vary: Mapping[str, Union[str, Sequence[Any]]], set: Sets = None,
-          jobs: Optional[int] = None) -> "pandas.DataFrame":
+def sweep(scenario: Scenario, vary: Optional[Mapping[str, Union[str, Sequence[Any]]]] = None, set: Sets = None,
+          jobs: Optional[int] = None,
+          variants: Optional[Mapping[str, Mapping[str, Any]]] = None) -> "pandas.DataFrame":
     """Runs the cartesian product of the varied keys (the first key outermost) on ``jobs`` threads and returns one
     row per point (one per job and point for a ``jobs`` list): ``point``, the varied keys as columns, the result's
     scalar keys flattened with dots (the columns of ``ddlsim sweep``), and ``error`` (empty when the point ran).
 
     ``vary`` maps a key to a list of values or to the command line's text: ``{"workers": "4..64:x2",
-    "network.bandwidth": ["10Gbps", "100Gbps"]}``. Every key and value is checked before any point runs
-    (ScenarioError)."""
+    "network.bandwidth": ["10Gbps", "100Gbps"]}``. ``variants`` (name to a JSON merge patch, as in
+    :func:`compare`) adds a ``variant`` column, outermost. Every key, value and variant is checked before any point
+    runs (ScenarioError)."""
     import pandas
 
     text, base, file = _source(scenario)
+    vary = dict(vary or {})
     specs = [_vary_text(k, v) for k, v in vary.items()]
-    rows = json.loads(_ddlsim.sweep(text, base, file, _sets(set), specs, _jobs(jobs)))
+    patches = [f"{k}={json.dumps(v, allow_nan=False)}" for k, v in (variants or {}).items()]
+    rows = json.loads(_ddlsim.sweep(text, base, file, _sets(set), specs, patches, _jobs(jobs)))
     frame = pandas.DataFrame(rows)
-    # ddlsim sweep's column order: point, (job,) the varied keys, the result columns, error.
-    first = ["point"] + (["job"] if "job" in frame else []) + list(vary)
+    # ddlsim sweep's column order: point, (job,) the variant and the varied keys, the result columns, error.
+    first = ["point"] + (["job"] if "job" in frame else []) + (["variant"] if variants else []) + list(vary)
     known = first + [c for c in _ddlsim.result_columns() if c in frame and c not in first]
     frame = frame[known + sorted(c for c in frame if c not in known and c != "error") + ["error"]]
     for key in vary:
