@@ -39,9 +39,10 @@ std::string si_text(double v, const char* unit) {
 }
 
 std::string duration_text(double s) {
-    if (s < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
+    if (std::abs(s) < 1e-9) return "0 s";  // below a nanosecond: rounding noise of sums, not time
+    if (s < 1e-3) return fmt::format("{:.4g} us", s * 1e6);
     if (s < 1.0) return fmt::format("{:.4g} ms", s * 1e3);
-    if (s < 60.0) return fmt::format("{:.3g} s", s);
+    if (s < 60.0) return fmt::format("{:.4g} s", s);
     const auto whole = static_cast<long long>(std::llround(s));
     if (s < 3600.0) return fmt::format("{} min {} s", whole / 60, whole % 60);
     const long long minutes = std::llround(s / 60.0);

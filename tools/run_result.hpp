@@ -28,7 +28,7 @@ struct FullRun {
 /// Throws ScenarioError for bad input found once the pieces meet (and when the replay's task data is missing).
 [[nodiscard]] FullRun run_full(const scenario::Scenario& s, sim::Trace* trace = nullptr);
 
-/// A duration for people: "850 us", "12.3 ms", "4.21 s", "2 min 54 s", "3 h 12 min", "2 d 5 h".
+/// A duration for people (below 1 ns: "0 s"): "850 us", "12.34 ms", "4.213 s", "2 min 54 s", "3 h 12 min", "2 d 5 h".
 [[nodiscard]] std::string duration_text(double seconds);
 /// A quantity with a decimal prefix and 4 significant digits: si_text(9.9e9, "B") = "9.904 GB".
 [[nodiscard]] std::string si_text(double v, const char* unit);

@@ -68,6 +68,34 @@ std::string topology_line(const scenario::Scenario& s) {
         s.topology);
 }
 
+// What would make a job fit, largest part first, only what the job does not do already.
+std::string memory_advice(const scenario::JobSpec& spec, const models::MemoryEstimate& m) {
+    std::vector<std::string> tips;
+    const double state = m.weights + m.gradients + m.optimizer;
+    const bool activations_first = m.activations > state;
+    const std::string checkpoint = "activation checkpointing (\"activation_checkpointing\": \"full\")";
+    const std::string batch = "a smaller batch with gradient accumulation";
+    std::string shard;
+    if (!spec.sharding.any())
+        shard = "sharding the weights, gradients and optimizer state (\"sharding\": {\"stage\": 3})";
+    else if (spec.sharding.stage < 3)
+        shard = "a higher sharding stage (\"sharding\": {\"stage\": 3})";
+    if (activations_first) {
+        if (!spec.activation_checkpointing) tips.push_back(checkpoint);
+        tips.push_back(batch);
+        if (!shard.empty()) tips.push_back(shard);
+    } else {
+        if (!shard.empty()) tips.push_back(shard);
+        if (!spec.activation_checkpointing && m.activations > 0.0) tips.push_back(checkpoint);
+    }
+    if (spec.bytes_per_param > 2.0) tips.emplace_back("bf16 or fp16 (\"model\": {\"dtype\": \"bf16\"})");
+    tips.emplace_back("a device with more memory");
+    std::string out = "try ";
+    for (std::size_t i = 0; i < tips.size(); ++i)
+        out += (i == 0 ? "" : i + 1 == tips.size() ? ", or " : ", ") + tips[i];
+    return out;
+}
+
 std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec, const models::JobResult& j) {
     const double exposed_share = j.iteration_time_s > 0 ? j.exposed_communication_time_s / j.iteration_time_s : 0.0;
     std::string out;
@@ -105,41 +133,49 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
             si_text(m.activations, "B"), si_text(m.buffers, "B"),
             m.capacity ? fmt::format(" of {}", si_text(*m.capacity, "B")) : std::string());
         if (m.fits() && !*m.fits())
-            out += fmt::format(
-                "  WARNING       the job needs {} per GPU but the {} has {}: it would not fit (reduce the "
-                "batch, use fp16/bf16, or a larger device)\n",
-                si_text(m.total(), "B"), spec.device.name, si_text(*m.capacity, "B"));
+            out += fmt::format("  WARNING       the job needs {} per GPU but the {} has {}: it would not fit ({})\n",
+                               si_text(m.total(), "B"), spec.device.name, si_text(*m.capacity, "B"),
+                               memory_advice(spec, m));
     }
     if (!spec.worker_devices.empty()) out += fmt::format("  devices       heterogeneous (worker_devices)\n");
     if (spec.stragglers.any()) out += "  stragglers    yes (see the scenario's stragglers block)\n";
     out += "\n";
     out += fmt::format("  per iteration (mean over {} iterations)\n", s.iterations);
-    out += fmt::format("  {:<32}{:>16}\n", "iteration time", ms(j.iteration_time_s));
-    out += fmt::format("  {:<32}{:>16}\n", "  compute (fwd + bwd + update)", ms(j.compute_time_s));
-    out += fmt::format("  {:<32}{:>16}\n", "    forward", ms(j.forward_time_s));
-    out += fmt::format("  {:<32}{:>16}\n", "    backward", ms(j.backward_time_s));
-    out += fmt::format("  {:<32}{:>16}\n", "    update", ms(j.update_time_s));
-    out += fmt::format("  {:<32}{:>16}\n", "  communication", ms(j.communication_time_s));
-    out += fmt::format("  {:<32}{:>16}   ({:.1f}% of the iteration)\n", "  exposed communication",
-                       ms(j.exposed_communication_time_s), 100.0 * exposed_share);
-    if (j.codec_time_s > 0.0) out += fmt::format("  {:<32}{:>16}\n", "  encode + decode", ms(j.codec_time_s));
-    if (j.breakdown) {
-        const auto& b = *j.breakdown;
-        out += "  breakdown (sums to the iteration)\n";
-        out += fmt::format("  {:<32}{:>16}\n", "  compute", ms(b.compute));
-        if (b.codec > 0.0) out += fmt::format("  {:<32}{:>16}\n", "  encode + decode", ms(b.codec));
-        out += fmt::format("  {:<32}{:>16}\n", "  waiting for bytes (exposed)", ms(b.exposed_communication));
-        out += fmt::format("  {:<32}{:>16}\n", "  waiting for peers", ms(b.waiting));
-    }
-    out += fmt::format("  {:<32}{:>16}\n", "bytes on the wire", si_text(j.bytes_on_wire_per_iteration, "B"));
-    out += fmt::format("  {:<32}{:>16}\n", "throughput", fmt::format("{:.1f} samples/s", j.throughput_samples_per_s));
-    out += fmt::format("  {:<32}{:>16}\n", "scaling efficiency", fmt::format("{:.1f} %", 100.0 * j.scaling_efficiency));
+    // One compute and one exposed figure: the parts of the iteration (they sum to it), compute with its slowdown
+    // beside overlapped communication shown as its own line.
+    const double compute = j.breakdown ? j.breakdown->compute : j.compute_time_s;
+    const double exposed = j.breakdown ? j.breakdown->exposed_communication : j.exposed_communication_time_s;
+    const double slowdown = compute - j.compute_time_s;
+    auto line = [&](const std::string& label, double seconds, const std::string& note = "") {
+        out += fmt::format("  {:<34}{:>16}{}\n", label, duration_text(seconds), note.empty() ? "" : "   " + note);
+    };
+    line("iteration time", j.iteration_time_s);
+    line("  compute", compute);
+    line("    forward", j.forward_time_s);
+    line("    backward", j.backward_time_s);
+    line("    update", j.update_time_s);
+    if (slowdown > 1e-12 * compute)
+        line("    slowdown beside communication", slowdown,
+             fmt::format("({:.1f} % more compute time under overlap)", 100.0 * slowdown / j.compute_time_s));
+    const double codec = j.breakdown ? j.breakdown->codec : j.codec_time_s;
+    if (codec > 0.0) line("  encode + decode", codec);
+    line("  exposed communication", exposed, fmt::format("({:.1f} % of the iteration)", 100.0 * exposed_share));
+    if (j.breakdown) line("  waiting for peers", j.breakdown->waiting);
+    line("communication in flight", j.communication_time_s,
+         j.communication_time_s > exposed
+             ? fmt::format("({:.1f} % of it hidden under compute)", 100.0 * (1.0 - exposed / j.communication_time_s))
+             : std::string());
+    out += fmt::format("  {:<34}{:>16}\n", "bytes on the wire", si_text(j.bytes_on_wire_per_iteration, "B"));
+    out += fmt::format("  {:<34}{:>16}\n", "throughput", fmt::format("{:.1f} samples/s", j.throughput_samples_per_s));
+    out += fmt::format("  {:<34}{:>16}\n", "scaling efficiency", fmt::format("{:.1f} %", 100.0 * j.scaling_efficiency));
     if (const auto t = scenario::token_rates(spec, j)) {
-        out += fmt::format("  {:<32}{:>16}\n", "tokens", fmt::format("{:.4g} tokens/s", t->tokens_per_s));
-        out += fmt::format("  {:<32}{:>16}\n", "model FLOPs utilisation", fmt::format("{:.1f} %", 100.0 * t->mfu));
+        out += fmt::format("  {:<34}{:>16}\n", "tokens",
+                           t->tokens_per_s >= 1e4 ? fmt::format("{:.0f} tokens/s", t->tokens_per_s)
+                                                  : fmt::format("{:.4g} tokens/s", t->tokens_per_s));
+        out += fmt::format("  {:<34}{:>16}\n", "model FLOPs utilisation", fmt::format("{:.1f} %", 100.0 * t->mfu));
     }
     if (j.has_staleness)
-        out += fmt::format("  {:<32}{:>16}\n", "staleness (mean / max)",
+        out += fmt::format("  {:<34}{:>16}\n", "staleness (mean / max)",
                            fmt::format("{:.2f} / {}", j.staleness_mean, j.staleness_max));
     if (!j.workers.empty() &&
         (spec.sync.kind != models::SyncKind::bsp || spec.stragglers.any() || !spec.worker_devices.empty())) {
@@ -151,11 +187,11 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
             it_min = std::min(it_min, w.iterations);
             it_max = std::max(it_max, w.iterations);
         }
-        out += fmt::format("  {:<32}{:>16}\n", "worker steps (min / max)", fmt::format("{} / {}", it_min, it_max));
+        out += fmt::format("  {:<34}{:>16}\n", "worker steps (min / max)", fmt::format("{} / {}", it_min, it_max));
         out +=
-            fmt::format("  {:<32}{:>16}\n", "worker idle (mean / max)",
+            fmt::format("  {:<34}{:>16}\n", "worker idle (mean / max)",
                         fmt::format("{:.3g} / {:.3g} s", idle_sum / static_cast<double>(j.workers.size()), idle_max));
-        out += fmt::format("  {:<32}{:>16}\n", "model versions / sync rounds",
+        out += fmt::format("  {:<34}{:>16}\n", "model versions / sync rounds",
                            fmt::format("{} / {}", j.model_versions, j.rounds));
     }
     return out;
