@@ -322,11 +322,13 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
     RunResult r;
     try {
         if (s.network_model == NetworkModel::analytic) {
-            // Each job alone on a contention-free network: the closed form when it applies
-            // (and no timeline is wanted), else the event-driven trainers with α-β transfers.
+            // Each job alone on a contention-free network: the closed form when it applies, else the
+            // event-driven trainers with α-β transfers. A timeline of a closed-form job comes from the event-driven
+            // run, which only draws it: the result is the closed form's with or without --trace.
             for (const auto& job : jobs) {
-                if (trace == nullptr && models::closed_form_applies(job)) {
+                if (models::closed_form_applies(job)) {
                     r.jobs.push_back(models::simulate_closed_form(fabric, job));
+                    if (trace != nullptr) (void)models::simulate(fabric, {job}, {true, trace});
                 } else {
                     const models::FlowRun run = models::simulate(fabric, {job}, {true, trace});
                     r.jobs.push_back(run.jobs.front());

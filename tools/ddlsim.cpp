@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "scenarios/json_reader.hpp"
@@ -20,6 +22,7 @@
 #include "scenarios/scenario.hpp"
 #include "tools/compare.hpp"
 #include "tools/output_file.hpp"
+#include "tools/report.hpp"
 #include "tools/run_result.hpp"
 #include "tools/summary.hpp"
 #include "tools/sweep.hpp"
@@ -86,15 +89,65 @@ std::string run_seeds(const ddlsim::scenario::Scenario& scenario, std::uint32_t 
     return text;
 }
 
+// `--report R.html`: a writable .html file that is none of the command's other files.
+void check_report_path(const std::string& report, const std::vector<std::pair<std::string, std::string>>& others) {
+    if (report.empty()) return;
+    if (!report.ends_with(".html") && !report.ends_with(".htm"))
+        throw CliError(fmt::format("--report {}: expected a file name ending in .html", report));
+    ddlsim::sim::check_output_path(report);
+    for (const auto& [path, what] : others) ddlsim::sim::check_distinct_files(report, "--report", path, what);
+}
+
+// `ddlsim sweep --report`: the sweep, then a page with its plot (--plot's, or one drawn for the page when
+// python3-matplotlib is there) and its rows.
+int sweep_with_report(ddlsim::tools::SweepOptions opts, const std::string& report) {
+    check_report_path(
+        report,
+        {{opts.scenario_file, "the scenario file"}, {opts.out, "the --out file"}, {opts.plot, "the --plot file"}});
+    std::string note, temp_plot;
+    if (opts.plot.empty()) {
+        try {
+            (void)ddlsim::tools::find_plotter("--report", "plot_sweep.py", "DDLSIM_PLOT_SCRIPT");
+            temp_plot = (std::filesystem::temp_directory_path() /
+                         fmt::format("ddlsim-report-{}.png", static_cast<long>(::getpid())))
+                            .string();
+            opts.plot = temp_plot;
+        } catch (const CliError&) {
+            note = "No plot: python3-matplotlib is not installed.";
+        }
+    }
+    const int rc = ddlsim::tools::run_sweep(opts, std::cerr);
+    if (rc == 0 || rc == ddlsim::tools::kSweepSomePointsFailed) {
+        std::ifstream in(opts.out, std::ios::binary);
+        std::ostringstream buf;
+        buf << in.rdbuf();
+        const bool csv = opts.format == ddlsim::tools::SweepFormat::csv;
+        if (!csv) note += " The rows are in " + opts.out + " (JSON).";
+        std::error_code ec;
+        const bool plotted = !opts.plot.empty() && std::filesystem::exists(opts.plot, ec);
+        ddlsim::sim::write_file_atomically(
+            report, ddlsim::tools::sweep_report_html("ddlsim sweep " + opts.scenario_file, csv ? buf.str() : "",
+                                                     plotted ? opts.plot : "", note));
+        std::cerr << fmt::format("report: {}\n", report);
+    }
+    if (!temp_plot.empty()) {
+        std::error_code ec;
+        std::filesystem::remove(temp_plot, ec);
+    }
+    return rc;
+}
+
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
-                const std::string& trace, const std::string& plot, std::uint32_t seeds) {
+                const std::string& trace, const std::string& plot, const std::string& report, std::uint32_t seeds) {
     // `--out -`: the result JSON is standard output, so the summary goes to standard error.
     const bool out_stdout = out == "-";
     if (out_stdout && (trace == "-" || plot == "-"))
         throw CliError("only one output can be standard output: give --trace and --plot file names");
-    if (trace == "-" || plot == "-")
+    if (trace == "-" || plot == "-" || report == "-")
         throw CliError(fmt::format("{} -: standard output is for the result JSON (--out -); give a file name",
-                                   trace == "-" ? "--trace" : "--plot"));
+                                   trace == "-"  ? "--trace"
+                                   : plot == "-" ? "--plot"
+                                                 : "--report"));
     // Output paths are checked before simulating, so a typo costs nothing.
     const std::string out_file = out_stdout ? std::string() : out;
     const std::string scenario_file = file == "-" ? std::string() : file;
@@ -108,6 +161,10 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
     ddlsim::sim::check_distinct_files(trace, "--trace", out_file, "the --out file");
     ddlsim::sim::check_distinct_files(plot, "--plot", out_file, "the --out file");
     ddlsim::sim::check_distinct_files(plot, "--plot", trace, "the --trace file");
+    check_report_path(report, {{scenario_file, "the scenario file"},
+                               {out_file, "the --out file"},
+                               {trace, "the --trace file"},
+                               {plot, "the --plot file"}});
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
     const bool converge = scenario.jobs.size() == 1 && scenario.jobs[0].convergence.has_value();
     ddlsim::tools::Plotter plotter;
@@ -116,15 +173,24 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
     if (!plot.empty()) plotter = ddlsim::tools::find_plotter("--plot", "plot_curve.py", "DDLSIM_PLOT_CURVE_SCRIPT");
     std::unique_ptr<ddlsim::sim::Trace> timeline;
     if (!trace.empty()) timeline = std::make_unique<ddlsim::sim::Trace>();
+    // The report's timeline excerpt draws the first iteration: a bounded trace is enough.
+    if (trace.empty() && !report.empty()) timeline = std::make_unique<ddlsim::sim::Trace>(200'000);
     auto run = ddlsim::tools::run_full(scenario, timeline.get());
     std::ostream& text = out_stdout ? std::cerr : std::cout;
-    text << ddlsim::tools::run_summary(file, scenario, run.result, sets) << std::flush;
+    const std::string summary = ddlsim::tools::run_summary(file, scenario, run.result, sets);
+    text << summary << std::flush;
     auto& json = run.json;
     if (seeds > 1) text << run_seeds(scenario, seeds, json) << std::flush;
     if (converge) text << ddlsim::validate::convergence_summary(run.convergence) << std::flush;
     if (out_stdout) std::cout << json.dump(2) << "\n" << std::flush;
     if (!out_file.empty()) ddlsim::sim::write_file_atomically(out_file, json.dump(2) + "\n");
-    if (timeline) {
+    if (!report.empty()) {
+        ddlsim::sim::write_file_atomically(report,
+                                           ddlsim::tools::run_report_html("ddlsim run " + file, scenario, json, summary,
+                                                                          timeline ? timeline->json() : std::string()));
+        text << fmt::format("report: {}\n", report);
+    }
+    if (timeline && !trace.empty()) {
         ddlsim::sim::write_file_atomically(trace, timeline->json());
         text << fmt::format("timeline: {} ({} events{}; open in https://ui.perfetto.dev or chrome://tracing)\n", trace,
                             timeline->size(),
@@ -139,11 +205,16 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
 
 // `ddlsim compare`: the scenarios (or one scenario's variants) side by side; every case is loaded before any runs.
 int compare_command(const std::vector<std::string>& files, const std::vector<std::string>& sets,
-                    const std::vector<std::string>& variant_specs, const std::string& out, unsigned jobs) {
+                    const std::vector<std::string>& variant_specs, const std::string& out, const std::string& report,
+                    unsigned jobs) {
     const bool out_stdout = out == "-";
     const std::string out_file = out_stdout ? std::string() : out;
     const bool json_out = std::filesystem::path(out).extension() == ".json";
     if (!out_file.empty()) ddlsim::sim::check_output_path(out_file);
+    std::vector<std::pair<std::string, std::string>> others{{out_file, "the --out file"}};
+    for (const auto& f : files)
+        if (f != "-") others.emplace_back(f, "a scenario file");
+    check_report_path(report, others);
     std::vector<ddlsim::tools::CompareCase> sources;
     std::map<std::string, int> stems;
     for (const auto& f : files) ++stems[std::filesystem::path(f).stem().string()];
@@ -170,7 +241,12 @@ int compare_command(const std::vector<std::string>& files, const std::vector<std
     std::string head = "ddlsim compare";
     for (const auto& f : files) head += " " + f;
     for (const auto& a : sets) head += " --set " + a;
-    text << head << "\n" << ddlsim::tools::compare_table(rows) << std::flush;
+    const std::string table = ddlsim::tools::compare_table(rows);
+    text << head << "\n" << table << std::flush;
+    if (!report.empty()) {
+        ddlsim::sim::write_file_atomically(report, ddlsim::tools::compare_report_html(head, rows, table));
+        text << fmt::format("report: {}\n", report);
+    }
     if (out.empty()) return 0;
     const std::string body = json_out ? nlohmann::json(rows).dump(2) + "\n" : ddlsim::tools::compare_csv(rows);
     if (out_stdout)
@@ -202,6 +278,9 @@ int main(int argc, char** argv) {
                     "with a convergence block: draw accuracy and loss against simulated time into FILE.png or "
                     "FILE.svg (python3-matplotlib)");
 
+    std::string report;
+    run->add_option("--report", report,
+                    "also write a self-contained HTML page: summary, breakdown, links, timeline excerpt, assumptions");
     run->add_option("--seeds", seeds,
                     "run N seeds (seed, seed + 1, ...): mean, stddev, min and max of iteration time and throughput")
         ->check(CLI::Range(1U, 10000U));
@@ -233,6 +312,7 @@ int main(int argc, char** argv) {
     sweep->add_option("--relative-to", sweep_opts.relative_to,
                       "KEY=VALUE: plot every point divided by the point with KEY=VALUE and the same other values");
     sweep->add_flag("!--no-progress", sweep_opts.progress, "no progress line, even on a terminal");
+    sweep->add_option("--report", report, "also write a self-contained HTML page with the plot and the rows");
     sweep->add_option("--objective", sweep_opts.objective,
                       "rank the points by a result column and print the best and its runner-up: time_to_train_s, "
                       "cost, gpu_hours (with a training block), iteration_time_s, ...; max:COLUMN ranks highest first");
@@ -254,6 +334,7 @@ int main(int argc, char** argv) {
         ->expected(1)
         ->take_all();
     compare->add_option("--out", compare_out, "also write the table as CSV, or JSON for a .json name (-: stdout)");
+    compare->add_option("--report", report, "also write the comparison as a self-contained HTML page");
     compare->add_option("--jobs", compare_jobs, "cases run at once (default: the number of CPU threads)")
         ->check(CLI::Range(1U, 4096U));
 
@@ -285,8 +366,8 @@ int main(int argc, char** argv) {
 
     try {
         if (const auto code = ddlsim::tools::run_validate_commands(validate_opts)) return *code;
-        if (run->parsed()) return run_command(file, sets, out, trace, plot, seeds);
-        if (compare->parsed()) return compare_command(compare_files, sets, variants, compare_out, compare_jobs);
+        if (run->parsed()) return run_command(file, sets, out, trace, plot, report, seeds);
+        if (compare->parsed()) return compare_command(compare_files, sets, variants, compare_out, report, compare_jobs);
         if (sweep->parsed()) {
             sweep_opts.extra_keys = [](const ddlsim::scenario::Scenario& s, const ddlsim::scenario::RunResult& r) {
                 const bool converge = s.jobs.size() == 1 && s.jobs[0].convergence.has_value();
@@ -295,6 +376,7 @@ int main(int argc, char** argv) {
             sweep_opts.extra_columns = ddlsim::validate::convergence_columns();
             sweep_opts.format =
                 sweep_format == "json" ? ddlsim::tools::SweepFormat::json : ddlsim::tools::SweepFormat::csv;
+            if (!report.empty()) return sweep_with_report(sweep_opts, report);
             return ddlsim::tools::run_sweep(sweep_opts, std::cerr);
         }
         if (check->parsed()) {

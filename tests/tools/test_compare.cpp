@@ -206,3 +206,38 @@ TEST_CASE("sweep --variant: a variant column, outermost, whose rows are the runs
     CHECK(r.code == 2);
     CHECK(testing::read_file(dir.file("r.csv")) == before);
 }
+
+TEST_CASE("run --report writes a self-contained page; a bad --report path is refused before anything runs") {
+    const TempDir dir;
+    const std::string file = dir.write(
+        "s.json", testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump());
+    auto r = testing::run_ddlsim({"run", file, "--report", dir.file("r.html"), "--out", dir.file("r.json")});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const std::string html = testing::read_file(dir.file("r.html"));
+    CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+    CHECK(html.find("<script") == std::string::npos);
+    CHECK(html.find("id=\"summary\"") != std::string::npos);
+    CHECK(html.find("Timeline excerpt") != std::string::npos);
+    CHECK(html.find("Assumptions and their sources") != std::string::npos);
+    const json result = json::parse(testing::read_file(dir.file("r.json")));
+    // The report changes nothing in the result (its timeline is recorded beside the run).
+    CHECK(without_wall_time(result) == without_wall_time(run_result(file)));
+    r = testing::run_ddlsim({"run", file, "--report", dir.file("r.txt")});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("expected a file name ending in .html") != std::string::npos);
+    r = testing::run_ddlsim({"run", file, "--report", dir.file("r.html"), "--out", dir.file("r.html")});
+    CHECK(r.code == 2);
+}
+
+TEST_CASE("analytic model: --trace changes nothing in the result, events included") {
+    const TempDir dir;
+    json s = testing::star_scenario(
+        {.iterations = 2, .network_model = "analytic", .architecture = testing::ring_allreduce()});
+    const std::string file = dir.write("a.json", s.dump());
+    const auto r = testing::run_ddlsim({"run", file, "--out", dir.file("t.json"), "--trace", dir.file("trace.json")});
+    REQUIRE(r.code == 0);
+    CHECK(without_wall_time(json::parse(testing::read_file(dir.file("t.json")))) ==
+          without_wall_time(run_result(file)));
+    CHECK(json::parse(testing::read_file(dir.file("trace.json")))["traceEvents"].size() > 10);
+}
