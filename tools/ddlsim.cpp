@@ -263,6 +263,12 @@ int main(int argc, char** argv) {
     CLI::App app{"ddlsim: a discrete-event simulator of data-parallel distributed deep-learning training"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "ddlsim 0.1.0");
+    app.footer(R"(Examples:
+  ddlsim run scenarios/examples/resnet50_ring_16xV100.json --set network.bandwidth=100Gbps
+  ddlsim compare scenarios/examples/llama2_7b_fsdp_4x8xH100.json --variant 'ddp={"sharding": null}' --variant fsdp={}
+  ddlsim sweep scenarios/examples/resnet50_ring_16xV100.json --vary workers=2..64:x2 --out r.csv --plot r.png
+  ddlsim check my.json --print
+Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 3 some sweep points failed, 1 internal error.)");
 
     std::string file, out, trace, plot;
     std::vector<std::string> sets;
@@ -285,6 +291,11 @@ int main(int argc, char** argv) {
                     "run N seeds (seed, seed + 1, ...): mean, stddev, min and max of iteration time and throughput")
         ->check(CLI::Range(1U, 10000U));
 
+    run->footer(R"(Examples:
+  ddlsim run scenarios/examples/resnet50_ring_16xV100.json
+  ddlsim run s.json --set workers=64 --set network.bandwidth=100Gbps --out result.json --report result.html
+  ddlsim run - --out - < s.json          (scenario from stdin, result JSON to stdout, summary to stderr)
+  ddlsim run s.json --trace trace.json   (open in https://ui.perfetto.dev))");
     auto* check = app.add_subcommand("check", "validate a scenario without running it");
     check->add_option("scenario", file, "scenario JSON file")->required();
     check->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)")->expected(1)->take_all();
@@ -337,6 +348,17 @@ int main(int argc, char** argv) {
     compare->add_option("--report", report, "also write the comparison as a self-contained HTML page");
     compare->add_option("--jobs", compare_jobs, "cases run at once (default: the number of CPU threads)")
         ->check(CLI::Range(1U, 4096U));
+
+    compare->footer(R"(Examples:
+  ddlsim compare a.json b.json --out table.csv
+  ddlsim compare llama.json --variant 'ddp={"sharding": null}' --variant 'zero2={"sharding": {"stage": 2}}' \
+      --variant fsdp={} --variant 'hsdp={"sharding": {"group": "node"}}' --report compare.html
+A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null removes a key.)");
+    sweep->footer(R"(Examples:
+  ddlsim sweep s.json --vary workers=2..64:x2 --vary network.bandwidth=10Gbps,100Gbps --out r.csv --plot r.png
+  ddlsim sweep s.json --vary workers=8..512:x2 --variant 'ddp={"sharding": null}' --variant fsdp={} --out r.csv
+  ddlsim sweep ttt.json --vary batch_size=32,64,128 --out r.csv --objective cost
+  ddlsim sweep s.json --vary workers=2..64:x2 --out r.csv --resume      (after an interruption))");
 
     app.add_subcommand("schema", "print the JSON Schema of scenarios");
     app.add_subcommand("models", "list the built-in model workloads and device profiles");
