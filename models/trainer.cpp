@@ -291,9 +291,15 @@ FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& job
         options.trace->name_process(1'000'000, "network links", 1'000'000);
         sim::Trace* trace = options.trace;
         network.set_observer([&fabric, trace](const sim::Route& route, double bytes, sim::Time a, sim::Time b) {
+            if (route.empty()) return;
+            // "src->dst 6.4 MB": the transfer's endpoints, the first link's tail and the last link's head.
+            const std::string first = fabric.directed_link_name(route.front()),
+                              last = fabric.directed_link_name(route.back());
+            const std::string name = fmt::format("{}->{} {:.4g} MB", first.substr(0, first.find("->")),
+                                                 last.substr(last.find("->") + 2), bytes / 1e6);
             for (sim::LinkIndex l : route) {
                 trace->name_track(1'000'000, l, fabric.directed_link_name(l));
-                trace->span(1'000'000, l, fmt::format("{:.4g} MB", bytes / 1e6), "transfer", a, b);
+                trace->span(1'000'000, l, name, "transfer", a, b);
             }
         });
     }

@@ -137,8 +137,13 @@ int sweep_with_report(ddlsim::tools::SweepOptions opts, const std::string& repor
     return rc;
 }
 
+// Compact timelines: spans kept as they are per track, and the gap below which later spans of one kind merge.
+constexpr std::size_t kTraceDetailedSpans = 300;
+constexpr double kTraceMergeGap = 100e-6;  // 100 us: a transport's per-message latency (tcp 40 us) merges
+
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
-                const std::string& trace, const std::string& plot, const std::string& report, std::uint32_t seeds) {
+                const std::string& trace, bool trace_full, const std::string& plot, const std::string& report,
+                std::uint32_t seeds) {
     // `--out -`: the result JSON is standard output, so the summary goes to standard error.
     const bool out_stdout = out == "-";
     if (out_stdout && (trace == "-" || plot == "-"))
@@ -175,6 +180,10 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
     if (!trace.empty()) timeline = std::make_unique<ddlsim::sim::Trace>();
     // The report's timeline excerpt draws the first iteration: a bounded trace is enough.
     if (trace.empty() && !report.empty()) timeline = std::make_unique<ddlsim::sim::Trace>(200'000);
+    // Compact by default: every track's first spans as they are (a couple of iterations in full), then runs of
+    // back-to-back spans of one kind merged (docs/SCENARIOS.md#timelines); --trace-full keeps every span.
+    if (timeline && !trace_full)
+        timeline->set_compaction(kTraceDetailedSpans, ddlsim::sim::Time::seconds(kTraceMergeGap));
     auto run = ddlsim::tools::run_full(scenario, timeline.get());
     std::ostream& text = out_stdout ? std::cerr : std::cout;
     const std::string summary = ddlsim::tools::run_summary(file, scenario, run.result, sets);
@@ -284,6 +293,10 @@ Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 
                     "with a convergence block: draw accuracy and loss against simulated time into FILE.png or "
                     "FILE.svg (python3-matplotlib)");
 
+    bool trace_full = false;
+    run->add_flag("--trace-full", trace_full,
+                  "with --trace: keep every span (by default each track keeps its first 300 and merges later "
+                  "back-to-back spans of one kind)");
     std::string report;
     run->add_option("--report", report,
                     "also write a self-contained HTML page: summary, breakdown, links, timeline excerpt, assumptions");
@@ -388,7 +401,7 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
 
     try {
         if (const auto code = ddlsim::tools::run_validate_commands(validate_opts)) return *code;
-        if (run->parsed()) return run_command(file, sets, out, trace, plot, report, seeds);
+        if (run->parsed()) return run_command(file, sets, out, trace, trace_full, plot, report, seeds);
         if (compare->parsed()) return compare_command(compare_files, sets, variants, compare_out, report, compare_jobs);
         if (sweep->parsed()) {
             sweep_opts.extra_keys = [](const ddlsim::scenario::Scenario& s, const ddlsim::scenario::RunResult& r) {

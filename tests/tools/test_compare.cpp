@@ -241,3 +241,42 @@ TEST_CASE("analytic model: --trace changes nothing in the result, events include
           without_wall_time(run_result(file)));
     CHECK(json::parse(testing::read_file(dir.file("trace.json")))["traceEvents"].size() > 10);
 }
+
+TEST_CASE(
+    "run --trace: compact by default (64 workers x 20 iterations of ResNet-50 under 20 MB), --trace-full "
+    "keeps every span; link spans name their transfer's endpoints") {
+    const TempDir dir;
+    json s = testing::star_scenario({.workers = 64,
+                                     .batch_size = 64,
+                                     .iterations = 20,
+                                     .bandwidth = "25Gbps",
+                                     .architecture = testing::ring_allreduce()});
+    s["overlap"] = {{"wfbp", true}, {"fusion", "buffer"}, {"bucket_size", "25MB"}};
+    const std::string file = dir.write("r64.json", s.dump());
+    auto r = testing::run_ddlsim({"run", file, "--trace", dir.file("t.json")});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(fs::file_size(dir.file("t.json")) < 20'000'000);
+    const json compact = json::parse(testing::read_file(dir.file("t.json")));
+    CHECK(compact["otherData"]["compacted"]["detailed_spans_per_track"] == 300);
+    // Every worker's 20 updates are there, merged or not: compaction merges only back-to-back spans of one kind.
+    std::size_t transfers_named = 0, transfers = 0;
+    for (const auto& e : compact["traceEvents"]) {
+        if (e["ph"] != "X" || e["cat"] != "transfer") continue;
+        ++transfers;
+        const std::string name = e["name"];
+        if (name.find("->") != std::string::npos && name.find(" MB") != std::string::npos) ++transfers_named;
+    }
+    CHECK(transfers_named > 0);
+    CHECK(transfers_named < transfers);  // later ones are merged
+    // The full timeline of a smaller run: every transfer of every link, none merged.
+    s["workers"] = 4;
+    s["iterations"] = 2;
+    const std::string small = dir.write("r4.json", s.dump());
+    r = testing::run_ddlsim({"run", small, "--trace", dir.file("full.json"), "--trace-full"});
+    REQUIRE(r.code == 0);
+    const json full = json::parse(testing::read_file(dir.file("full.json")));
+    CHECK_FALSE(full.contains("otherData"));
+    for (const auto& e : full["traceEvents"])
+        if (e["ph"] == "X") CHECK(e["name"].get<std::string>().find("spans of") == std::string::npos);
+}
