@@ -12,8 +12,15 @@ Axes:
     unit (Gbit/s for bandwidths; s, ms, us or ns for times; B, kB, MB or GB for sizes) named in the axis label;
     plain numbers are drawn as they are, with the key's unit when the key has one (workers: GPUs, ...);
   - a numeric key is drawn on a linear axis, except the keys of --log-keys (ddlsim passes the keys it expanded
-    from a geometric range A..B:xF), which get a log2 axis;
-  - a key with a non-numeric value (a name, a JSON object) is drawn as categories in the order of the sweep;
+    from a geometric range A..B:xF) and, when the values span a factor of 4 or more, bandwidths and counts of
+    machines (workers, nodes, hosts, servers, GPUs per node), which get a log2 axis;
+  - a key with a non-numeric value (a name, a JSON object) is drawn as categories in the order of the sweep,
+    as points (no line joins two categories);
+  - legends sit outside the data, right of the panels; past 10 series the 9 with the highest throughput are
+    named and the rest drawn thin and grey as one "N others" entry;
+  - where the transport that `auto` picks changes along the x axis (tcp below 100 Gbit/s, rdma from it), a
+    dotted vertical line marks the switch ("tcp -> rdma");
+  - the breakdown panel draws every point up to 40; past that, only the points of the best series (along x);
   - legends and tick labels read key=value; a JSON object value reads key.field=value for the fields that
     differ between the key's values.
 --relative-to KEY=VALUE divides every point's throughput and iteration time (and its breakdown) by those of the
@@ -52,6 +59,8 @@ PLAIN_UNITS = {
     "gpus_per_node": "GPUs per node", "oversubscription": "ratio", "efficiency": "fraction of peak",
     "gradient_accumulation": "micro-batches", "seed": "seed", "sigma": "lognormal sigma",
 }
+# Counts of machines: drawn on a log axis when their values span a factor of 4 (scaling studies double them).
+LOG_COUNTS = {"workers", "num_nodes", "hosts", "servers", "gpus_per_node", "clients_per_round"}
 PLAIN_FAMILY = {"latency": "time", "bucket_size": "size", "partition_size": "size", "segment_size": "size"}
 
 
@@ -138,7 +147,9 @@ class Axis:
             values = [b / scale for b in base]
             numeric = len(set(values)) == len(values)  # two spellings of one value: draw as categories
         if numeric:
-            self.scale = "log" if log and min(values) > 0 else "linear"
+            spread = min(values) > 0 and max(values) / min(values) >= 4
+            machines = family == "bandwidth" or (family == "plain" and key.rsplit(".", 1)[-1] in LOG_COUNTS)
+            self.scale = "log" if min(values) > 0 and (log or (machines and spread)) else "linear"
             self.pos = dict(zip(texts, values))
         else:
             self.scale = "category"
@@ -273,15 +284,37 @@ def main():
         v = fnum(r, column)
         return v / fnum(base_of[id(r)], column) if rel_key else v
 
-    fig, (ax_t, ax_e, ax_b) = plt.subplots(3, 1, figsize=(10, 14), layout="constrained")
-    for label, rs in series.items():
-        rs = sorted(rs, key=lambda r: x_axis.pos[r[x_key]])
+    # Past 10 series: the 9 with the highest throughput are named, the others drawn thin and grey.
+    ranked = sorted(series, key=lambda k: -max(value(r, "throughput_samples_per_s") for r in series[k]))
+    named = set(ranked[:9]) if len(series) > 10 else set(series)
+    n_others = len(series) - len(named)
+    fig, (ax_t, ax_e, ax_b) = plt.subplots(3, 1, figsize=(12, 14), layout="constrained")
+    category = x_axis.scale == "category"
+    other_drawn = False
+    for label in series:  # the sweep's order (the legend's too)
+        rs = sorted(series[label], key=lambda r: x_axis.pos[r[x_key]])
         xs = [x_axis.pos[r[x_key]] for r in rs]
-        marker = "o" if len(rs) <= 50 else None
+        marker = "o" if len(rs) <= 50 or category else None
+        style = {"linestyle": "none"} if category else {}
+        if label in named:
+            style["label"] = label or None
+        else:
+            style.update(color="grey", alpha=0.35, linewidth=0.8, markersize=3,
+                         label=None if other_drawn else f"{n_others} others")
+            other_drawn = True
         for ax, (column, _) in zip((ax_t, ax_e), panels):
-            ax.plot(xs, [value(r, column) for r in rs], marker=marker, label=label or None)
-    legend = [label for label in series if label]
-    show_legend = bool(legend) and len(series) <= 12
+            ax.plot(xs, [value(r, column) for r in rs], marker=marker, **style)
+    legend = [label for label in series if label and label in named] + ([f"{n_others} others"] if n_others else [])
+    show_legend = bool(legend)
+    # The transport `auto` picks along the x axis (of the best series): a dotted line where it switches.
+    switches = []
+    best = sorted(series[ranked[0]], key=lambda r: x_axis.pos[r[x_key]])
+    kinds = [(r.get("scenario.transport") or "").split(":")[0] for r in best]
+    for a, b, ka, kb in zip(best, best[1:], kinds, kinds[1:]):
+        if ka and kb and ka != kb and x_axis.scale != "category":
+            xa, xb = x_axis.pos[a[x_key]], x_axis.pos[b[x_key]]
+            switches.append({"between": [xa, xb], "from": ka, "to": kb,
+                             "at": math.sqrt(xa * xb) if x_axis.scale == "log" else (xa + xb) / 2})
     for ax, (column, ylabel) in zip((ax_t, ax_e), panels):
         ax.set_xlabel(x_axis.label())
         ax.set_ylabel(ylabel)
@@ -297,33 +330,42 @@ def main():
                           rotation=0 if few else 30, ha="center" if few else "right", fontsize="small")
         if rel_key:
             ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
+        for sw in switches:
+            ax.axvline(sw["at"], color="black", linestyle=":", linewidth=1)
+            ax.annotate(f"{sw['from']} -> {sw['to']}", (sw["at"], 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(3, -12), textcoords="offset points", fontsize="small")
         if show_legend:
-            ax.legend(fontsize="small")
+            ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     if not rel_key:
         ax_e.set_ylim(bottom=0)
 
     parts = breakdown(ok)
-    idx = list(range(len(ok)))
-    stacks = [[value(r, c) if not rel_key else fnum(r, c) / fnum(base_of[id(r)], "iteration_time_s") for r in ok]
-              for c, _ in parts]
+    bar_rows = ok if len(ok) <= 40 else best  # past 40 points, the best series' points only
+    idx = list(range(len(bar_rows)))
+    stacks = [[value(r, c) if not rel_key else fnum(r, c) / fnum(base_of[id(r)], "iteration_time_s")
+               for r in bar_rows] for c, _ in parts]
     names = [name for _, name in parts]
     bar_labels = []
-    if len(ok) <= 300:
-        bottom = [0.0] * len(ok)
+    if len(bar_rows) <= 300:
+        bottom = [0.0] * len(bar_rows)
         for ys, name in zip(stacks, names):
             ax_b.bar(idx, ys, bottom=bottom, label=name)
             bottom = [b + y for b, y in zip(bottom, ys)]
-        if len(ok) <= 40:
+        if len(bar_rows) <= 40:
             bar_labels = [" / ".join(axes[k].short_labels[r[k]] for k in keys) + (f" ({r['job']})" if r.get("job")
-                                                                                  else "") for r in ok]
+                                                                                  else "") for r in bar_rows]
             ax_b.set_xticks(idx, bar_labels, rotation=60, ha="right", fontsize="small")
     else:
         ax_b.stackplot(idx, *stacks, labels=names)
-    ax_b.set_xlabel("point (" + " / ".join(keys) + ")")
+    if bar_rows is ok:
+        ax_b.set_xlabel("point (" + " / ".join(keys) + ")")
+    else:
+        ax_b.set_xlabel(f"the {len(bar_rows)} points of the best series ({ranked[0] or 'all'}) of {len(ok)}, "
+                        f"along {x_key}")
     b_ylabel = ("time per iteration (x the baseline's iteration time)" if rel_key
                 else "time per iteration (s)")
     ax_b.set_ylabel(b_ylabel)
-    ax_b.legend(fontsize="small")
+    ax_b.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
     title = args.title or os.path.splitext(os.path.basename(args.results))[0]
     title += ": " + ("throughput and iteration time" if rel_key else "throughput and scaling efficiency")
@@ -339,6 +381,7 @@ def main():
         description = {
             "title": title,
             "x": {"key": x_key, "label": x_axis.label(), "scale": x_axis.scale, "unit": x_axis.unit,
+                  "lines": not category,  # categories are points: no line joins two of them
                   "values": [x_axis.pos[t] for t in x_axis.texts] if x_axis.scale != "category" else None,
                   "tick_labels": [x_axis.value_labels[t] for t in x_axis.texts] if x_axis.scale == "category"
                   else None},
@@ -346,6 +389,7 @@ def main():
             + [{"y": "breakdown", "y_label": b_ylabel, "x_label": ax_b.get_xlabel(), "parts": names,
                 "tick_labels": bar_labels}],
             "legend": legend if show_legend else [],
+            "transport_switches": switches,
             "relative_to": {"key": rel_key, "value": rel_value, "label": baseline_text} if rel_key else None,
             "points": len(ok),
         }

@@ -90,6 +90,7 @@ TEST_CASE("sweep plot: a categorical key on x, a numeric list in the legend, axe
     CHECK(d["title"].get<std::string>().starts_with("tiny_ring: "));
     CHECK(d["title"].get<std::string>().find("vs architecture.algorithm") != std::string::npos);
     CHECK(d["x"]["scale"] == "category");
+    CHECK(d["x"]["lines"] == false);  // categories drawn as points, not joined
     CHECK(strings(d["x"]["tick_labels"]) == std::vector<std::string>{"architecture.algorithm=ring",
                                                                      "architecture.algorithm=tree",
                                                                      "architecture.algorithm=halving_doubling"});
@@ -103,14 +104,15 @@ TEST_CASE("sweep plot: a categorical key on x, a numeric list in the legend, axe
     CHECK(d["relative_to"].is_null());
 }
 
-TEST_CASE("sweep plot: a plain numeric list gets a linear axis, a geometric range a log axis, units converted") {
+TEST_CASE("sweep plot: a latency list gets a linear axis, a geometric range or a count of machines a log axis, "
+          "units converted") {
     if (!have_matplotlib()) return;
     const testing::TempDir dir("ddlsim_sweep_plot_test");
-    SUBCASE("plain list of workers: linear, in GPUs") {
+    SUBCASE("plain list of workers spanning 8x: a log axis (a count of machines), in GPUs") {
         const auto o = plot_options(dir, {"workers=2,4,8,16", "network.bandwidth=10Gbps,1.25GBps"});
         sweep_and_plot(o);
         const json d = read_json(o.plot_describe);
-        CHECK(d["x"]["scale"] == "linear");
+        CHECK(d["x"]["scale"] == "log");
         CHECK(d["x"]["label"] == "workers (GPUs)");
         CHECK(d["x"]["values"] == json::array({2.0, 4.0, 8.0, 16.0}));
         // Two spellings of 10 Gbit/s are two legend entries, each as written.
@@ -189,4 +191,24 @@ TEST_CASE("sweep plot: parse_vary marks geometric ranges, and only them") {
     CHECK_FALSE(tools::parse_vary("workers=2,4,8,16").geometric);
     CHECK_FALSE(tools::parse_vary("workers=2..16:+2").geometric);
     CHECK_FALSE(tools::parse_vary("workers=2..16:x2,3").geometric);
+}
+
+TEST_CASE("sweep plot: past 10 series the 9 best are named and the rest are one entry; the transport switch is "
+          "marked") {
+    if (!have_matplotlib()) return;
+    const testing::TempDir dir("ddlsim_sweep_plot_test");
+    // 12 series (workers 1..12); bandwidths crossing 100 Gbit/s, where auto switches from tcp to rdma.
+    const auto o = plot_options(dir, {"network.bandwidth=25Gbps,50Gbps,100Gbps,200Gbps", "workers=1..12"});
+    sweep_and_plot(o);
+    const json d = read_json(o.plot_describe);
+    REQUIRE(d["legend"].size() == 10);
+    CHECK(d["legend"][9] == "3 others");
+    // The best series by throughput is the largest cluster; it is named.
+    CHECK(std::find(d["legend"].begin(), d["legend"].end(), json("workers=12")) != d["legend"].end());
+    REQUIRE(d["transport_switches"].size() == 1);
+    CHECK(d["transport_switches"][0]["from"] == "tcp");
+    CHECK(d["transport_switches"][0]["to"] == "rdma");
+    CHECK(d["transport_switches"][0]["between"] == json::array({50.0, 100.0}));
+    // 48 points: the breakdown panel draws the best series' 4 only.
+    CHECK(d["panels"][2]["tick_labels"].size() == 4);
 }
