@@ -23,6 +23,14 @@ constexpr std::uint64_t kMaxHosts = 4 * detail::kMaxWorkers;
 // The topologies that build nodes of GPUs (a node preset, or gpus_per_node and intra_bandwidth).
 const std::vector<std::string_view> kNodeTopologies{topo::TwoTierSpec::kName, topo::RailOptimizedSpec::kName};
 
+// Link latencies of a node preset's fabric when the scenario gives none: a peer simulator's defaults for the
+// same kind of cluster, aliyun/SimAI astra-sim-alibabacloud/inputs/topo/gen_Topo_Template.py @ 7608e1f3
+// (analysis_template: 'nv_latency': '0.000025ms' for a GPU's NVSwitch link, 'latency': '0.0005ms' for a NIC's
+// link and the switch-to-switch links). Software latency per message is the transport's, added on top
+// (topologies/transport.cpp).
+const sim::Time kPresetIntraLatency = sim::Time::seconds(25e-9);
+const sim::Time kPresetLinkLatency = sim::Time::seconds(500e-9);
+
 bool on(const N& n, const std::vector<std::string_view>& topologies) {
     return std::find(topologies.begin(), topologies.end(), n.topology) != topologies.end();
 }
@@ -256,10 +264,17 @@ const KeyTable<N>& network_keys() {
                                [uniform](const N& n) {
                                    return on(n, uniform) ? required_by_topology()(n) : required_without_preset()(n);
                                }),
-            key("latency", &N::latency, "latency of every link but the intra-node ones of two_tier and rail_optimized")
+            key("latency", &N::latency,
+                "latency of every link but the intra-node ones of two_tier and rail_optimized (with network.node: "
+                "default 500 ns, SimAI's NIC and switch link latency)")
                 .when(of({star, two_tier, fat_tree, leaf_spine, ring, torus2d, rail}))
-                .required_when(needs({star, two_tier, fat_tree, leaf_spine, ring, torus2d, rail}),
-                               required_by_topology()),
+                .required_when([needs, uniform](const N& n) { return needs(uniform)(n) || without_preset()(n); },
+                               [uniform](const N& n) {
+                                   return on(n, uniform) ? required_by_topology()(n) : required_without_preset()(n);
+                               })
+                .when_absent([](N& n) {
+                    if (on(n, kNodeTopologies) && n.node) n.latency = kPresetLinkLatency;
+                }),
             key("hosts", &N::hosts, "star, ring: number of hosts (default: workers plus dedicated servers)",
                 {1, static_cast<double>(kMaxHosts)})
                 .when(of({star, ring})),
@@ -291,9 +306,14 @@ const KeyTable<N>& network_keys() {
                 "two_tier, rail_optimized: GPU link bandwidth to the node switch (required without node, fixed by it)")
                 .when(fixed_by_preset())
                 .required_when(without_preset(), required_without_preset()),
-            key("intra_latency", &N::intra_latency, "two_tier, rail_optimized: latency of every link inside a node")
+            key("intra_latency", &N::intra_latency,
+                "two_tier, rail_optimized: latency of every link inside a node (with network.node: default 25 ns, "
+                "SimAI's NVSwitch link latency)")
                 .when(of(kNodeTopologies))
-                .required_when(needs(kNodeTopologies), required_by_topology()),
+                .required_when(without_preset(), required_without_preset())
+                .when_absent([](N& n) {
+                    if (on(n, kNodeTopologies) && n.node) n.intra_latency = kPresetIntraLatency;
+                }),
             key("k", &N::k, "fat_tree: switch radix k (even): k^3/4 hosts", {2, 64})
                 .when(of({fat_tree}))
                 .required_when(needs({fat_tree}), required_by_topology())
@@ -303,10 +323,16 @@ const KeyTable<N>& network_keys() {
             key("hosts_per_leaf", &N::hosts_per_leaf, "leaf_spine: hosts on each leaf", {1, 4096})
                 .when(of({leaf_spine}))
                 .required_when(needs({leaf_spine}), required_by_topology()),
-            key("spines", &N::spines, "leaf_spine, rail_optimized: spine switches (each leaf links to every spine)",
+            key("spines", &N::spines,
+                "leaf_spine, rail_optimized: spine switches (each leaf links to every spine); rail_optimized default "
+                "1, a non-blocking spine layer (its links carry a rail leaf's whole host bandwidth at "
+                "oversubscription 1; more spines add ECMP collisions)",
                 {1, 4096})
                 .when(of({leaf_spine, rail}))
-                .required_when(needs({leaf_spine, rail}), required_by_topology()),
+                .required_when(needs({leaf_spine}), required_by_topology())
+                .when_absent([rail](N& n) {
+                    if (n.topology == rail) n.spines = 1;
+                }),
             key("leaves", &N::leaves, "leaf_spine: leaf switches (default: enough for the workers)",
                 {1, static_cast<double>(detail::kMaxWorkers)})
                 .when(of({leaf_spine})),

@@ -566,3 +566,43 @@ TEST_CASE("loader: the training block's bad input, each at its key") {
     expect_error(with(j, json::json_pointer("/training/pricee_per_gpu_hour"), 2), "$.training.pricee_per_gpu_hour",
                  "did you mean", "price_per_gpu_hour");
 }
+
+TEST_CASE("loader: a node preset needs only the node and the NIC speed; without one the latencies stay required") {
+    // With network.node: the inter-node link latency (500 ns), the intra-node one (25 ns) and, for rail_optimized,
+    // one non-blocking spine are the cited defaults (scenarios/keys_network.cpp).
+    for (const char* topology : {"two_tier", "rail_optimized"}) {
+        CAPTURE(topology);
+        json j = base();
+        j["workers"] = 16;
+        j["network"] = {{"topology", topology}, {"node", "dgx_h100"}, {"bandwidth", "400Gbps"}};
+        const auto s = load_scenario(j);
+        const auto check = [](const auto& t) {
+            CHECK(t.latency.seconds() == doctest::Approx(500e-9));
+            CHECK(t.intra_latency.seconds() == doctest::Approx(25e-9));
+        };
+        if (std::string(topology) == "two_tier") {
+            check(std::get<ddlsim::topo::TwoTierSpec>(s.topology));
+        } else {
+            const auto& r = std::get<ddlsim::topo::RailOptimizedSpec>(s.topology);
+            check(r);
+            CHECK(r.spines == 1);
+            CHECK(r.oversubscription == doctest::Approx(1.0));  // non-blocking
+        }
+        // A given value still wins over the default.
+        j["network"]["latency"] = "2us";
+        const auto given = load_scenario(j);
+        std::visit(
+            [](const auto& t) {
+                if constexpr (requires { t.intra_latency; }) CHECK(t.latency.seconds() == doctest::Approx(2e-6));
+            },
+            given.topology);
+    }
+    // Without a preset the node is unknown: its latencies are the user's to give.
+    expect_error(with(base(), P("/network"), from_text(R"({"topology": "two_tier", "bandwidth": "10Gbps",
+                 "gpus_per_node": 2, "intra_bandwidth": "100GBps", "intra_latency": "1us"})")),
+                 "$.network.latency", "required by topology \"two_tier\" without network.node");
+    // leaf_spine has no preset: its spines stay required.
+    expect_error(with(base(), P("/network"), from_text(R"({"topology": "leaf_spine", "bandwidth": "10Gbps",
+                 "latency": "1us", "hosts_per_leaf": 4})")),
+                 "$.network.spines", "required by topology \"leaf_spine\"");
+}
