@@ -1,6 +1,7 @@
 #include "scenarios/run.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -214,6 +215,13 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
                              {"messages", p.messages},
                              {"min_bytes", p.min_bytes},
                              {"max_bytes", p.max_bytes}});
+        // The same as one scalar (a sweep's CSV keeps scalars only): "ring", or "double_tree+ring" when the
+        // pick depends on the message, in the order of the picks.
+        std::vector<std::string> names;
+        for (const auto& p : j.algorithm_picks)
+            if (std::find(names.begin(), names.end(), sim::enum_name(p.algorithm)) == names.end())
+                names.emplace_back(sim::enum_name(p.algorithm));
+        out["scenario"]["algorithm_picked"] = fmt::format("{}", fmt::join(names, "+"));
     }
     if (const auto t = token_rates(spec, j)) {
         out["tokens_per_s"] = t->tokens_per_s;

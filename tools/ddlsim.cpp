@@ -322,6 +322,9 @@ Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 
     sweep->add_option("--vary", sweep_opts.vary, "PATH=V1,V2,... or PATH=A..B[:xF|:+S] (repeatable; first outermost)")
         ->expected(1)
         ->take_all();
+    sweep->add_option("--set", sweep_opts.sets, "override a scenario key in every point: PATH=VALUE (repeatable)")
+        ->expected(1)
+        ->take_all();
     sweep
         ->add_option("--variant", sweep_opts.variants,
                      "NAME=JSON-PATCH: a named variant of the scenario (a JSON merge patch); the variants form a "

@@ -140,7 +140,10 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     if (!spec.worker_devices.empty()) out += fmt::format("  devices       heterogeneous (worker_devices)\n");
     if (spec.stragglers.any()) out += "  stragglers    yes (see the scenario's stragglers block)\n";
     out += "\n";
-    out += fmt::format("  per iteration (mean over {} iterations)\n", s.iterations);
+    // FedAvg's iterations are rounds (each client's local steps, then the average): name them so.
+    const bool rounds = spec.sync.kind == models::SyncKind::fedavg;
+    const char* unit = rounds ? "round" : "iteration";
+    out += fmt::format("  per {} (mean over {} {}s)\n", unit, s.iterations, unit);
     // One compute and one exposed figure: the parts of the iteration (they sum to it), compute with its slowdown
     // beside overlapped communication shown as its own line.
     const double compute = j.breakdown ? j.breakdown->compute : j.compute_time_s;
@@ -149,17 +152,24 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     auto line = [&](const std::string& label, double seconds, const std::string& note = "") {
         out += fmt::format("  {:<34}{:>16}{}\n", label, duration_text(seconds), note.empty() ? "" : "   " + note);
     };
-    line("iteration time", j.iteration_time_s);
+    line(fmt::format("{} time", unit), j.iteration_time_s);
     line("  compute", compute);
-    line("    forward", j.forward_time_s);
-    line("    backward", j.backward_time_s);
-    line("    update", j.update_time_s);
-    if (slowdown > 1e-12 * compute)
-        line("    slowdown beside communication", slowdown,
-             fmt::format("({:.1f} % more compute time under overlap)", 100.0 * slowdown / j.compute_time_s));
+    // Under BSP an iteration is one step of every worker, so its compute is forward + backward + update, stretched
+    // beside overlapped communication. The other schemes run several local steps (or none) per iteration.
+    if (spec.sync.kind == models::SyncKind::bsp) {
+        line("    forward", j.forward_time_s);
+        line("    backward", j.backward_time_s);
+        line("    update", j.update_time_s);
+        if (slowdown > 1e-9 * compute)
+            line("    slowdown beside communication", slowdown,
+                 fmt::format("({:.1f} % more compute time under overlap)", 100.0 * slowdown / j.compute_time_s));
+    } else {
+        out += fmt::format("      one step: forward {}, backward {}, update {}\n", duration_text(j.forward_time_s),
+                           duration_text(j.backward_time_s), duration_text(j.update_time_s));
+    }
     const double codec = j.breakdown ? j.breakdown->codec : j.codec_time_s;
     if (codec > 0.0) line("  encode + decode", codec);
-    line("  exposed communication", exposed, fmt::format("({:.1f} % of the iteration)", 100.0 * exposed_share));
+    line("  exposed communication", exposed, fmt::format("({:.1f} % of the {})", 100.0 * exposed_share, unit));
     if (j.breakdown) line("  waiting for peers", j.breakdown->waiting);
     line("communication in flight", j.communication_time_s,
          j.communication_time_s > exposed
@@ -251,8 +261,10 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
         for (const auto& l : r.busiest_links)
             out += fmt::format("    {:<28}{:>12}{:>10.1f} %\n", l.name, si_text(l.bytes, "B"), 100.0 * l.utilization);
     }
-    out += fmt::format("\n  simulated {} iterations ({:.4g} s): {} transfers, {} events in {:.3f} s wall time\n",
-                       s.iterations, r.simulated_time_s, r.transfers, r.events, r.wall_time_s);
+    const bool all_rounds = std::all_of(s.jobs.begin(), s.jobs.end(),
+                                        [](const auto& j) { return j.sync.kind == models::SyncKind::fedavg; });
+    out += fmt::format("\n  simulated {} {} ({:.4g} s): {} transfers, {} events in {:.3f} s wall time\n", s.iterations,
+                       all_rounds ? "rounds" : "iterations", r.simulated_time_s, r.transfers, r.events, r.wall_time_s);
     return out;
 }
 

@@ -402,6 +402,10 @@ Plan make_plan(const SweepOptions& opts) {
     }
     plan.total = sweep_size(plan.specs);
     plan.base = scenario::read_json_file(opts.scenario_file);
+    for (const auto& o : opts.sets) {  // the base of every point (and of the sweep's identity)
+        scenario::apply_override(plan.base, o);
+        scenario::check_key_path(o.substr(0, o.find('=')), "--set " + o);
+    }
     plan.base_dir = fs::path(opts.scenario_file).parent_path().string();
     if (plan.base_dir.empty()) plan.base_dir = ".";
     for (const auto& v : opts.vary) labels.push_back("--vary " + v);

@@ -45,6 +45,7 @@ struct SweepOptions {
     std::string scenario_file;
     std::vector<std::string> vary;      ///< "PATH=V1,V2,..." / "PATH=A..B:xF" / "PATH=A..B:+S" / "PATH=A..B"
     std::vector<std::string> variants;  ///< "NAME=JSON-PATCH": a "variant" column, outermost, one value per name
+    std::vector<std::string> sets;      ///< "PATH=VALUE": applied to the scenario before any point, like run --set
     std::string out;                    ///< RESULTS.csv (or .json with format json)
     unsigned jobs = std::max(1U, std::thread::hardware_concurrency());  ///< worker threads (per MPI rank)
     bool resume = false;  ///< keep the finished, error-free points already in `out`

@@ -280,3 +280,36 @@ TEST_CASE(
     for (const auto& e : full["traceEvents"])
         if (e["ph"] == "X") CHECK(e["name"].get<std::string>().find("spans of") == std::string::npos);
 }
+
+TEST_CASE("sweep --set: the override is in every point, as run --set gives it; a misspelt key is refused first") {
+    const TempDir dir;
+    const std::string file = dir.write(
+        "s.json", testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump());
+    auto r = testing::run_ddlsim({"sweep", file, "--vary", "workers=2,4", "--set", "network.bandwidth=40Gbps", "--out",
+                                  dir.file("r.json"), "--format", "json", "--no-progress"});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const json points = json::parse(testing::read_file(dir.file("r.json")));
+    REQUIRE(points.size() == 2);
+    CHECK(points[1]["result"]["iteration_time_s"].get<double>() ==
+          run_result(file, {"network.bandwidth=40Gbps", "workers=4"})["iteration_time_s"].get<double>());
+    r = testing::run_ddlsim(
+        {"sweep", file, "--vary", "workers=2,4", "--set", "network.bandwith=40Gbps", "--out", dir.file("x.csv")});
+    CHECK(r.code == 2);
+    CHECK_FALSE(fs::exists(dir.file("x.csv")));
+}
+
+TEST_CASE("summary: FedAvg's iterations are called rounds; only BSP splits compute into forward, backward, update") {
+    const TempDir dir;
+    json s = testing::star_scenario({.workers = 4, .iterations = 2});
+    s["architecture"] = {{"kind", "ps"}};
+    s["sync"] = {{"kind", "fedavg"}, {"clients_per_round", 2}, {"local_steps", 3}};
+    const auto r = testing::run_ddlsim({"run", dir.write("f.json", s.dump())});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("per round (mean over 2 rounds)") != std::string::npos);
+    CHECK(r.out.find("round time") != std::string::npos);
+    CHECK(r.out.find("one step: forward") != std::string::npos);
+    CHECK(r.out.find("slowdown beside communication") == std::string::npos);
+    CHECK(r.out.find("simulated 2 rounds") != std::string::npos);
+}
