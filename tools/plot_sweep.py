@@ -18,8 +18,9 @@ Axes:
     as points (no line joins two categories);
   - legends sit outside the data, right of the panels; past 10 series the 9 with the highest throughput are
     named and the rest drawn thin and grey as one "N others" entry;
-  - where the transport that `auto` picks changes along the x axis (tcp below 100 Gbit/s, rdma from it), a
-    dotted vertical line marks the switch ("tcp -> rdma");
+  - where the transport that `auto` picks changes along the x axis (tcp below 100 Gbit/s, rdma from it), or the
+    all-reduce algorithm `auto` picks (scenario.algorithm_picked), a dotted vertical line marks the switch
+    ("tcp -> rdma", "ring -> double_tree");
   - the breakdown panel draws every point up to 40; past that, only the points of the best series (along x);
   - legends and tick labels read key=value; a JSON object value reads key.field=value for the fields that
     differ between the key's values.
@@ -307,14 +308,16 @@ def main():
     legend = [label for label in series if label and label in named] + ([f"{n_others} others"] if n_others else [])
     show_legend = bool(legend)
     # The transport `auto` picks along the x axis (of the best series): a dotted line where it switches.
+    # And the all-reduce algorithm `auto` picks (scenario.algorithm_picked), the same way.
     switches = []
     best = sorted(series[ranked[0]], key=lambda r: x_axis.pos[r[x_key]])
-    kinds = [(r.get("scenario.transport") or "").split(":")[0] for r in best]
-    for a, b, ka, kb in zip(best, best[1:], kinds, kinds[1:]):
-        if ka and kb and ka != kb and x_axis.scale != "category":
-            xa, xb = x_axis.pos[a[x_key]], x_axis.pos[b[x_key]]
-            switches.append({"between": [xa, xb], "from": ka, "to": kb,
-                             "at": math.sqrt(xa * xb) if x_axis.scale == "log" else (xa + xb) / 2})
+    for what, column in (("transport", "scenario.transport"), ("algorithm", "scenario.algorithm_picked")):
+        kinds = [(r.get(column) or "").split(":")[0] for r in best]
+        for a, b, ka, kb in zip(best, best[1:], kinds, kinds[1:]):
+            if ka and kb and ka != kb and x_axis.scale != "category":
+                xa, xb = x_axis.pos[a[x_key]], x_axis.pos[b[x_key]]
+                switches.append({"what": what, "between": [xa, xb], "from": ka, "to": kb,
+                                 "at": math.sqrt(xa * xb) if x_axis.scale == "log" else (xa + xb) / 2})
     for ax, (column, ylabel) in zip((ax_t, ax_e), panels):
         ax.set_xlabel(x_axis.label())
         ax.set_ylabel(ylabel)
@@ -330,10 +333,10 @@ def main():
                           rotation=0 if few else 30, ha="center" if few else "right", fontsize="small")
         if rel_key:
             ax.axhline(1.0, color="grey", linestyle="--", linewidth=1)
-        for sw in switches:
+        for i, sw in enumerate(switches):
             ax.axvline(sw["at"], color="black", linestyle=":", linewidth=1)
             ax.annotate(f"{sw['from']} -> {sw['to']}", (sw["at"], 1.0), xycoords=("data", "axes fraction"),
-                        xytext=(3, -12), textcoords="offset points", fontsize="small")
+                        xytext=(3, -12 - 11 * i), textcoords="offset points", fontsize="small")
         if show_legend:
             ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     if not rel_key:

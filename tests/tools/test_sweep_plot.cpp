@@ -206,6 +206,7 @@ TEST_CASE("sweep plot: past 10 series the 9 best are named and the rest are one 
     // The best series by throughput is the largest cluster; it is named.
     CHECK(std::find(d["legend"].begin(), d["legend"].end(), json("workers=12")) != d["legend"].end());
     REQUIRE(d["transport_switches"].size() == 1);
+    CHECK(d["transport_switches"][0]["what"] == "transport");
     CHECK(d["transport_switches"][0]["from"] == "tcp");
     CHECK(d["transport_switches"][0]["to"] == "rdma");
     CHECK(d["transport_switches"][0]["between"] == json::array({50.0, 100.0}));
