@@ -201,6 +201,9 @@ void run_points(const Plan& plan, const std::vector<std::size_t>& todo, unsigned
 
 void check_out_path(const std::string& out) {
     if (out.empty()) throw SweepError("--out: required (the RESULTS.csv to write)");
+    if (out == "-")
+        throw SweepError("--out -: a sweep writes its results file as it goes, so that an interrupted sweep can "
+                         "--resume; give a file name (and read it when the sweep ends)");
     check_output_path(out);
 }
 

@@ -157,6 +157,11 @@ TEST_CASE("cli: - reads the scenario from standard input; --out - writes the res
     CHECK(c.code == 0);
     const auto t = testing::run_ddlsim({"run", file, "--out", "-", "--trace", "-"});
     CHECK(t.code == 2);
+    // A sweep's results file is its resume record: standard output is refused, and no file "-" appears.
+    const auto sw = testing::run_ddlsim({"sweep", file, "--vary", "workers=2,4", "--out", "-"});
+    CHECK(sw.code == 2);
+    CHECK(sw.err.find("--out -: a sweep writes its results file as it goes") != std::string::npos);
+    CHECK_FALSE(fs::exists("-"));
 }
 
 TEST_CASE("sweep: a malformed range or a value the key refuses fails before any point runs") {
