@@ -27,15 +27,25 @@ std::string sibling(const std::string& path, std::string_view key) {
     return path.substr(0, path.rfind('.') + 1) + std::string(key);
 }
 
+// {"description", "oneOf": [the block, null]}: a block that null also stands for (its defaults).
+json nullable_ref_schema(const std::string& name, const std::string& description) {
+    json alternatives = json::array();
+    alternatives.push_back(ref_schema(name, "the block"));
+    json null_schema = json::object();
+    null_schema["type"] = "null";
+    null_schema["description"] = "absent";
+    alternatives.push_back(std::move(null_schema));
+    json out = json::object();
+    out["description"] = description + "; null: the same as absent";
+    out["oneOf"] = std::move(alternatives);
+    return out;
+}
+
 // A block read by its own reader (with the job so far); absent, the block keeps its defaults.
 // `nullable`: null is accepted and means the block's defaults (e.g. "sharding": null, no sharding).
 template <typename Read, typename Echo>
 keys::Key<J> block(std::string name, std::string description, Read read, Echo echo, bool nullable = false) {
-    json schema = ref_schema(name, description);
-    if (nullable)
-        schema = {
-            {"description", std::move(description) + "; null: the same as absent"},
-            {"oneOf", json::array({ref_schema(name, "the block"), {{"type", "null"}, {"description", "absent"}}})}};
+    json schema = nullable ? nullable_ref_schema(name, description) : ref_schema(name, std::move(description));
     return keys::custom<J>(std::move(name), std::move(schema), std::move(read),
                            std::function<json(const J&)>(std::move(echo)));
 }
