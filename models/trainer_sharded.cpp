@@ -49,6 +49,11 @@ public:
           ws_(env.job.workers) {
         group_size_ = static_cast<std::uint32_t>(groups_.front().size());
         hybrid_ = groups_.size() > 1;
+        if (schedule_) {  // the convergence replay: sharding is BSP's arithmetic (every step one averaged update)
+            std::vector<std::uint32_t> everyone(job_.workers);
+            for (std::uint32_t w = 0; w < job_.workers; ++w) everyone[w] = w;
+            all_ = schedule_->add_set(std::move(everyone));
+        }
         if (job_.sharding.stage >= 3) {
             build_stage3();
         } else {
@@ -74,6 +79,7 @@ public:
         r.collectives_per_iteration = collectives_;
         r.rounds = job_.iterations;
         r.model_versions = job_.iterations;
+        r.schedule = schedule_;
         // The update runs on the local shard only.
         const sim::Time update = shard_update(job_.compute);
         r.update_time_s = update.seconds();
@@ -252,6 +258,7 @@ private:
         s.ops_left = static_cast<std::uint32_t>(ops_.size());
         s.reduces_left = reduces_;
         s.slow = straggler(job_.stragglers, job_.seed, w, s.iter);
+        record(OpKind::grad, w, s.iter, engine_.now() + s.slow.delay);  // on the model of the last update
         clocks_[w].busy += s.slow.delay;
         if (s.slow.delay > sim::Time::zero()) {
             engine_.after(s.slow.delay, [this, w] { advance(w); });
@@ -309,6 +316,11 @@ private:
             return;
         }
         s.idle = false;
+        if (st.kind == StepKind::update && schedule_ && synced_ <= s.iter) {
+            // Every gradient is reduced once any worker may update: the step's one averaged update.
+            schedule_->add(OpKind::sync, 0, all_, s.iter, engine_.now().seconds());
+            synced_ = s.iter + 1;
+        }
         const bool slowed = comm_active(w) && job_.overlap_slowdown > 0.0;
         sim::Time d = duration(w, st);
         if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
@@ -398,6 +410,8 @@ private:
     std::vector<std::vector<std::uint32_t>> groups_;
     std::uint32_t group_size_ = 1;
     bool hybrid_ = false;
+    std::uint32_t all_ = 0;     ///< the all-workers set of the schedule (convergence replay)
+    std::uint32_t synced_ = 0;  ///< iterations whose update the schedule holds
     std::vector<Op> ops_;
     std::vector<Step> steps_;
     std::uint32_t reduces_ = 0;

@@ -131,7 +131,8 @@ struct UnitCodec {
     static Q read(const json& j, const std::string& path, const Range& r) {
         const Q q = Read(j, path);
         if (r.min > 0.0 && !(Value(q) >= r.min))
-            throw ScenarioError(path, fmt::format("expected at least {:g} {}, got {}", r.min, Unit, describe(j)));
+            throw ScenarioError(path, fmt::format("expected at least {:g} {}, got {} ({:g} {})", r.min, Unit,
+                                                  describe(j), Value(q), Unit));
         return q;
     }
     static json write(const Q& v) { return Format(v); }

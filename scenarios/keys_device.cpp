@@ -60,10 +60,13 @@ void set_precision(DeviceSpec& d, std::optional<models::Precision> given, const 
 
 // A calibration profile's "device" member (written by `ddlsim calibrate`), merged under the
 // keys the scenario's device object gives itself.
-json merge_profile(const json& j, const std::string& path, const std::string& base_dir) {
+json merge_profile(const json& j, const std::string& path, const std::string& base_dir, std::string& file) {
     if (!j.is_object() || !j.contains("profile")) return j;
-    std::string file;
     const json profile = detail::read_profile_member(j.at("profile"), path + ".profile", base_dir, "device", file);
+    if (profile.contains("profile"))
+        throw ScenarioError(path + ".profile", fmt::format("{}: $.device.profile: a calibration profile's device "
+                                                           "cannot name another profile; expected its measured keys",
+                                                           file));
     json merged = profile;
     for (const auto& [k, v] : j.items())
         if (k != "profile") merged[k] = v;
@@ -157,12 +160,26 @@ DeviceSpec read_device(const json& j_in, const std::string& path, const std::str
         return d;
     }
     reject_planned_keys(j_in, path, "device");
-    const json j = merge_profile(j_in, path, base_dir);
-    ObjectReader r(j, path, tables().device);
-    device_keys().read(r, d);
-    if (!builtin(d) && j_in.contains("profile")) d.name = "calibrated";
-    if (r.has("efficiency") && !j_in.contains("efficiency")) d.efficiency_source = models::Source::calibration_profile;
-    r.finish();
+    std::string file;
+    const json j = merge_profile(j_in, path, base_dir, file);
+    try {
+        ObjectReader r(j, path, tables().device);
+        device_keys().read(r, d);
+        if (!builtin(d) && j_in.contains("profile")) d.name = "calibrated";
+        if (r.has("efficiency") && !j_in.contains("efficiency"))
+            d.efficiency_source = models::Source::calibration_profile;
+        r.finish();
+    } catch (const ScenarioError& e) {
+        // A key the profile supplied (not the scenario's own object): the error names the profile file.
+        const std::string& at = e.path();
+        if (!file.empty() && at.starts_with(path + ".")) {
+            const std::string rest = at.substr(path.size() + 1);
+            const std::string key = rest.substr(0, rest.find_first_of(".["));
+            if (!j_in.contains(key))
+                throw ScenarioError(path + ".profile", fmt::format("{}: $.device.{}: {}", file, rest, e.what()));
+        }
+        throw;
+    }
     return d;
 }
 

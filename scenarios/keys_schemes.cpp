@@ -225,7 +225,10 @@ const KeyTable<ConvergenceSpec>& convergence_keys() {
                 .echo_when([](const V& v) { return v.max_iterations > 0; }),
             key("learning_rate", &V::learning_rate, "proxy SGD learning rate (default 0.05)", {0, 100, true})
                 .with_default(0.05),
-            key("batch_size", &V::batch_size, "proxy samples per worker per step (default 32)", {1, 60'000})
+            key("batch_size", &V::batch_size,
+                "proxy samples per worker per step (default 32; with gradient_accumulation A, per micro-batch: a "
+                "step's gradient is over A × batch_size)",
+                {1, 60'000})
                 .with_default(32),
             key("eval_every", &V::eval_every, "evaluate every this many iterations (default 10)", {1, 1e6})
                 .with_default(10),

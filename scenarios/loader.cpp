@@ -345,7 +345,11 @@ double estimated_events(const Scenario& s) {
     return events;
 }
 
-Scenario load_scenario(const json& j, const std::string& base_dir) {
+namespace {
+// The proxy's largest step: Fashion-MNIST's 60,000 training images (the convergence.batch_size limit).
+constexpr std::uint64_t kMaxProxyStepSamples = 60'000;
+
+Scenario load_scenario_unlogged(const json& j, const std::string& base_dir) {
     const Tables& t = tables();
     detail::reject_planned_keys(j, "$", "scenario");
     ObjectReader root(j, "$", t.root);
@@ -408,6 +412,15 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
                 throw ScenarioError("$.workers", fmt::format("convergence replay keeps one real model per worker; "
                                                              "expected at most 64 workers, got {}",
                                                              job.workers));
+            // A step with accumulation replays one gradient over all its micro-batches (validate/convergence.cpp).
+            if (const std::uint64_t step = std::uint64_t{convergence->batch_size} * job.gradient_accumulation;
+                step > kMaxProxyStepSamples)
+                throw ScenarioError(
+                    "$.gradient_accumulation",
+                    fmt::format("convergence replay computes a step's gradient over "
+                                "convergence.batch_size x gradient_accumulation proxy samples; "
+                                "expected at most {}, got {} x {} = {}",
+                                kMaxProxyStepSamples, convergence->batch_size, job.gradient_accumulation, step));
             if (convergence->train_samples > 0 && convergence->train_samples < job.workers)
                 throw ScenarioError("$.convergence.train_samples",
                                     fmt::format("every worker trains on its own shard; expected at least {} samples "
@@ -443,6 +456,14 @@ Scenario load_scenario(const json& j, const std::string& base_dir) {
     resolve_placement(s, fabric, placements, paths);
     resolve_shard_groups(s, fabric, paths);
     root.finish();
+    return s;
+}
+}  // namespace
+
+Scenario load_scenario(const json& j, const std::string& base_dir) {
+    const InputFileLog inputs;
+    Scenario s = load_scenario_unlogged(j, base_dir);
+    s.input_files = inputs.files();
     return s;
 }
 
@@ -489,7 +510,22 @@ void apply_override(json& j, const std::string& assignment) {
     }
 }
 
+namespace {
+thread_local InputFileLog* t_input_logs = nullptr;  // the innermost live log of this thread
+}  // namespace
+
+InputFileLog::InputFileLog() : outer_(t_input_logs) {
+    t_input_logs = this;
+}
+
+InputFileLog::~InputFileLog() {
+    t_input_logs = outer_;
+}
+
 json read_json_file(const std::string& file) {
+    for (InputFileLog* log = t_input_logs; log != nullptr; log = log->outer_)
+        if (file != "-" && std::find(log->files_.begin(), log->files_.end(), file) == log->files_.end())
+            log->files_.push_back(file);
     if (file == "-") {  // standard input, as Unix tools take it ("./-" names a file called "-")
         std::ostringstream buf;
         buf << std::cin.rdbuf();

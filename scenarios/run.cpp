@@ -43,13 +43,67 @@ std::pair<double, std::string> largest_latency(const Scenario& s) {
     return out;
 }
 
-// The bad-input error for a run whose simulated time overflowed the event clock.
-ScenarioError time_overflow_error(const Scenario& s) {
+// The scenario's slowest link bandwidth and its JSON path (host_bandwidth caps count: they are links too).
+std::pair<double, std::string> smallest_bandwidth(const Scenario& s) {
+    std::pair<double, std::string> out{0.0, "$.network.bandwidth"};
+    std::visit(
+        [&](const auto& t) {
+            using T = std::decay_t<decltype(t)>;
+            if constexpr (std::is_same_v<T, topo::CustomSpec>) {
+                for (std::size_t i = 0; i < t.links.size(); ++i)
+                    if (out.first == 0.0 || t.links[i].bandwidth.bytes_per_s() < out.first)
+                        out = {t.links[i].bandwidth.bytes_per_s(), fmt::format("$.network.links[{}].bandwidth", i)};
+            } else {
+                out.first = t.bandwidth.bytes_per_s();
+                if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
+                    if (t.intra_bandwidth.bytes_per_s() < out.first)
+                        out = {t.intra_bandwidth.bytes_per_s(), "$.network.intra_bandwidth"};
+            }
+        },
+        s.topology);
+    for (const auto& [host, bw] : s.host_bandwidth)
+        if (bw.bytes_per_s() < out.first) out = {bw.bytes_per_s(), fmt::format("$.network.host_bandwidth.{}", host)};
+    return out;
+}
+
+// The bad-input error for a run whose simulated time overflowed the event clock, at the key that made it: a latency
+// above a day; a link or a device so slow that one iteration alone overflows; otherwise the number of iterations,
+// with what one iteration costs at least and how many would fit.
+ScenarioError time_overflow_error(const Scenario& s, const std::vector<models::TrainingJob>& jobs) {
     const auto [latency, path] = largest_latency(s);
     if (latency > kLongLatencyS)
         return ScenarioError(path, fmt::format("a latency of {:g} s makes the simulated time exceed what picosecond "
                                                "time can hold (about 106 days); expected a latency below {:g} s",
                                                latency, kLongLatencyS));
+    const double limit = sim::Time::max().seconds();
+    // Lower bounds of one iteration: a worker's compute, and its gradients once over the slowest link.
+    double compute = 0.0, bytes = 0.0;
+    for (const auto& job : jobs) {
+        const auto& c = job.compute;
+        compute = std::max(compute, (c.accumulation + c.fwd + c.bwd + c.update).seconds());
+        bytes = std::max(bytes, job.gradient_bytes().value());
+    }
+    const auto [bw, bw_path] = smallest_bandwidth(s);
+    const double comm = bw > 0.0 ? bytes / bw : 0.0;
+    const double step = std::max(compute, comm);
+    if (comm >= limit || (comm >= compute && comm * 10.0 >= limit))
+        return ScenarioError(bw_path,
+                             fmt::format("at {:g} bit/s, one iteration's {:g} bytes of gradients take about {:.3g} s, "
+                                         "so the simulated time exceeds what picosecond time can hold (about 106 "
+                                         "days); expected a faster link",
+                                         bw * 8.0, bytes, comm));
+    if (compute >= limit || compute * 10.0 >= limit)
+        return ScenarioError(
+            "$.device", fmt::format("one iteration computes for about {:.3g} s on this device at this batch, so the "
+                                    "simulated time exceeds what picosecond time can hold (about 106 days); expected a "
+                                    "faster device or a smaller batch",
+                                    compute));
+    if (step > 0.0)
+        return ScenarioError(
+            "$.iterations", fmt::format("{} iterations of at least {:.3g} s each (compute {:.3g} s, gradients over the "
+                                        "slowest link {:.3g} s) exceed what picosecond time can hold (about 106 days); "
+                                        "expected at most about {:.0f} iterations, a faster network or device",
+                                        s.iterations, step, compute, comm, std::floor(limit / step)));
     return ScenarioError("$.iterations", kTooLong);
 }
 constexpr std::size_t kBusiestLinks = 5;
@@ -354,7 +408,7 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
         }
     } catch (const sim::TimeOverflow&) {
         // Only the event clock's own overflow is bad input; any other range error is a bug (exit 1).
-        throw time_overflow_error(s);
+        throw time_overflow_error(s, jobs);
     }
     for (std::size_t i = 0; i < jobs.size(); ++i)
         r.time_to_train.push_back(

@@ -79,8 +79,25 @@ struct Scenario {
     topo::Routing routing = topo::Routing::ecmp;
     std::uint64_t seed = 0;
     std::vector<std::pair<std::string, sim::Bandwidth>> host_bandwidth;  ///< network.host_bandwidth
-    topo::FabricTransports transports;  ///< network.transport / intra_transport (nullopt: auto)
-    std::string transport_source;       ///< with network.profile: "calibration profile FILE" or the override
+    topo::FabricTransports transports;     ///< network.transport / intra_transport (nullopt: auto)
+    std::string transport_source;          ///< with network.profile: "calibration profile FILE" or the override
+    std::vector<std::string> input_files;  ///< every file the load read (profiles, topology files), as opened
+};
+
+/// Records, while alive, the files read_json_file reads on this thread (the scenario, profiles, topology files),
+/// as it opened them: the inputs a command's outputs must not replace. Logs nest; each records every read.
+class InputFileLog {
+public:
+    InputFileLog();
+    ~InputFileLog();
+    InputFileLog(const InputFileLog&) = delete;
+    InputFileLog& operator=(const InputFileLog&) = delete;
+    [[nodiscard]] const std::vector<std::string>& files() const { return files_; }
+
+private:
+    friend nlohmann::json read_json_file(const std::string& file);
+    std::vector<std::string> files_;
+    InputFileLog* outer_;
 };
 
 /// Loads a scenario from parsed JSON; throws ScenarioError on any bad input.

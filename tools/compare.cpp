@@ -103,7 +103,8 @@ std::vector<CompareCase> compare_cases(const std::vector<CompareCase>& sources, 
     return out;
 }
 
-std::vector<json> run_comparison(const std::vector<CompareCase>& cases, unsigned jobs) {
+std::vector<json> run_comparison(const std::vector<CompareCase>& cases, unsigned jobs,
+                                 const std::function<void(const std::vector<scenario::Scenario>&)>& on_loaded) {
     std::vector<scenario::Scenario> loaded;
     loaded.reserve(cases.size());
     for (const auto& c : cases) {
@@ -113,6 +114,7 @@ std::vector<json> run_comparison(const std::vector<CompareCase>& cases, unsigned
             throw CompareInputError(c.file, e);
         }
     }
+    if (on_loaded) on_loaded(loaded);
     std::vector<json> results(cases.size());
     parallel_for(cases.size(), jobs, [&](std::size_t i) {
         try {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,8 +44,11 @@ private:
 
 /// Loads every case (all before any runs, so bad input costs nothing: CompareInputError), runs them on `jobs`
 /// threads and returns one row per case and job: "name" ("job" with a jobs list), "scheme", then the compared
-/// figures (compare_columns), every figure a number, a bool or null where it does not apply.
-[[nodiscard]] std::vector<nlohmann::json> run_comparison(const std::vector<CompareCase>& cases, unsigned jobs);
+/// figures (compare_columns), every figure a number, a bool or null where it does not apply. `loaded`, when given,
+/// sees the loaded scenarios before anything runs (the CLI checks that no output is a file they read).
+[[nodiscard]] std::vector<nlohmann::json> run_comparison(
+    const std::vector<CompareCase>& cases, unsigned jobs,
+    const std::function<void(const std::vector<scenario::Scenario>&)>& loaded = {});
 
 /// The compared figures, in table order: iteration_time_s, throughput_samples_per_s, speedup (over the first row),
 /// tokens_per_s, mfu, compute_time_s, exposed_communication_time_s, exposed_fraction, memory_per_gpu_bytes,

@@ -89,21 +89,17 @@ std::string run_seeds(const ddlsim::scenario::Scenario& scenario, std::uint32_t 
     return text;
 }
 
-// `--report R.html`: a writable .html file that is none of the command's other files.
-void check_report_path(const std::string& report, const std::vector<std::pair<std::string, std::string>>& others) {
-    if (report.empty()) return;
-    if (!report.ends_with(".html") && !report.ends_with(".htm"))
+// `--report R.html`: a file name ending in .html (FileRoles checks the rest).
+void check_report_path(const std::string& report) {
+    if (!report.empty() && !report.ends_with(".html") && !report.ends_with(".htm"))
         throw CliError(fmt::format("--report {}: expected a file name ending in .html", report));
-    ddlsim::sim::check_output_path(report);
-    for (const auto& [path, what] : others) ddlsim::sim::check_distinct_files(report, "--report", path, what);
 }
 
 // `ddlsim sweep --report`: the sweep, then a page with its plot (--plot's, or one drawn for the page when
 // python3-matplotlib is there) and its rows.
 int sweep_with_report(ddlsim::tools::SweepOptions opts, const std::string& report) {
-    check_report_path(
-        report,
-        {{opts.scenario_file, "the scenario file"}, {opts.out, "the --out file"}, {opts.plot, "the --plot file"}});
+    check_report_path(report);
+    opts.more_outputs.emplace_back(report, "--report");
     std::string note, temp_plot;
     if (opts.plot.empty()) {
         try {
@@ -153,24 +149,21 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
                                    trace == "-"  ? "--trace"
                                    : plot == "-" ? "--plot"
                                                  : "--report"));
-    // Output paths are checked before simulating, so a typo costs nothing.
+    // Output paths are checked before simulating, so a typo costs nothing; none may replace an input (the scenario,
+    // a profile or topology file it reads) or another output.
     const std::string out_file = out_stdout ? std::string() : out;
-    const std::string scenario_file = file == "-" ? std::string() : file;
-    if (!out_file.empty()) ddlsim::sim::check_output_path(out_file);
-    if (!trace.empty()) ddlsim::sim::check_output_path(trace);
     if (!plot.empty()) ddlsim::tools::check_plot_path("--plot", plot);
-    // No output may replace the scenario or another output.
-    ddlsim::sim::check_distinct_files(out_file, "--out", scenario_file, "the scenario file");
-    ddlsim::sim::check_distinct_files(trace, "--trace", scenario_file, "the scenario file");
-    ddlsim::sim::check_distinct_files(plot, "--plot", scenario_file, "the scenario file");
-    ddlsim::sim::check_distinct_files(trace, "--trace", out_file, "the --out file");
-    ddlsim::sim::check_distinct_files(plot, "--plot", out_file, "the --out file");
-    ddlsim::sim::check_distinct_files(plot, "--plot", trace, "the --trace file");
-    check_report_path(report, {{scenario_file, "the scenario file"},
-                               {out_file, "the --out file"},
-                               {trace, "the --trace file"},
-                               {plot, "the --plot file"}});
+    check_report_path(report);
+    ddlsim::sim::FileRoles roles;
+    roles.input(file, "the scenario file");
+    roles.output(out_file, "--out");
+    roles.output(trace, "--trace");
+    roles.output(plot, "--plot");
+    roles.output(report, "--report");
+    roles.check();
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
+    for (const auto& f : scenario.input_files) roles.input(f, "a file the scenario reads");
+    roles.check();
     const bool converge = scenario.jobs.size() == 1 && scenario.jobs[0].convergence.has_value();
     ddlsim::tools::Plotter plotter;
     if (!plot.empty() && !converge)
@@ -219,16 +212,16 @@ int compare_command(const std::vector<std::string>& files, const std::vector<std
     const bool out_stdout = out == "-";
     const std::string out_file = out_stdout ? std::string() : out;
     const bool json_out = std::filesystem::path(out).extension() == ".json";
-    if (!out_file.empty()) ddlsim::sim::check_output_path(out_file);
-    std::vector<std::pair<std::string, std::string>> others{{out_file, "the --out file"}};
-    for (const auto& f : files)
-        if (f != "-") others.emplace_back(f, "a scenario file");
-    check_report_path(report, others);
+    check_report_path(report);
+    ddlsim::sim::FileRoles roles;
+    for (const auto& f : files) roles.input(f, "a scenario file");
+    roles.output(out_file, "--out");
+    roles.output(report, "--report");
+    roles.check();
     std::vector<ddlsim::tools::CompareCase> sources;
     std::map<std::string, int> stems;
     for (const auto& f : files) ++stems[std::filesystem::path(f).stem().string()];
     for (const auto& f : files) {
-        if (f != "-") ddlsim::sim::check_distinct_files(out_file, "--out", f, "a scenario file");
         ddlsim::tools::CompareCase c;
         const std::string stem = std::filesystem::path(f).stem().string();
         c.name = f == "-" ? "stdin" : stems[stem] > 1 ? f : stem;
@@ -245,7 +238,11 @@ int compare_command(const std::vector<std::string>& files, const std::vector<std
     std::vector<std::pair<std::string, nlohmann::json>> variants;
     for (const auto& v : variant_specs) variants.push_back(ddlsim::tools::parse_variant(v));
     const auto cases = ddlsim::tools::compare_cases(sources, sets, variants);
-    const auto rows = ddlsim::tools::run_comparison(cases, jobs);
+    const auto rows = ddlsim::tools::run_comparison(cases, jobs, [&](const auto& loaded) {
+        for (const auto& s : loaded)
+            for (const auto& f : s.input_files) roles.input(f, "a file a scenario reads");
+        roles.check();
+    });
     std::ostream& text = out_stdout ? std::cerr : std::cout;
     std::string head = "ddlsim compare";
     for (const auto& f : files) head += " " + f;

@@ -102,16 +102,50 @@ void check_output_path(const std::string& path) {
     (void)resolve_output_path(path);
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+    if (a.empty() || b.empty()) return false;
+    struct stat sa {
+    }, sb{};
+    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    // At least one does not exist (yet): compare where each would be created. fs::absolute first, so that a
+    // relative name with no existing prefix ("r.json") is anchored like "./r.json".
+    std::error_code ea, eb;
+    const fs::path ra = fs::weakly_canonical(fs::absolute(a, ea), ea);
+    const fs::path rb = fs::weakly_canonical(fs::absolute(b, eb), eb);
+    if (ea || eb) return fs::absolute(a, ea).lexically_normal() == fs::absolute(b, eb).lexically_normal();
+    return ra == rb;
+}
+
 void check_distinct_files(const std::string& a, const std::string& what_a, const std::string& b,
                           const std::string& what_b) {
-    if (a.empty() || b.empty()) return;
-    std::error_code ec;
-    const fs::path ra = fs::weakly_canonical(a, ec);
-    if (ec) return;
-    const fs::path rb = fs::weakly_canonical(b, ec);
-    if (ec) return;
-    if (ra == rb || (fs::exists(ra, ec) && fs::exists(rb, ec) && fs::equivalent(ra, rb, ec)))
+    if (same_file(a, b))
         throw CliError(fmt::format("{}: is also {}; expected {} to name another file", a, what_b, what_a));
+}
+
+void FileRoles::input(const std::string& path, const std::string& what) {
+    if (!path.empty() && path != "-") inputs_.emplace_back(path, what);
+}
+
+void FileRoles::output(const std::string& path, const std::string& what) {
+    if (path.empty() || path == "-") return;
+    outputs_.push_back({path, what, resolve_output_path(path)});  // a dangling link: the file it would create
+}
+
+void FileRoles::check() const {
+    for (std::size_t i = 0; i < outputs_.size(); ++i) {
+        const auto& [path, what, target] = outputs_[i];
+        for (const auto& [in, in_what] : inputs_)
+            if (same_file(target, in))
+                throw CliError(
+                    fmt::format("{} {}: is also {} ({}); expected an output that is not one of the "
+                                "inputs it reads",
+                                what, path, in_what, in));
+        for (std::size_t k = 0; k < i; ++k)
+            if (same_file(target, outputs_[k].target))
+                throw CliError(fmt::format("{} {}: is also {} ({}); expected each output to name another file", what,
+                                           path, outputs_[k].what, outputs_[k].path));
+    }
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

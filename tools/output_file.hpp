@@ -12,6 +12,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 // Still namespace ddlsim::sim, as when it lived in sim/ (its users and tests name it so).
 namespace ddlsim::sim {
@@ -28,10 +30,34 @@ public:
 [[nodiscard]] std::string resolve_output_path(const std::string& path);
 /// Throws CliError unless `path` may be written (see resolve_output_path).
 void check_output_path(const std::string& path);
+/// Whether two paths name one file: by device and inode once symbolic links are resolved when both exist (so
+/// "r.json", "./r.json", "/abs/r.json", "d/../r.json", a symbolic link and a hard link all match), otherwise by
+/// the absolute, normalised path with links resolved as far as the path exists.
+[[nodiscard]] bool same_file(const std::string& a, const std::string& b);
 /// Throws CliError when two outputs, or an output and an input, are the same file (`what_a`, `what_b`
 /// name them in the message, e.g. "--out", "the scenario"). Empty paths are ignored.
 void check_distinct_files(const std::string& a, const std::string& what_a, const std::string& b,
                           const std::string& what_b);
+
+/// The files one command reads and writes, checked together before anything is written: every output may be
+/// written (check_output_path) and no output is an input or another output (same_file). Empty paths and "-"
+/// (standard input or output) are ignored.
+class FileRoles {
+public:
+    /// A file the command reads (the scenario, a profile, a topology file, a resume record).
+    void input(const std::string& path, const std::string& what);
+    /// A file the command writes; checked at once with check_output_path.
+    void output(const std::string& path, const std::string& what);
+    /// Throws CliError naming the first output that is an input or an earlier output.
+    void check() const;
+
+private:
+    struct Output {
+        std::string path, what, target;  // target: resolve_output_path(path)
+    };
+    std::vector<std::pair<std::string, std::string>> inputs_;
+    std::vector<Output> outputs_;
+};
 /// Writes `text` to the resolved `path` atomically (temporary file beside it + rename); the file keeps
 /// an existing file's permissions. Throws CliError on failure, leaving no temporary file behind.
 void write_file_atomically(const std::string& path, const std::string& text);

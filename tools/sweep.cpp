@@ -58,6 +58,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using sweep_detail::check_resume_identity;
 using sweep_detail::journal_path;
+using sweep_detail::journal_text;
 using sweep_detail::meta_path;
 using sweep_detail::Objective;
 using sweep_detail::override_value;
@@ -202,8 +203,9 @@ void run_points(const Plan& plan, const std::vector<std::size_t>& todo, unsigned
 void check_out_path(const std::string& out) {
     if (out.empty()) throw SweepError("--out: required (the RESULTS.csv to write)");
     if (out == "-")
-        throw SweepError("--out -: a sweep writes its results file as it goes, so that an interrupted sweep can "
-                         "--resume; give a file name (and read it when the sweep ends)");
+        throw SweepError(
+            "--out -: a sweep writes its results file as it goes, so that an interrupted sweep can "
+            "--resume; give a file name (and read it when the sweep ends)");
     check_output_path(out);
 }
 
@@ -412,7 +414,15 @@ Plan make_plan(const SweepOptions& opts) {
     plan.base_dir = fs::path(opts.scenario_file).parent_path().string();
     if (plan.base_dir.empty()) plan.base_dir = ".";
     for (const auto& v : opts.vary) labels.push_back("--vary " + v);
-    check_vary(plan.base, plan.base_dir, plan.specs, labels);
+    {
+        const scenario::InputFileLog inputs;  // the files the points read (profiles, topology files)
+        check_vary(plan.base, plan.base_dir, plan.specs, labels);
+        try {
+            (void)scenario::load_scenario(plan.base, plan.base_dir);
+        } catch (const scenario::ScenarioError&) {  // the base alone may lack what the varied keys supply
+        }
+        plan.inputs = inputs.files();
+    }
     plan.multi_job = plan.base.is_object() && plan.base.contains("jobs") && plan.base["jobs"].is_array();
     plan.rows_per_point = plan.multi_job ? std::max<std::size_t>(1, plan.base["jobs"].size()) : 1;
     plan.header = {"point"};
@@ -454,36 +464,41 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             objective = resolve_objective(opts.objective, training);
         }
         if (root) {
+            // Every file the sweep writes is checked before any is touched: writable, none an input or another.
             check_out_path(opts.out);
-            check_distinct_files(opts.out, "--out", opts.scenario_file, "the scenario file");
+            sim::FileRoles roles;
+            roles.input(opts.scenario_file, "the scenario file");
+            for (const auto& f : plan.inputs) roles.input(f, "a file the scenario reads");
+            roles.output(opts.out, "--out");
+            roles.output(meta_path(opts.out), "the sweep record (" + meta_path(opts.out) + ")");
+            if (plan.format == SweepFormat::csv)
+                roles.output(journal_path(opts.out), "the row journal (" + journal_path(opts.out) + ")");
             if (!opts.plot.empty()) {
                 check_plot_path("--plot", opts.plot);
-                check_distinct_files(opts.plot, "--plot", opts.scenario_file, "the scenario file");
-                check_distinct_files(opts.plot, "--plot", opts.out, "the --out file");
+                roles.output(opts.plot, "--plot");
+                roles.output(opts.plot_describe, "--plot-describe");
                 if (!opts.relative_to.empty()) (void)resolve_relative_to(plan.specs, opts.relative_to);
                 plotter = find_plotter("--plot", "plot_sweep.py", "DDLSIM_PLOT_SCRIPT");
             } else if (!opts.relative_to.empty()) {
                 throw SweepError("--relative-to chooses the baseline of the plot; it needs --plot FILE.png");
             }
+            for (const auto& [path, what] : opts.more_outputs) roles.output(path, what);
+            roles.check();
+            // The resume files are read and validated in full before anything is written.
             std::set<std::size_t> done;
             std::error_code ec;
-            const bool exists = fs::exists(opts.out, ec);
-            if (opts.resume && exists) check_resume_identity(plan, opts.out);
-            if (opts.resume && exists && plan.format == SweepFormat::csv) kept_rows = resume_csv(plan, opts.out, done);
-            if (opts.resume && exists && plan.format == SweepFormat::json)
-                kept_objects = resume_json(plan, opts.out, done);
-            if (plan.format == SweepFormat::csv && !(opts.resume && exists))
-                write_file_atomically(opts.out, csv_line(plan.header));  // the header first, so the file is valid CSV
+            const bool resumed = opts.resume && fs::exists(opts.out, ec);
+            if (resumed) check_resume_identity(plan, opts.out);
+            if (resumed && plan.format == SweepFormat::csv) kept_rows = resume_csv(plan, opts.out, done);
+            if (resumed && plan.format == SweepFormat::json) kept_objects = resume_json(plan, opts.out, done);
+            // Now the files: the CSV (its header, or the rows kept), the record, the journal (its kept rows).
+            if (plan.format == SweepFormat::csv) {
+                std::string text = csv_line(plan.header);
+                for (const auto& r : kept_rows) text += row_line(plan.header, r);
+                write_file_atomically(opts.out, text);
+                write_file_atomically(journal_path(opts.out), journal_text(kept_rows));
+            }
             write_file_atomically(meta_path(opts.out), sweep_identity(plan).dump(2) + "\n");
-            if (plan.format == SweepFormat::csv && !(opts.resume && exists)) {
-                std::error_code rm;
-                fs::remove(journal_path(opts.out), rm);  // a stale journal of an earlier sweep
-            }
-            if (plan.format == SweepFormat::csv) {  // the journal exists from here on, appended per point
-                const int fd = ::open(journal_path(opts.out).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-                if (fd < 0) throw SweepError(fmt::format("{}: cannot create", journal_path(opts.out)));
-                ::close(fd);
-            }
             for (std::size_t p = 0; p < plan.total; ++p)
                 if (!done.contains(p)) todo.push_back(p);
         }
@@ -564,6 +579,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             return 1;
         }
 
+        const bool any_kept = !kept_rows.empty() || !kept_objects.empty();
         // The final file, sorted by point, replaced atomically.
         std::sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.point < b.point; });
         std::size_t failed = 0;
@@ -611,7 +627,10 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             }
         }
         if (!ranking.empty()) (opts.report != nullptr ? *opts.report : std::cout) << ranking << std::flush;
-        if (!opts.plot.empty()) {
+        const bool none_succeeded = failed == results.size() && !any_kept;
+        if (!opts.plot.empty() && none_succeeded)
+            err << fmt::format("warning: no point succeeded, so {} was not drawn\n", opts.plot);
+        if (!opts.plot.empty() && !none_succeeded) {
             const int rc = run_plotter(plotter, sweep_plot_args(plan.specs, opts));
             if (rc != 0) {
                 err << fmt::format("internal error: {} {} failed (exit {})\n", plotter.python, plotter.script, rc);

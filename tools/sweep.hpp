@@ -66,6 +66,9 @@ struct SweepOptions {
     /// runner-up are printed to `report` when the sweep ends. Empty: no ranking.
     std::string objective;
     std::ostream* report = nullptr;  ///< where the ranking goes (null: std::cout)
+    /// Files the caller writes when the sweep ends (`--report`, as {path, option}): checked with the sweep's own
+    /// outputs before the first point, so that none is an input or another output.
+    std::vector<std::pair<std::string, std::string>> more_outputs;
 };
 
 /// One varied key: its dotted path and its values as text (each applied like `--set PATH=VALUE`).

@@ -29,6 +29,7 @@ struct Plan {
     std::size_t rows_per_point = 1;
     SweepFormat format = SweepFormat::csv;
     std::vector<std::string> header;  // CSV columns of the file being appended to
+    std::vector<std::string> inputs;  // files the scenario reads (profiles, topology files), for the output checks
     std::function<json(const scenario::Scenario&, const scenario::RunResult&)> extra_keys;
 };
 
@@ -46,9 +47,12 @@ struct Plan {
 [[nodiscard]] json sweep_identity(const Plan& plan);
 /// Throws SweepError (exit 2, nothing touched) unless `out` was written by this very sweep.
 void check_resume_identity(const Plan& plan, const std::string& out);
-/// The rows of each point in the journal (complete cells), by point.
-[[nodiscard]] std::map<std::size_t, std::vector<SweepRow>> read_journal(const std::string& out);
-/// --resume on a CSV: the rows kept (points in `done`); `plan.header` becomes the file's header.
+/// The rows of each point in the journal (complete cells) that belong to the sweep, by point; SweepError naming the
+/// file, line and field for a line ddlsim did not write (a cut-off last line is dropped).
+[[nodiscard]] std::map<std::size_t, std::vector<SweepRow>> read_journal(const Plan& plan, const std::string& out);
+/// The journal holding exactly `rows` (one line per point).
+[[nodiscard]] std::string journal_text(const std::vector<SweepRow>& rows);
+/// --resume on a CSV: the rows kept (points in `done`); `plan.header` becomes the file's header. Writes nothing.
 [[nodiscard]] std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<std::size_t>& done);
 /// --resume on a JSON array: the objects kept (points in `done`).
 [[nodiscard]] std::vector<json> resume_json(const Plan& plan, const std::string& out, std::set<std::size_t>& done);

@@ -1,7 +1,13 @@
 // `ddlsim sweep --resume`: the record beside RESULTS (.sweep.json), the row journal (.rows.jsonl), the reread.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,12 +22,95 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A resume file's text. Opened without blocking and refused unless a regular file, so that a FIFO or a device
+// in its place is an error rather than a wait.
 std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw SweepError(fmt::format("{}: cannot open for reading (--resume)", path));
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    return buf.str();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw SweepError(fmt::format("{}: --resume: cannot open for reading: {}", path, std::strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw SweepError(
+            fmt::format("{}: --resume: not a regular file; expected the file an earlier sweep wrote", path));
+    }
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            const int saved = errno;
+            ::close(fd);
+            throw SweepError(fmt::format("{}: --resume: cannot read: {}", path, std::strerror(saved)));
+        }
+        if (n == 0) break;
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return text;
+}
+
+// A field of a resume file that is not what ddlsim wrote: the file, where, and what was expected.
+[[noreturn]] void bad_field(const std::string& file, const std::string& where, const std::string& expected) {
+    throw SweepError(
+        fmt::format("{}: --resume: {}: expected {} (as ddlsim sweep writes it); use another --out or "
+                    "drop --resume",
+                    file, where, expected));
+}
+
+// A sweep record (RESULTS.sweep.json) checked field by field.
+void check_record_shape(const json& was, const std::string& file) {
+    if (!was.is_object()) bad_field(file, "$", "a sweep record object");
+    for (const char* key : {"format", "scenario", "scenario_hash", "output"})
+        if (!was.contains(key) || !was[key].is_string()) bad_field(file, fmt::format("$.{}", key), "a string");
+    if (was["format"] != "ddlsim-sweep-1") bad_field(file, "$.format", "\"ddlsim-sweep-1\"");
+    if (!was.contains("vary") || !was["vary"].is_array()) bad_field(file, "$.vary", "an array of varied keys");
+    for (std::size_t i = 0; i < was["vary"].size(); ++i) {
+        const json& v = was["vary"][i];
+        const std::string at = fmt::format("$.vary[{}]", i);
+        if (!v.is_object()) bad_field(file, at, "an object with \"path\" and \"values\"");
+        if (!v.contains("path") || !v["path"].is_string()) bad_field(file, at + ".path", "a string");
+        if (!v.contains("values") || !v["values"].is_array()) bad_field(file, at + ".values", "an array of strings");
+        for (std::size_t k = 0; k < v["values"].size(); ++k)
+            if (!v["values"][k].is_string()) bad_field(file, fmt::format("{}.values[{}]", at, k), "a string");
+        if (v.contains("patches") && !v["patches"].is_array()) bad_field(file, at + ".patches", "an array");
+    }
+}
+
+// Whether a row's cells belong to this sweep's point `p`: its point, job and varied values are the point's, no
+// error, and every key is a column of the sweep or a result key's name.
+bool row_belongs(const Plan& plan, std::size_t p, const std::map<std::string, std::string>& cells) {
+    const auto values = point_values(plan.specs, p);
+    auto cell = [&](const std::string& k) -> const std::string* {
+        const auto it = cells.find(k);
+        return it == cells.end() ? nullptr : &it->second;
+    };
+    if (const auto* c = cell("point"); c == nullptr || *c != std::to_string(p)) return false;
+    if (const auto* e = cell("error"); e != nullptr && !e->empty()) return false;
+    for (std::size_t k = 0; k < plan.specs.size(); ++k)
+        if (const auto* c = cell(plan.specs[k].path); c == nullptr || *c != values[k]) return false;
+    if (plan.multi_job) {  // one of the point's jobs (named, or "jobN" by position as the loader names them)
+        const auto* name = cell("job");
+        if (name == nullptr) return false;
+        json j = plan.base;
+        for (std::size_t k = 0; k < plan.specs.size(); ++k) apply_point_value(j, plan.specs[k], values[k]);
+        bool found = false;
+        if (j.contains("jobs") && j["jobs"].is_array())
+            for (std::size_t i = 0; i < j["jobs"].size() && !found; ++i) {
+                const json& job = j["jobs"][i];
+                found = job.is_object() && job.contains("name") && job["name"].is_string()
+                            ? job["name"].get<std::string>() == *name
+                            : fmt::format("job{}", i) == *name;
+            }
+        if (!found) return false;
+    }
+    const std::set<std::string> columns(plan.header.begin(), plan.header.end());
+    return std::all_of(cells.begin(), cells.end(), [&](const auto& kv) {
+        const std::string& k = kv.first;
+        return columns.contains(k) || (!k.empty() && std::all_of(k.begin(), k.end(), [](char ch) {
+                   return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.';
+               }));
+    });
 }
 
 }  // namespace
@@ -63,11 +152,11 @@ void check_resume_identity(const Plan& plan, const std::string& out) {
                         out, meta));
     const json was = json::parse(read_text(meta), nullptr, false);
     const json now = sweep_identity(plan);
-    if (was.is_discarded() || !was.is_object())
-        throw SweepError(fmt::format("{}: --resume: {} is not a sweep record", out, meta));
+    if (was.is_discarded()) bad_field(meta, "$", "a sweep record (the file is not JSON)");
+    check_record_shape(was, meta);
     auto paths = [](const json& j) {
         std::string p;
-        for (const auto& v : j.value("vary", json::array())) p += (p.empty() ? "" : ", ") + v.value("path", "");
+        for (const auto& v : j["vary"]) p += (p.empty() ? "" : ", ") + v["path"].get<std::string>();
         return p;
     };
     if (paths(was) != paths(now))
@@ -75,39 +164,78 @@ void check_resume_identity(const Plan& plan, const std::string& out) {
             fmt::format("{}: --resume: it was computed varying {}, this sweep varies {}; use another "
                         "--out or drop --resume",
                         out, paths(was), paths(now)));
-    if (was.value("vary", json()) != now["vary"])
+    if (was["vary"] != now["vary"])
         throw SweepError(
             fmt::format("{}: --resume: the varied values differ from the ones it was computed with; "
                         "use another --out or drop --resume",
                         out));
-    if (was.value("scenario_hash", "") != now["scenario_hash"])
+    if (was["scenario_hash"] != now["scenario_hash"])
+        throw SweepError(fmt::format(
+            "{}: --resume: the scenario {} changed since it was computed (content hash "
+            "{} then, {} now); use another --out or drop --resume",
+            out, plan.file, was["scenario_hash"].get<std::string>(), now["scenario_hash"].get<std::string>()));
+    if (was["output"] != now["output"])
         throw SweepError(
-            fmt::format("{}: --resume: the scenario {} changed since it was computed (content hash "
-                        "{} then, {} now); use another --out or drop --resume",
-                        out, plan.file, was.value("scenario_hash", "?"), now["scenario_hash"].get<std::string>()));
-    if (was.value("output", "") != now["output"])
-        throw SweepError(fmt::format("{}: --resume: it was written with --format {}", out, was.value("output", "?")));
+            fmt::format("{}: --resume: it was written with --format {}", out, was["output"].get<std::string>()));
 }
 
-// The rows of each point in the journal (complete cells), by point.
-std::map<std::size_t, std::vector<SweepRow>> read_journal(const std::string& out) {
+// The rows of each point in the journal (complete cells), by point: only rows that belong to the sweep. A line
+// that is not what ddlsim writes is refused (file, line, field); a cut-off last line (a kill mid-write) is dropped.
+std::map<std::size_t, std::vector<SweepRow>> read_journal(const Plan& plan, const std::string& out) {
     std::map<std::size_t, std::vector<SweepRow>> rows;
+    const std::string file = journal_path(out);
     std::error_code ec;
-    if (!fs::exists(journal_path(out), ec)) return rows;
-    std::istringstream in(read_text(journal_path(out)));
-    for (std::string line; std::getline(in, line);) {
-        const json j = json::parse(line, nullptr, false);  // a cut-off last line does not parse: dropped
-        if (j.is_discarded() || !j.contains("point") || !j.contains("rows")) continue;
+    if (fs::symlink_status(file, ec).type() == fs::file_type::not_found) return rows;
+    const std::string text = read_text(file);
+    std::size_t start = 0;
+    for (std::size_t line = 1; start < text.size(); ++line) {
+        const std::size_t nl = text.find('\n', start);
+        if (nl == std::string::npos) break;  // cut off by a kill: not a committed row
+        const std::string_view body(text.data() + start, nl - start);
+        start = nl + 1;
+        const std::string where = fmt::format("line {}", line);
+        const json j = json::parse(body, nullptr, false);
+        if (j.is_discarded() || !j.is_object()) bad_field(file, where, "one JSON object per line");
+        if (!j.contains("point") || !j["point"].is_number_unsigned() || j["point"].get<std::size_t>() >= plan.total)
+            bad_field(file, where + ": $.point", fmt::format("a point number below {}", plan.total));
+        if (!j.contains("rows") || !j["rows"].is_array() || j["rows"].size() != plan.rows_per_point)
+            bad_field(file, where + ": $.rows", fmt::format("an array of {} row object(s)", plan.rows_per_point));
         const auto p = j["point"].get<std::size_t>();
         std::vector<SweepRow> point;
-        for (const auto& r : j["rows"]) point.push_back({p, r.get<std::map<std::string, std::string>>()});
-        rows[p] = std::move(point);
+        bool belongs = true;
+        for (std::size_t r = 0; r < j["rows"].size(); ++r) {
+            const json& o = j["rows"][r];
+            if (!o.is_object()) bad_field(file, fmt::format("{}: $.rows[{}]", where, r), "an object of cells");
+            SweepRow row{p, {}};
+            for (const auto& [k, v] : o.items()) {
+                if (!v.is_string()) bad_field(file, fmt::format("{}: $.rows[{}].{}", where, r, k), "a string cell");
+                row.cells[k] = v.get<std::string>();
+            }
+            belongs = belongs && row_belongs(plan, p, row.cells);
+            point.push_back(std::move(row));
+        }
+        if (belongs)
+            rows[p] = std::move(point);
+        else
+            rows.erase(p);  // a later line for the point that does not belong: recompute it
     }
     return rows;
 }
 
+std::string journal_text(const std::vector<SweepRow>& rows) {
+    std::map<std::size_t, json> by_point;
+    for (const auto& r : rows) {
+        json& line = by_point[r.point];
+        if (line.is_null()) line = {{"point", r.point}, {"rows", json::array()}};
+        line["rows"].push_back(r.cells);
+    }
+    std::string text;
+    for (const auto& [p, line] : by_point) text += line.dump() + "\n";
+    return text;
+}
+
 // --resume on a CSV: keeps the rows of points that finished without error and whose varied values match.
-// Returns the rows kept; `header` becomes the file's header. Rewrites the file without the rest.
+// Returns the rows kept; `header` becomes the file's header. Writes nothing (the caller does, once every check passed).
 std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<std::size_t>& done) {
     const auto records = parse_csv(read_text(out));
     if (records.empty()) return {};
@@ -136,14 +264,11 @@ std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<st
         auto [ptr, ec] = std::from_chars(ptext.data(), ptext.data() + ptext.size(), p);
         if (ec != std::errc{} || ptr != ptext.data() + ptext.size() || p >= plan.total) continue;
         row.point = p;
-        const auto values = point_values(plan.specs, p);
-        bool ok = row.cells["error"].empty();
-        for (std::size_t k = 0; k < plan.specs.size(); ++k) ok = ok && row.cells[plan.specs[k].path] == values[k];
-        if (!ok) bad.insert(p);
+        if (!row_belongs(plan, p, row.cells)) bad.insert(p);
         by_point[p].push_back(std::move(row));
     }
     // Rows streamed before a kill lack the columns found later: their complete cells are in the journal.
-    const auto journal = read_journal(out);
+    const auto journal = read_journal(plan, out);
     for (auto& [p, rows] : by_point)
         if (const auto it = journal.find(p); it != journal.end() && it->second.size() == rows.size()) rows = it->second;
     std::vector<SweepRow> kept;
@@ -156,9 +281,6 @@ std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<st
         for (auto& r : rows) kept.push_back(std::move(r));
     }
     plan.header = head;
-    std::string text = csv_line(plan.header);
-    for (const auto& r : kept) text += row_line(plan.header, r);
-    write_file_atomically(out, text);
     return kept;
 }
 

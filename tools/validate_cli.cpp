@@ -66,10 +66,12 @@ void add_validate_commands(CLI::App& app, ValidateCliOptions& o) {
 
 std::optional<int> run_validate_commands(const ValidateCliOptions& o) {
     if (o.validate != nullptr && o.validate->parsed()) {
-        sim::check_output_path(o.out);
         validate::ValidateOptions v;
         v.profile = o.profile.empty() ? default_profile(o.out) : o.profile;
-        sim::check_output_path(v.profile);
+        sim::FileRoles roles;  // both written only when the run completes; neither may be the other
+        roles.output(o.out, "--out");
+        roles.output(v.profile, o.profile.empty() ? "the profile beside --out" : "--profile");
+        roles.check();
         v.backend = parse_backend(o.backend);
         v.quick = o.quick;
         v.data_dir = o.data;

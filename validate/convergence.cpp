@@ -110,7 +110,8 @@ ReplayOptions replay_options(const scenario::Scenario& s) {
     ReplayOptions o;
     o.model = c.task == "fashion_mnist_cnn" ? ModelKind::cnn : ModelKind::mlp;
     o.learning_rate = static_cast<float>(c.learning_rate);
-    o.batch_size = c.batch_size;
+    // A step with gradient accumulation averages the gradients of its micro-batches: one gradient over all of them.
+    o.batch_size = c.batch_size * job.gradient_accumulation;
     o.eval_every = c.eval_every;
     o.target_accuracy = c.target_accuracy;
     o.codec = replay_codec(job.compression);

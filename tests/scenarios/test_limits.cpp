@@ -39,9 +39,14 @@ TEST_CASE("limits: an iteration that computes for more than 1e6 s is refused") {
 }
 
 TEST_CASE("limits: simulated time past the picosecond range is refused, not wrapped") {
-    // 2 workers of GPT-2 XL at 1 bps: one ring step of 3.1 GB takes 2.5e10 s.
+    // 2 workers of GPT-2 XL at 1 bps: one ring step of 3.1 GB takes 2.5e10 s, so the bandwidth is to blame.
     json j = base();
     j["network"]["bandwidth"] = "1bps";
+    CHECK(error_path(j) == "$.network.bandwidth");
+    // At 1 Mbit/s one iteration takes about 2.5e4 s: fine alone, so the iterations are what overflows.
+    j["network"]["bandwidth"] = "1Mbps";
+    j["iterations"] = 1000;
+    j["network"]["model"] = "analytic";
     CHECK(error_path(j) == "$.iterations");
 }
 

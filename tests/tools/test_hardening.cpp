@@ -134,8 +134,9 @@ TEST_CASE("outputs: a symbolic link is followed: its target is written, the link
 TEST_CASE("outputs: --out naming the scenario file itself is refused, the scenario untouched") {
     const Dir d;
     const std::string scen = d.write("s.json", kGood);
-    bad_input(run_cli({"run", scen, "--out", scen}), "error: " + scen + ": ", {"scenario"});
-    bad_input(run_cli({"sweep", scen, "--vary", "workers=2", "--out", scen}), "error: " + scen + ": ", {"scenario"});
+    bad_input(run_cli({"run", scen, "--out", scen}), "error: --out " + scen + ": ", {"the scenario file"});
+    bad_input(run_cli({"sweep", scen, "--vary", "workers=2", "--out", scen}), "error: --out " + scen + ": ",
+              {"the scenario file"});
     CHECK(testing::read_file(scen) == kGood);
 }
 

@@ -1,0 +1,257 @@
+// Reliability under hostile input (issue 30's classes, one test per class): outputs compared by file identity and
+// never an input of the run, a sweep that checks every file before touching any, resume files read as data (no
+// blocking on a FIFO, strict fields, rows kept only when they belong to the sweep), and refusals that name the key
+// that is wrong. Each check states the fact; none compares against a stored golden.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/support.hpp"
+#include "tools/output_file.hpp"
+#include "tools/sweep.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+namespace testing = ddlsim::testing;
+
+namespace {
+
+struct Dir : testing::TempDir {
+    Dir() : testing::TempDir("ddlsim_test_reliability") {}
+};
+
+testing::CliRun run_cli(const std::vector<std::string>& args) {
+    return testing::run_ddlsim(args, {.env = "", .timeout_s = 60, .stdin_file = ""});
+}
+
+// Bad input: exit 2 and exactly one stderr line holding each of `words`.
+void bad_input(const testing::CliRun& r, std::initializer_list<std::string> words) {
+    INFO("stderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.rfind("error: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    for (const auto& w : words) CHECK_MESSAGE(r.err.find(w) != std::string::npos, "stderr lacks \"" << w << "\"");
+}
+
+// What `ddlsim calibrate` writes (the members a scenario reads).
+const char* const kProfile = R"({"format": "ddlsim-profile-1", "backend": "cpu", "host": "test",
+ "device": {"peak_flops": 2.5e10, "efficiency": 1.0, "memory_bandwidth": "30GBps", "overlap_slowdown": 0.05},
+ "network": {"latency": 1.8e-05, "bandwidth": "11.95MBps", "link_rate": "100Mbps",
+   "transport": {"kind": "tcp", "efficiency": 0.9563, "message_overhead": "18us", "collective_overhead": "30us"}},
+ "layers": [], "codecs": {}})";
+
+// A small scenario that reads calib.json twice (device and network profile).
+const char* const kWithProfile = R"({"workers": 4, "batch_size": 32, "iterations": 2,
+ "model": {"layers": [{"name": "fc1", "params": 200960, "fwd_time": "0.5ms", "bwd_time": "1ms"}]},
+ "device": {"profile": "calib.json"},
+ "network": {"topology": "star", "bandwidth": "100Mbps", "latency": "0us", "profile": "calib.json"},
+ "architecture": {"kind": "allreduce", "algorithm": "ring"}})";
+
+const std::string kSmall = testing::star_scenario({.iterations = 2, .architecture = testing::ring_allreduce()}).dump();
+
+}  // namespace
+
+TEST_CASE("identity: same_file matches every spelling of one file and nothing else") {
+    const Dir d;
+    const std::string f = d.write("r.json", "x");
+    fs::create_directories(d.file("sub"));
+    fs::create_symlink("r.json", d.file("link.json"));
+    REQUIRE(::link(f.c_str(), d.file("hard.json").c_str()) == 0);
+    using ddlsim::sim::same_file;
+    const std::string rel = fs::relative(f).string();  // the tests run from the source tree
+    for (const std::string& other :
+         {d.file("./r.json"), d.file("sub/../r.json"), d.file("link.json"), d.file("hard.json"), rel}) {
+        CAPTURE(other);
+        CHECK(same_file(f, other));
+    }
+    CHECK_FALSE(same_file(f, d.file("sub")));
+    // Files that do not exist yet: where they would be created.
+    CHECK(same_file(d.file("new.json"), d.file("sub/../new.json")));
+    CHECK(same_file(fs::relative(d.file("new.json")).string(), d.file("./new.json")));
+    CHECK_FALSE(same_file(d.file("new.json"), d.file("new2.json")));
+}
+
+TEST_CASE("identity: no output of run, compare or sweep may be a file the scenario reads or another output") {
+    const Dir d;
+    const std::string calib = d.write("calib.json", kProfile);
+    const std::string scen = d.write("s.json", kWithProfile);
+    REQUIRE(run_cli({"check", scen}).code == 0);
+    const std::string spelled = d.file("sub/../calib.json");
+    fs::create_directories(d.file("sub"));
+    bad_input(run_cli({"run", scen, "--out", calib}), {"--out", "a file the scenario reads"});
+    bad_input(run_cli({"run", scen, "--trace", spelled}), {"--trace", "a file the scenario reads"});
+    bad_input(run_cli({"run", scen, "--report", d.file("calib.json")}), {"--report"});  // not .html: refused first
+    bad_input(run_cli({"compare", scen, "--out", calib}), {"--out", "a file a scenario reads"});
+    bad_input(run_cli({"sweep", scen, "--vary", "workers=2,4", "--out", calib, "--no-progress"}),
+              {"--out", "a file the scenario reads"});
+    // A profile named only by a varied value is an input too.
+    const std::string other = d.write("calib2.json", kProfile);
+    bad_input(
+        run_cli({"sweep", scen, "--vary", "device.profile=calib.json,calib2.json", "--out", other, "--no-progress"}),
+        {"--out", "a file the scenario reads"});
+    CHECK(testing::read_file(calib) == kProfile);
+    CHECK(testing::read_file(other) == kProfile);
+    // Two outputs spelled differently, and through a symbolic link: refused before anything runs.
+    fs::create_symlink("r.json", d.file("link.json"));
+    for (const std::string& trace : {d.file("./r.json"), d.file("sub/../r.json"), d.file("link.json")}) {
+        CAPTURE(trace);
+        bad_input(run_cli({"run", scen, "--out", d.file("r.json"), "--trace", trace}), {"--trace", "is also --out"});
+    }
+    std::vector<std::string> want{"calib.json", "calib2.json", "link.json", "s.json", "sub"};
+    CHECK(d.entries() == want);
+}
+
+TEST_CASE("sweep: every file it writes is checked before any is touched; a refused sweep leaves the old results") {
+    const Dir d;
+    const std::string scen = d.write("s.json", kSmall);
+    const std::string out = d.write("o.csv", "old results\n");
+    // The sweep record and the journal beside the results: a directory there is refused, the CSV untouched.
+    for (const std::string side : {".sweep.json", ".rows.jsonl"}) {
+        CAPTURE(side);
+        fs::create_directories(out + side);
+        bad_input(run_cli({"sweep", scen, "--vary", "workers=2,4", "--out", out, "--no-progress"}),
+                  {out + side, "directory"});
+        CHECK(testing::read_file(out) == "old results\n");
+        CHECK(fs::is_directory(out + side));
+        fs::remove(out + side);
+    }
+    // A FIFO there neither blocks nor is replaced.
+    REQUIRE(::mkfifo((out + ".rows.jsonl").c_str(), 0600) == 0);
+    bad_input(run_cli({"sweep", scen, "--vary", "workers=2,4", "--out", out, "--no-progress", "--resume"}), {"FIFO"});
+    CHECK(fs::is_fifo(out + ".rows.jsonl"));
+    CHECK(testing::read_file(out) == "old results\n");
+    fs::remove(out + ".rows.jsonl");
+    // --plot the same file as the results (through another spelling).
+    bad_input(run_cli({"sweep", scen, "--vary", "workers=2,4", "--out", d.file("p.svg"), "--plot", d.file("./p.svg"),
+                       "--no-progress"}),
+              {"is also"});
+    CHECK(testing::read_file(out) == "old results\n");
+}
+
+TEST_CASE("resume: a tampered record or journal is refused naming the file, line and field, never exit 1") {
+    const Dir d;
+    const std::string scen = d.write("s.json", kSmall);
+    const std::string out = d.file("o.csv");
+    const std::vector<std::string> args{"sweep", scen, "--vary", "workers=2,4", "--out", out, "--no-progress"};
+    auto resume = [&] {
+        auto a = args;
+        a.emplace_back("--resume");
+        return run_cli(a);
+    };
+    REQUIRE(run_cli(args).code == 0);
+    const std::string csv = testing::read_file(out);
+    const std::string record = testing::read_file(out + ".sweep.json");
+    json bad_path = json::parse(record);
+    bad_path["vary"][0]["path"] = 7;
+    json bad_output = json::parse(record);
+    bad_output["output"] = 3;
+    const std::vector<std::pair<std::string, std::string>> records{
+        {R"({"format": "ddlsim-sweep-1", "vary": "x"})", "$.scenario"},
+        {R"([1, 2])", "$: expected a sweep record"},
+        {"not json", "not JSON"},
+        {bad_path.dump(), "$.vary[0].path"},
+        {bad_output.dump(), "$.output"}};
+    for (const auto& [text, field] : records) {
+        CAPTURE(text);
+        d.write("o.csv.sweep.json", text);
+        bad_input(resume(), {out + ".sweep.json", field});
+        CHECK(testing::read_file(out) == csv);
+    }
+    d.write("o.csv.sweep.json", record);
+    const std::vector<std::pair<std::string, std::string>> journals{
+        {"{\"point\": \"0\", \"rows\": []}\n", "line 1: $.point"},
+        {"{\"point\": 0, \"rows\": [{}]}\n{\"point\": 1, \"rows\": 5}\n", "line 2: $.rows"},
+        {"{\"point\": 9, \"rows\": [{}]}\n", "below 2"},
+        {"{\"point\": 0, \"rows\": [{\"iteration_time_s\": 1.5}]}\n", "$.rows[0].iteration_time_s"},
+        {"[]\n", "line 1"}};
+    for (const auto& [text, field] : journals) {
+        CAPTURE(text);
+        d.write("o.csv.rows.jsonl", text);
+        bad_input(resume(), {out + ".rows.jsonl", field});
+        CHECK(testing::read_file(out) == csv);
+    }
+    // A cut-off last line (a kill mid-write) is not an error: it was never committed.
+    d.write("o.csv.rows.jsonl", "{\"point\": 0, \"ro");
+    CHECK(resume().code == 0);
+}
+
+TEST_CASE("resume: rows that do not belong to the sweep are recomputed, never kept") {
+    // A forged row (a varied value not in the sweep, its results made up) in the CSV and in the journal.
+    const Dir d;
+    const std::string scen = d.write("s.json", kSmall);
+    const std::string out = d.file("o.csv");
+    const std::vector<std::string> args{"sweep", scen, "--vary", "workers=2,4", "--out", out, "--no-progress"};
+    REQUIRE(run_cli(args).code == 0);
+    const auto fresh = ddlsim::tools::parse_csv(testing::read_file(out));
+    REQUIRE(fresh.size() == 3);
+    const auto& head = fresh[0];
+    const auto col = [&](const std::string& name) {
+        return static_cast<std::size_t>(std::find(head.begin(), head.end(), name) - head.begin());
+    };
+    auto forged = fresh[2];
+    forged[col("workers")] = "999";
+    forged[col("iteration_time_s")] = "0.001";
+    // The file as a kill leaves it, with point 1 forged in both the CSV and the journal.
+    std::string csv =
+        ddlsim::tools::csv_line(head) + ddlsim::tools::csv_line(fresh[1]) + ddlsim::tools::csv_line(forged);
+    d.write("o.csv", csv);
+    json row = json::object();
+    for (std::size_t c = 0; c < head.size(); ++c) row[head[c]] = forged[c];
+    d.write("o.csv.rows.jsonl", json{{"point", 1}, {"rows", {row}}}.dump() + "\n");
+    auto a = args;
+    a.emplace_back("--resume");
+    REQUIRE(run_cli(a).code == 0);
+    const auto resumed = ddlsim::tools::parse_csv(testing::read_file(out));
+    REQUIRE(resumed.size() == 3);
+    CHECK(resumed[2][col("workers")] == "4");
+    CHECK(resumed[2][col("iteration_time_s")] == fresh[2][col("iteration_time_s")]);  // recomputed
+    CHECK(resumed[1][col("iteration_time_s")] == fresh[1][col("iteration_time_s")]);  // kept
+}
+
+TEST_CASE("exit 2, not 1: a profile naming a profile, a profile's bad key, and a plot of a sweep with no result") {
+    const Dir d;
+    json nested = json::parse(kProfile);
+    nested["device"]["profile"] = "calib.json";
+    d.write("calib.json", nested.dump());
+    const std::string scen = d.write("s.json", kWithProfile);
+    // The error names the scenario's key and the profile file with the key inside it.
+    bad_input(run_cli({"check", scen}), {"$.device.profile", "calib.json: $.device.profile", "another profile"});
+    json bad = json::parse(kProfile);
+    bad["device"]["peak_flops"] = "fast";
+    d.write("calib.json", bad.dump());
+    bad_input(run_cli({"check", scen}), {"$.device.profile", "calib.json: $.device.peak_flops"});
+    // A key the scenario gives itself beside the profile is blamed on the scenario.
+    d.write("calib.json", kProfile);
+    json own = json::parse(kWithProfile);
+    own["device"]["peak_flops"] = "fast";
+    bad_input(run_cli({"check", d.write("own.json", own.dump())}), {": $.device.peak_flops:"});
+    // Every point fails: exit 3 with the failures, no plot and no exit 1 from the plotter.
+    const testing::CliRun r = run_cli({"sweep", d.write("small.json", kSmall), "--vary", "network.bandwidth=1bps,2bps",
+                                       "--out", d.file("o.csv"), "--plot", d.file("o.png"), "--no-progress"});
+    INFO(r.err);
+    if (r.err.find("matplotlib") != std::string::npos) return;  // --plot needs python3-matplotlib
+    CHECK(r.code == ddlsim::tools::kSweepSomePointsFailed);
+    CHECK(r.err.find("was not drawn") != std::string::npos);
+    CHECK_FALSE(fs::exists(d.file("o.png")));
+}
+
+TEST_CASE("blame: a clock overflow names the key that made it, with the numbers") {
+    const Dir d;
+    const std::string scen = d.write("s.json", kSmall);
+    // One iteration's gradients over a 1 bit/s link take longer than the clock holds: the bandwidth.
+    bad_input(run_cli({"run", scen, "--set", "network.bandwidth=1bps"}), {"$.network.bandwidth", "bit/s"});
+    // A link of a day: the latency.
+    bad_input(run_cli({"run", scen, "--set", "network.latency=1000000s"}), {"$.network.latency"});
+    // A quantity below its minimum shows the value it was read as (1KB is 1000 bytes, below 1 KiB).
+    json ps = json::parse(kSmall);
+    ps["architecture"] = {{"kind", "ps"}, {"style", "byteps"}, {"servers", 2}, {"partition_size", "1KB"}};
+    bad_input(run_cli({"check", d.write("ps.json", ps.dump())}),
+              {"$.architecture.partition_size", "at least 1024 bytes", "(1000 bytes)"});
+}
