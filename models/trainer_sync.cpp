@@ -104,7 +104,9 @@ public:
             for (const Message& m : plan_.messages()) inline_encode += plan_.work_time(m.encode, 0).seconds();
         JobResult::Breakdown b;
         b.compute = std::max(0.0, busy - inline_encode * syncs);
-        b.codec = r.codec_time_s;
+        // Codec kernels that ran while other messages were in flight are hidden like communication: the parts
+        // add up to the iteration (docs/CONTRACT.md), so the codec gets at most what compute leaves of it.
+        b.codec = std::min(r.codec_time_s, std::max(0.0, r.iteration_time_s - b.compute));
         const double idle = std::max(0.0, r.iteration_time_s - b.compute - b.codec);
         b.waiting = std::clamp(r.waiting_time_s, 0.0, idle);
         b.exposed_communication = idle - b.waiting;

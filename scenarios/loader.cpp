@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 #include <variant>
 
 #include "models/compression.hpp"
@@ -31,9 +33,10 @@ namespace {
 
 using detail::list;
 
-constexpr double kMaxEvents = 1e10;     // flow-mode refusal bound (about half an hour of simulation)
-constexpr double kMaxPlanSteps = 5e7;   // transfers in one explicit-DAG round, bounds memory
-constexpr double kMaxPlanMemory = 4e9;  // bytes of communication plans (plan_memory_bytes), the stated limit
+constexpr double kMaxEvents = 1e10;              // flow-mode refusal bound (about half an hour of simulation)
+constexpr double kMaxSeconds = kMaxFlowSeconds;  // the same bound in estimated wall time
+constexpr double kMaxPlanSteps = 5e7;            // transfers in one explicit-DAG round, bounds memory
+constexpr double kMaxPlanMemory = 4e9;           // bytes of communication plans (plan_memory_bytes), the stated limit
 
 // SSP, ASP and FedAvg run on their own trainers, which send one message per iteration.
 bool asynchronous(const JobSpec& s) {
@@ -63,17 +66,36 @@ double payload_bytes(const JobSpec& s) {
     return bytes;
 }
 
+// GPUs per machine of the topology (1 where a host is a machine).
+double machine_gpus(const topo::TopologySpec& topology) {
+    double m = 1.0;
+    std::visit(
+        [&](const auto& t) {
+            if constexpr (requires { t.gpus_per_node; })
+                m = static_cast<double>(t.gpus_per_node);
+            else if constexpr (requires { t.node.gpus; })  // rail_optimized: its node type
+                m = static_cast<double>(t.node.gpus);
+        },
+        topology);
+    return m;
+}
+
 // Transfers in one round of a job (one message's collective; an estimate the architecture's own code gives,
 // topo::round_size); whether the round is held as an explicit DAG. A round holds 1/messages of the gradient (after
 // compression) and of its tensors.
-double round_transfers(const JobSpec& s, bool& explicit_dag) {
+topo::RoundSize round_of(const JobSpec& s, double machine_gpus) {
     const double messages = messages_per_iteration(s);
     topo::RoundShape shape;
     shape.workers = s.workers;
     shape.bytes = sim::Bytes{payload_bytes(s) / messages};
     shape.tensors = std::max(1.0, std::ceil(static_cast<double>(s.workload.tensor_count()) / messages));
     shape.whole_payload_exchange = asynchronous(s);
-    const topo::RoundSize size = topo::round_size(s.architecture, shape);
+    shape.machine_gpus = machine_gpus;
+    return topo::round_size(s.architecture, shape);
+}
+
+double round_transfers(const JobSpec& s, double machine_gpus, bool& explicit_dag) {
+    const topo::RoundSize size = round_of(s, machine_gpus);
     explicit_dag = size.explicit_dag;
     return size.transfers;
 }
@@ -91,15 +113,7 @@ double rounds_per_iteration(const JobSpec& s) {
 // With overlap, backward runs layer by layer on the event clock (one event per layer and worker).
 double job_events(const Scenario& s, const JobSpec& j) {
     if (j.sharding.any()) {
-        double m = 1.0;  // GPUs per node of the topology
-        std::visit(
-            [&](const auto& t) {
-                if constexpr (requires { t.gpus_per_node; })
-                    m = static_cast<double>(t.gpus_per_node);
-                else if constexpr (requires { t.node.gpus; })  // rail_optimized: its node type
-                    m = static_cast<double>(t.node.gpus);
-            },
-            s.topology);
+        const double m = machine_gpus(s.topology);
         return s.iterations *
                models::sharded_step_events({&j.workload, j.sharding, static_cast<double>(j.workers), m,
                                             static_cast<double>(j.gradient_accumulation), messages_per_iteration(j)});
@@ -111,38 +125,49 @@ double job_events(const Scenario& s, const JobSpec& j) {
                                            ? std::floor(s.iterations / static_cast<double>(j.sync.period)) /
                                                  std::max(1.0, static_cast<double>(s.iterations)) * j.sync.period
                                            : 1.0;
-    return s.iterations *
-           (syncs_per_iteration * rounds_per_iteration(j) * (4.0 * round_transfers(j, explicit_dag) + 4.0 * j.workers) +
-            layers);
+    return s.iterations * (syncs_per_iteration * rounds_per_iteration(j) *
+                               (4.0 * round_transfers(j, machine_gpus(s.topology), explicit_dag) + 4.0 * j.workers) +
+                           layers);
+}
+
+// The cost of an event over the base rate when F flows share links and each event re-solves them: 1 + A F / (F + K),
+// growing with F and saturating (not every stream is in flight at every event). Measured on this project's machine
+// (2026-12-03, ddlsim run, one iteration, cost per processed event over 1 / kFlowEventsPerSecond): BytePS with
+// 16 KiB partitions on a star, 16, 32 and 64 workers: 75x, 219x and 157x at F = 288, 1,088 and 4,224; a colocated
+// per-tensor PS of 64 workers and 40 servers with WFBP (Inception-v3): 153x at F = 2,560. A = 150, K = 500 is within
+// a factor 2.1 of each.
+constexpr double kCoupledCostMax = 150.0, kCoupledCostHalf = 500.0;
+
+// Wall seconds the flow model takes for one job: its events at the base rate, times the cost of re-solving the
+// flows that share links at each event.
+double job_seconds(const Scenario& s, const JobSpec& j) {
+    const double coupled = j.sharding.any() ? 1.0 : round_of(j, machine_gpus(s.topology)).coupled_flows;
+    const double f = std::max(0.0, coupled - 1.0);
+    return job_events(s, j) * (1.0 + kCoupledCostMax * f / (f + kCoupledCostHalf)) / kFlowEventsPerSecond;
 }
 
 // The key that makes a round large: a segment size that cuts the gradient into many pieces, per-tensor
 // push/pull, or else the number of workers (servers).
-std::string round_culprit(const JobSpec& j, const std::string& prefix, double limit) {
+std::string round_culprit(const JobSpec& j, double m, const std::string& prefix, double limit) {
     JobSpec plain = j;
     plain.architecture.segment_size = sim::Bytes{0.0};
     bool dag = false;
-    if (j.architecture.segment_size.value() > 0.0 && round_transfers(plain, dag) <= limit)
+    if (j.architecture.segment_size.value() > 0.0 && round_transfers(plain, m, dag) <= limit)
         return prefix + "architecture.segment_size";
     plain.architecture.per_tensor = false;
-    if (j.architecture.per_tensor && round_transfers(plain, dag) <= limit) return prefix + "architecture.per_tensor";
+    if (j.architecture.per_tensor && round_transfers(plain, m, dag) <= limit) return prefix + "architecture.per_tensor";
     return prefix + "workers";
 }
 
-// The key that makes the event count large: small overlap messages (bucket or partition size), else the
-// round's size, else the iterations.
-std::string events_culprit(const Scenario& s, const std::string& jobs_path, double limit) {
+// The key that makes the simulation long: small overlap messages (bucket or partition size), small segments or
+// BytePS partitions, else the iterations.
+std::string events_culprit(const Scenario& s, const std::string& jobs_path, double limit_s) {
     Scenario plain = s;
     for (auto& j : plain.jobs) j.overlap = models::OverlapSpec{};
-    auto events = [](const Scenario& sc) {
-        double e = 0.0;
-        for (const auto& j : sc.jobs) e += job_events(sc, j);
-        return e;
-    };
     const auto prefix = [&](std::size_t i) {
         return s.has_jobs_list ? fmt::format("{}[{}].", jobs_path, i) : std::string("$.");
     };
-    if (events(plain) <= limit)
+    if (estimated_seconds(plain) <= limit_s)
         for (std::size_t i = 0; i < s.jobs.size(); ++i)
             if (s.jobs[i].overlap.any())
                 return prefix(i) + (s.jobs[i].overlap.priority                           ? "overlap.partition_size"
@@ -151,8 +176,14 @@ std::string events_culprit(const Scenario& s, const std::string& jobs_path, doub
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         plain = s;
         plain.jobs[i].architecture.segment_size = sim::Bytes{0.0};
-        if (s.jobs[i].architecture.segment_size.value() > 0.0 && events(plain) <= limit)
+        if (s.jobs[i].architecture.segment_size.value() > 0.0 && estimated_seconds(plain) <= limit_s)
             return prefix(i) + "architecture.segment_size";
+        plain = s;
+        auto& a = plain.jobs[i].architecture;
+        a.partition_size = sim::Bytes{std::numeric_limits<double>::max()};
+        if (a.kind == topo::ArchKind::ps && a.style == topo::PsStyle::byteps && a.per_tensor &&
+            estimated_seconds(plain) <= limit_s)
+            return prefix(i) + "architecture.partition_size";
     }
     return "$.iterations";
 }
@@ -162,12 +193,12 @@ std::string events_culprit(const Scenario& s, const std::string& jobs_path, doub
 // gTop-k n log n) — times the distinct message sizes overlap creates (each keeps its
 // plan). Per step: about 40 B measured for an all-reduce DAG, 235 B for a parameter server's (its transfers
 // also hold flows and routes), rounded up to 64 and 256.
-double plan_memory_bytes(const JobSpec& j) {
+double plan_memory_bytes(const JobSpec& j, double m) {
     constexpr double kDagStep = 64.0, kPsStep = 256.0;
     const double n = j.workers;
     const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
     bool explicit_dag = false;
-    const double steps = round_transfers(j, explicit_dag);
+    const double steps = round_transfers(j, m, explicit_dag);
     const auto& a = j.architecture;
     double bytes = explicit_dag ? steps * (a.kind == topo::ArchKind::ps ? kPsStep : kDagStep) : 0.0;
     const auto aggregation = models::compressor_info(j.compression).aggregation;
@@ -202,17 +233,65 @@ void check_compute(const JobSpec& j, const std::string& prefix) {
                                         j.gradient_accumulation, step));
 }
 
+// Memory a preset fabric takes per host (GPU) once built: nodes, links, routes' tables. Measured with
+// /usr/bin/time on this project's machine (ddlsim check, 2026-12-03): a 4,000,000-host star 2.31 GB (580 B), a
+// two_tier of 1,000,000 nodes x 8 GPUs 5.40 GB (675 B), a rail_optimized of 200,000 DGX H100 nodes 2.39 GB
+// (1,490 B); rounded up.
+constexpr double kFabricBytesPerHost = 700.0, kRailFabricBytesPerHost = 1600.0;
+
+// Refuses a preset fabric whose nodes and links would not fit in memory, before it is built (a million 8-GPU nodes
+// ran out of memory after 25 s instead), naming the key that sizes it.
+void check_fabric_size(const Scenario& s) {
+    double hosts = 0.0, per_host = kFabricBytesPerHost;
+    std::string key = "$.network";
+    std::visit(
+        [&](const auto& t) {
+            using T = std::decay_t<decltype(t)>;
+            if constexpr (std::is_same_v<T, topo::TwoTierSpec>) {
+                hosts = static_cast<double>(t.nodes) * static_cast<double>(t.gpus_per_node) +
+                        static_cast<double>(t.extra_hosts);
+                key = "$.network.num_nodes";
+            } else if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) {
+                hosts = static_cast<double>(t.nodes) * static_cast<double>(t.node.gpus);
+                per_host = kRailFabricBytesPerHost;
+                key = "$.network.num_nodes";
+            } else if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) {
+                hosts = static_cast<double>(t.leaves) * static_cast<double>(t.hosts_per_leaf);
+                key = "$.network.leaves";
+            } else if constexpr (std::is_same_v<T, topo::Torus2dSpec>) {
+                hosts = static_cast<double>(t.x) * static_cast<double>(t.y);
+                key = "$.network.dims";
+            } else if constexpr (std::is_same_v<T, topo::FatTreeSpec>) {
+                hosts = std::pow(static_cast<double>(t.k), 3) / 4.0;
+                key = "$.network.k";
+            } else if constexpr (std::is_same_v<T, topo::CustomSpec>) {
+                hosts = static_cast<double>(t.nodes.size());  // already in memory as JSON
+            } else {
+                hosts = static_cast<double>(t.hosts);
+                key = "$.network.hosts";
+            }
+        },
+        s.topology);
+    const double bytes = hosts * per_host;
+    if (bytes > kMaxPlanMemory)
+        throw ScenarioError(key, fmt::format("a fabric of {:.3g} hosts would need about {:.3g} GB of memory (limit "
+                                             "{:.0f} GB); expected a smaller network",
+                                             hosts, bytes / 1e9, kMaxPlanMemory / 1e9));
+}
+
 // Refuses runs too large to finish or to fit, before anything large is built.
 void check_limits(const Scenario& s, const std::string& jobs_path) {
+    check_fabric_size(s);
     double events = 0.0;
     double memory = 0.0;
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         const std::string prefix = s.has_jobs_list ? fmt::format("{}[{}].", jobs_path, i) : "$.";
         check_compute(s.jobs[i], prefix);
         bool explicit_dag = false;
-        const double steps = round_transfers(s.jobs[i], explicit_dag);
+        const double m = machine_gpus(s.topology);
+        const double steps = round_transfers(s.jobs[i], m, explicit_dag);
         if (explicit_dag && steps > kMaxPlanSteps) {
-            const std::string path = round_culprit(s.jobs[i], prefix, kMaxPlanSteps);
+            const std::string path = round_culprit(s.jobs[i], m, prefix, kMaxPlanSteps);
             throw ScenarioError(path,
                                 fmt::format("one synchronisation round would hold {:.3g} transfers (limit {:.0e}); "
                                             "{}",
@@ -221,9 +300,9 @@ void check_limits(const Scenario& s, const std::string& jobs_path) {
                                             : path.ends_with("per_tensor") ? "expected per_tensor false"
                                                                            : "use fewer workers or servers"));
         }
-        memory += plan_memory_bytes(s.jobs[i]);
+        memory += plan_memory_bytes(s.jobs[i], m);
         if (memory > kMaxPlanMemory) {
-            const std::string path = round_culprit(s.jobs[i], prefix, kMaxPlanSteps);
+            const std::string path = round_culprit(s.jobs[i], m, prefix, kMaxPlanSteps);
             throw ScenarioError(path, fmt::format("the communication plans would need about {:.3g} GB of memory "
                                                   "(limit {:.0f} GB); {}",
                                                   memory / 1e9, kMaxPlanMemory / 1e9,
@@ -233,13 +312,14 @@ void check_limits(const Scenario& s, const std::string& jobs_path) {
         }
         events += job_events(s, s.jobs[i]);
     }
-    if (s.network_model == NetworkModel::flow && events > kMaxEvents) {
-        const std::string path = events_culprit(s, jobs_path, kMaxEvents);
+    const double seconds = estimated_seconds(s);
+    if (s.network_model == NetworkModel::flow && (events > kMaxEvents || seconds > kMaxSeconds)) {
+        const std::string path = events_culprit(s, jobs_path, kMaxSeconds);
         const std::string key = path.substr(path.rfind('.') + 1);
         throw ScenarioError(path, fmt::format("the flow model would process about {:.3g} events, roughly {:.0f} s of "
-                                              "simulation (limit {:.0e}); {} or \"network\": {{\"model\": "
+                                              "simulation (limit {:.0f} s); {} or \"network\": {{\"model\": "
                                               "\"analytic\"}}",
-                                              events, events / 5e6, kMaxEvents,
+                                              events, seconds, kMaxSeconds,
                                               key == "iterations" ? "use fewer iterations"
                                               : key == "overlap"  ? "use fewer, larger messages (fusion)"
                                                                   : fmt::format("expected a larger {}", key)));
@@ -343,6 +423,12 @@ double estimated_events(const Scenario& s) {
     double events = 0.0;
     for (const JobSpec& j : s.jobs) events += job_events(s, j);
     return events;
+}
+
+double estimated_seconds(const Scenario& s) {
+    double seconds = 0.0;
+    for (const JobSpec& j : s.jobs) seconds += job_seconds(s, j);
+    return seconds;
 }
 
 namespace {

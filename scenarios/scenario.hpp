@@ -120,6 +120,15 @@ void check_key_path(const std::string& path, const std::string& what);
 
 /// The up-front estimate of the events a flow-model run of `s` processes (what the loader's limit checks).
 [[nodiscard]] double estimated_events(const Scenario& s);
+/// Events the flow model processes per second of wall time on one core, for the time estimates beside the event
+/// estimate (order of magnitude of `tools/bench`'s measurements on this project's 2-core machines, README).
+inline constexpr double kFlowEventsPerSecond = 5e6;
+/// The up-front estimate of the wall seconds a flow-model run of `s` takes on one core: its events at
+/// kFlowEventsPerSecond, slowed where many flows share links (a parameter server's streams) and every event
+/// re-solves them all. Within about 3x of measured runs (scenarios/loader.cpp).
+[[nodiscard]] double estimated_seconds(const Scenario& s);
+/// The longest flow-model run the loader accepts, in estimated wall seconds (1e10 events at the base rate).
+inline constexpr double kMaxFlowSeconds = 1e10 / kFlowEventsPerSecond;
 
 /// The JSON Schema of scenarios, generated from the loader's own key tables.
 [[nodiscard]] nlohmann::json scenario_schema();

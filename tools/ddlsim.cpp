@@ -164,6 +164,18 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
     const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
     for (const auto& f : scenario.input_files) roles.input(f, "a file the scenario reads");
     roles.check();
+    // --seeds runs the scenario that many times: the loader's limit holds for all of them together.
+    if (seeds > 1 && scenario.network_model == ddlsim::scenario::NetworkModel::flow) {
+        const double each = ddlsim::scenario::estimated_seconds(scenario);
+        if (seeds * each > ddlsim::scenario::kMaxFlowSeconds)
+            throw CliError(fmt::format(
+                "--seeds {}: {} runs of roughly {} each would take roughly {} (limit {}); "
+                "expected at most {} seeds, fewer iterations or \"network\": {{\"model\": "
+                "\"analytic\"}}",
+                seeds, seeds, ddlsim::tools::duration_text(each), ddlsim::tools::duration_text(seeds * each),
+                ddlsim::tools::duration_text(ddlsim::scenario::kMaxFlowSeconds),
+                static_cast<std::uint64_t>(ddlsim::scenario::kMaxFlowSeconds / each)));
+    }
     const bool converge = scenario.jobs.size() == 1 && scenario.jobs[0].convergence.has_value();
     ddlsim::tools::Plotter plotter;
     if (!plot.empty() && !converge)
@@ -425,6 +437,14 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
                 jobs += fmt::format("{}{}: {} workers, model {}, {}", jobs.empty() ? "" : "; ", j.name, j.workers,
                                     j.model_name, ddlsim::scenario::describe_architecture(j));
             std::cout << fmt::format("{}: ok ({})\n", file, jobs);
+            // The loader's own up-front estimate (what its limit checks), and the time it means at the measured rate.
+            if (s.network_model == ddlsim::scenario::NetworkModel::flow) {
+                std::cout << fmt::format(
+                    "  estimate: about {:.3g} events on the flow model, roughly {} of "
+                    "simulation\n",
+                    ddlsim::scenario::estimated_events(s),
+                    ddlsim::tools::duration_text(ddlsim::scenario::estimated_seconds(s)));
+            }
             return 0;
         }
         if (app.got_subcommand("schema")) {

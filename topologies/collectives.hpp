@@ -182,6 +182,7 @@ struct RoundShape {
     double tensors = 1.0;  ///< gradient tensors the round holds
     /// Every worker exchanges its whole payload with every server once (SSP, ASP, FedAvg on a PS).
     bool whole_payload_exchange = false;
+    double machine_gpus = 1.0;  ///< GPUs per machine (at most): a PS's local aggregation rings run inside each
 };
 
 /// How large one round of `spec` is: the transfers it holds (an upper estimate, asked of each architecture's own
@@ -190,6 +191,9 @@ struct RoundShape {
 struct RoundSize {
     double transfers = 0.0;
     bool explicit_dag = true;
+    /// Flows in flight together that share links, so that each event re-solves them all (the max-min solver's
+    /// cost per event grows with it): a parameter server's streams; 1 where flows are pairwise disjoint or few.
+    double coupled_flows = 1.0;
 };
 [[nodiscard]] RoundSize round_size(const ArchitectureSpec& spec, const RoundShape& shape);
 

@@ -337,15 +337,22 @@ RoundSize parameter_server_round_size(const ArchitectureSpec& a, const RoundShap
     const double k = static_cast<double>(a.servers);
     if (n <= 1.0 && !(k > 0.0)) return {0.0, true};  // one worker alone: no traffic
     if (shape.whole_payload_exchange) return {2.0 * n * std::max(k, 1.0), true};
+    // Local aggregation (ps_plan): a reduce-scatter and an all-gather ring inside each machine of g GPUs, g - 1
+    // steps of g transfers each, on every machine: 2 n (g - 1) transfers.
+    const double g = std::min(n, std::max(1.0, shape.machine_gpus));
+    const double local = a.local_aggregation && g > 1.0 ? 2.0 * n * (g - 1.0) : 0.0;
+    // Every worker keeps one stream per server it talks to, all of them in flight at once and sharing the
+    // servers' links and the workers' own.
     if (a.style == PsStyle::byteps) {
-        if (!a.per_tensor) return {(2.0 * n + 1.0) * (n + k), true};
+        const double streams = n * (std::ceil(n / g) + k);  // every worker machine is a server too
+        if (!a.per_tensor) return {(2.0 * n + 1.0) * (n + k) + local, true, streams};
         const double parts = shape.tensors + std::ceil(shape.bytes.value() / a.partition_size.value());
-        return {(2.0 * n + 1.0) * parts + 4.0 * n, true};
+        return {(2.0 * n + 1.0) * parts + 4.0 * n + local, true, streams};
     }
     const double pieces = a.per_tensor ? shape.tensors : 1.0;
     const bool whole = a.sharding != PsSharding::bytes && a.split_size.value() <= 0.0;
     const double servers = whole ? (a.per_tensor ? 1.0 : std::min(k, shape.tensors)) : std::max(k, 1.0);
-    return {(2.0 * n + 1.0) * servers * pieces, true};
+    return {(2.0 * n + 1.0) * servers * pieces + local, true, n * servers};
 }
 
 }  // namespace ddlsim::topo

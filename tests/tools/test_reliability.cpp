@@ -158,7 +158,9 @@ TEST_CASE("resume: a tampered record or journal is refused naming the file, line
         {"not json", "not JSON"},
         {bad_path.dump(), "$.vary[0].path"},
         {bad_output.dump(), "$.output"}};
-    for (const auto& [text, field] : records) {
+    for (const auto& item : records) {
+        const std::string& text = item.first;
+        const std::string& field = item.second;
         CAPTURE(text);
         d.write("o.csv.sweep.json", text);
         bad_input(resume(), {out + ".sweep.json", field});
@@ -171,7 +173,9 @@ TEST_CASE("resume: a tampered record or journal is refused naming the file, line
         {"{\"point\": 9, \"rows\": [{}]}\n", "below 2"},
         {"{\"point\": 0, \"rows\": [{\"iteration_time_s\": 1.5}]}\n", "$.rows[0].iteration_time_s"},
         {"[]\n", "line 1"}};
-    for (const auto& [text, field] : journals) {
+    for (const auto& item : journals) {
+        const std::string& text = item.first;
+        const std::string& field = item.second;
         CAPTURE(text);
         d.write("o.csv.rows.jsonl", text);
         bad_input(resume(), {out + ".rows.jsonl", field});
