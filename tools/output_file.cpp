@@ -117,12 +117,6 @@ bool same_file(const std::string& a, const std::string& b) {
     return ra == rb;
 }
 
-void check_distinct_files(const std::string& a, const std::string& what_a, const std::string& b,
-                          const std::string& what_b) {
-    if (same_file(a, b))
-        throw CliError(fmt::format("{}: is also {}; expected {} to name another file", a, what_b, what_a));
-}
-
 void FileRoles::input(const std::string& path, const std::string& what) {
     if (!path.empty() && path != "-") inputs_.emplace_back(path, what);
 }

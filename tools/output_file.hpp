@@ -34,11 +34,6 @@ void check_output_path(const std::string& path);
 /// "r.json", "./r.json", "/abs/r.json", "d/../r.json", a symbolic link and a hard link all match), otherwise by
 /// the absolute, normalised path with links resolved as far as the path exists.
 [[nodiscard]] bool same_file(const std::string& a, const std::string& b);
-/// Throws CliError when two outputs, or an output and an input, are the same file (`what_a`, `what_b`
-/// name them in the message, e.g. "--out", "the scenario"). Empty paths are ignored.
-void check_distinct_files(const std::string& a, const std::string& what_a, const std::string& b,
-                          const std::string& what_b);
-
 /// The files one command reads and writes, checked together before anything is written: every output may be
 /// written (check_output_path) and no output is an input or another output (same_file). Empty paths and "-"
 /// (standard input or output) are ignored.

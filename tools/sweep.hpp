@@ -25,7 +25,6 @@
 namespace ddlsim::tools {
 
 // Bad command-line input or an output path (exit 2), and the safe output files: tools/output_file.hpp.
-using sim::check_distinct_files;
 using sim::check_output_path;
 using sim::CliError;
 using sim::write_file_atomically;

@@ -1,4 +1,4 @@
-// Reliability under hostile input (issue 30's classes, one test per class): outputs compared by file identity and
+// Reliability under hostile input (one test per class of defect): outputs compared by file identity and
 // never an input of the run, a sweep that checks every file before touching any, resume files read as data (no
 // blocking on a FIFO, strict fields, rows kept only when they belong to the sweep), and refusals that name the key
 // that is wrong. Each check states the fact; none compares against a stored golden.
@@ -158,14 +158,16 @@ TEST_CASE("resume: a tampered record or journal is refused naming the file, line
         {"not json", "not JSON"},
         {bad_path.dump(), "$.vary[0].path"},
         {bad_output.dump(), "$.output"}};
-    for (const auto& item : records) {
-        const std::string& text = item.first;
-        const std::string& field = item.second;
-        CAPTURE(text);
-        d.write("o.csv.sweep.json", text);
-        bad_input(resume(), {out + ".sweep.json", field});
-        CHECK(testing::read_file(out) == csv);
-    }
+    // Each tampered text in place of one resume file: refused naming that file and the field, the CSV untouched.
+    auto refuses = [&](const std::string& name, const std::vector<std::pair<std::string, std::string>>& cases) {
+        for (const auto& item : cases) {
+            CAPTURE(item.first);
+            d.write(name, item.first);
+            bad_input(resume(), {d.file(name), item.second});
+            CHECK(testing::read_file(out) == csv);
+        }
+    };
+    refuses("o.csv.sweep.json", records);
     d.write("o.csv.sweep.json", record);
     const std::vector<std::pair<std::string, std::string>> journals{
         {"{\"point\": \"0\", \"rows\": []}\n", "line 1: $.point"},
@@ -173,14 +175,7 @@ TEST_CASE("resume: a tampered record or journal is refused naming the file, line
         {"{\"point\": 9, \"rows\": [{}]}\n", "below 2"},
         {"{\"point\": 0, \"rows\": [{\"iteration_time_s\": 1.5}]}\n", "$.rows[0].iteration_time_s"},
         {"[]\n", "line 1"}};
-    for (const auto& item : journals) {
-        const std::string& text = item.first;
-        const std::string& field = item.second;
-        CAPTURE(text);
-        d.write("o.csv.rows.jsonl", text);
-        bad_input(resume(), {out + ".rows.jsonl", field});
-        CHECK(testing::read_file(out) == csv);
-    }
+    refuses("o.csv.rows.jsonl", journals);
     // A cut-off last line (a kill mid-write) is not an error: it was never committed.
     d.write("o.csv.rows.jsonl", "{\"point\": 0, \"ro");
     CHECK(resume().code == 0);
