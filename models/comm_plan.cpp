@@ -74,6 +74,26 @@ CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool mode
     } else {
         groups = group(pieces);
     }
+    // BytePS key-to-server placement over the whole model: a message holding some partitions continues the
+    // balancing of the messages before it (each message placing its own would send every one to the same server).
+    if (arch.kind == topo::ArchKind::ps && arch.style == topo::PsStyle::byteps && arch.per_tensor &&
+        groups.size() > 1) {
+        std::vector<double> bytes;  // every piece of every message, in order
+        for (const auto& g : groups)
+            for (const Piece& p : g) bytes.push_back(p.elements * job.bytes_per_param);
+        const auto placed =
+            topo::byteps_partitions(topo::byteps_hosts(arch, ctx_), static_cast<std::uint32_t>(arch.servers), bytes,
+                                    arch.partition_size.value());
+        std::vector<std::vector<std::pair<std::uint32_t, double>>> where(bytes.size());
+        for (std::uint32_t srv = 0; srv < placed.size(); ++srv)
+            for (const topo::ShardPiece& sp : placed[srv])
+                where[sp.tensor].emplace_back(srv, bytes[sp.tensor] > 0.0 ? sp.bytes / bytes[sp.tensor] : 0.0);
+        std::size_t i = 0;
+        for (const auto& g : groups) {
+            auto& msg = byteps_place_.emplace_back();
+            for (std::size_t k = 0; k < g.size(); ++k) msg.push_back(std::move(where[i++]));
+        }
+    }
     per_layer_.assign(layers.size(), 0);
     for (auto& g : groups) {
         Message m;
@@ -182,8 +202,22 @@ void CommPlan::build_phases(Message& m) {
     const auto& layers = job_.workload.layers;
     double sum = 0.0, gather = 0.0, gtop = 0.0, p = 0.0, q = 0.0;
     std::vector<double> sum_tensors, p_tensors, q_tensors;
-    std::vector<std::uint32_t> sum_owners;  // ps round_robin/balanced: the server of each summable tensor
+    std::vector<std::uint32_t> sum_owners;  // ps round_robin/balanced, BytePS: the server of each summable tensor
     bool owners_complete = !owner_.empty();
+    const auto* place = byteps_place_.empty() ? nullptr : &byteps_place_.at(messages_.size());
+    std::size_t piece = 0;
+    // A summable payload of the current piece: one tensor of the round, or its BytePS partitions on their servers.
+    auto summable_part = [&](double bytes, const Piece& pc) {
+        if (place != nullptr) {
+            for (const auto& [srv, frac] : (*place)[piece]) {
+                sum_tensors.push_back(bytes * frac);
+                sum_owners.push_back(srv);
+            }
+            return;
+        }
+        sum_tensors.push_back(bytes);
+        if (owners_complete) sum_owners.push_back(owner_[pc.layer][pc.tensor]);
+    };
     CodecWork between, decode_once, decode_each;
     for (const Piece& pc : m.pieces) {
         const Tensor& t = layers[pc.layer].tensors[pc.tensor];
@@ -199,8 +233,7 @@ void CommPlan::build_phases(Message& m) {
         switch (ct.aggregation) {
             case Aggregation::summable:
                 sum += ct.payload_bytes;
-                sum_tensors.push_back(ct.payload_bytes);
-                if (owners_complete) sum_owners.push_back(owner_[pc.layer][pc.tensor]);
+                summable_part(ct.payload_bytes, pc);
                 decode_once += ct.decode_per_payload;
                 break;
             case Aggregation::allgather:
@@ -218,12 +251,12 @@ void CommPlan::build_phases(Message& m) {
                 if (ct.q_bytes > 0.0) q_tensors.push_back(ct.q_bytes);
                 if (ct.dense_bytes > 0.0) {
                     sum += ct.dense_bytes;
-                    sum_tensors.push_back(ct.dense_bytes);
-                    if (owners_complete) sum_owners.push_back(owner_[pc.layer][pc.tensor]);
+                    summable_part(ct.dense_bytes, pc);
                 }
                 decode_once += ct.decode_per_payload;
                 break;
         }
+        ++piece;
     }
     m.payload_bytes = sum + gather + gtop + p + q;
     const std::uint32_t n = job_.workers;

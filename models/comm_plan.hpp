@@ -107,6 +107,9 @@ private:
     std::vector<Message> messages_;
     std::vector<std::uint32_t> per_layer_;
     std::vector<std::vector<std::uint32_t>> owner_;  ///< ps round_robin/balanced: [layer][tensor] -> server
+    /// BytePS with several messages: per message, per piece, its partitions' (server, fraction of the piece), placed
+    /// over the whole model once (empty: each message's round places its own).
+    std::vector<std::vector<std::vector<std::pair<std::uint32_t, double>>>> byteps_place_;
     std::map<std::pair<int, std::uint64_t>, std::unique_ptr<topo::Collective>> cache_;
     double wire_bytes_ = 0.0;
     double machine_bytes_ = 0.0;

@@ -10,6 +10,30 @@
 //  H100 SXM5  — NVIDIA H100 datasheet (2023): 67 FP32, 494.5 TF32, 989.5 FP16, 989.5 BF16, 1,979 FP8 (all
 //               dense), 3.35 TB/s, 132 SMs.
 //  H200 SXM   — NVIDIA H200 datasheet (2024): compute as H100 SXM, 4.8 TB/s HBM3e.
+// Parts added 2026-12 (issue 26), dense figures (no structured sparsity) as collected with their vendor sources in
+// stas00/ml-engineering compute/accelerator/README.md (commit 744d01e18b79512572f64a6bbd8b5f4a725203a7), "TFLOPS
+// comparison table" (notes 3, 4, 6, 12, 17, 18, 20, 22, 23), "Accelerator memory size and speed" and "Power
+// consumption"; SM / CU counts from the vendors' pages cited there:
+//  A100 PCIe 40/80 GB — NVIDIA A100 datasheet: compute as the SXM4 part (19.5 / 156 / 312 / 312), 1,555 GB/s
+//               (40 GB) and 1,935 GB/s (80 GB), 108 SMs, 250 W (40 GB) and 300 W (80 GB) maximum TDP.
+//  H100 PCIe  — NVIDIA H100 datasheet: 51 FP32, 378 TF32, 756 FP16/BF16, 1,513 FP8, 80 GB, 2.0 TB/s, 114 SMs,
+//               350 W maximum TDP (configurable 300-350 W).
+//  H100 NVL   — NVIDIA H100 datasheet (NVL column, halved where it quotes sparsity): 60 FP32, 417.5 TF32, 835.5
+//               FP16/BF16, 1,670.5 FP8, 94 GB, 3.9 TB/s, 132 SMs, 400 W maximum TDP (configurable 350-400 W).
+//  L40S       — NVIDIA L40S datasheet: 91.6 FP32, 183 TF32, 362 FP16/BF16, 733 FP8, 48 GB GDDR6, 864 GB/s, 142 SMs,
+//               350 W maximum power.
+//  B200 SXM   — NVIDIA DGX B200 datasheet, per GPU: 80 FP32, 1,125 TF32, 2,250 FP16/BF16, 4,500 FP8, 180 GB HBM3e,
+//               8 TB/s, 148 SMs, 1,000 W maximum TGP.
+//  GB200      — NVIDIA GB200 NVL72 specifications, per GPU: 80 FP32, 1,250 TF32, 2,500 FP16/BF16, 5,000 FP8, 186 GB
+//               HBM3e, 8 TB/s, 148 SMs, 1,200 W per-GPU maximum power.
+//  MI300X     — AMD Instinct MI300X specifications: 163.4 FP32 (matrix), 653.7 TF32, 1,307.4 FP16/BF16, 2,614.9 FP8,
+//               192 GB HBM3, 5.3 TB/s, 304 CUs, 750 W typical board power (peak).
+//  MI325X     — AMD Instinct MI325X specifications: MI300X's compute, 256 GB HBM3e, 6 TB/s, 304 CUs, 1,000 W.
+//  MI355X     — AMD Instinct MI355X specifications: 157.3 FP32, no TF32 (CDNA 4 has no XF32 path: FP32 on the
+//               matrix cores), 2,500 FP16/BF16, 5,000 FP8, 288 GB HBM3e, 8 TB/s, 256 CUs, 1,400 W.
+// AMD parts default to FP32: PyTorch's ROCm build runs TF32 only on MI300-class parts and only with
+// HIPBLASLT_ALLOW_TF32=1 set (pytorch/pytorch test/test_linalg.py, TestLinalg._hip_allow_tf32: "for HIP/AMDGPU, tf32
+// is behind a flag because the TF32 support is new and only for MI300+").
 // Board power (maximum TDP, the same datasheets): P100 SXM2 300 W, V100 SXM2 300 W, A100 SXM4 400 W, H100 SXM5
 // up to 700 W, H200 SXM up to 700 W. Energy to train charges every GPU at it for the whole run: an upper bound
 // on the GPUs' own draw, without host, network or cooling power.
@@ -38,6 +62,16 @@
 //        assumed to reach the same fraction of their own peaks (no measurement found; Luo et al. 2024,
 //        arXiv:2402.13499, report FP8 GEMMs at nearly twice FP16's rate, consistent with equal fractions).
 //  matmul, H200 FP16/BF16: 0.830 — same table: GH200 SXM 821.0 of 989 TFLOPS (the H200-class part).
+//  matmul on the parts added 2026-12, BF16 "Maximum Achievable Matmul FLOPS comparison table" of
+//        stas00/ml-engineering compute/accelerator/README.md (commit 744d01e18b79512572f64a6bbd8b5f4a725203a7), the
+//        sustained rate over this file's peak: A100 PCIe 252.9 of 312 = 0.811; B200 1745.0 of 2250 = 0.776; GB200
+//        1822.0 of 2500 = 0.729; MI300X 668.4 of 1307.4 = 0.511; MI325X 784.9 of 1307.4 = 0.600; MI355X 1565.0 of
+//        2500 = 0.626. No measurement there for H100 PCIe, H100 NVL and L40S: H100 SXM's 0.801 is assumed (the
+//        same GH100 die; the Ada part has Hopper-class tensor cores without TMA, an assumption). TF32 and FP8
+//        take the BF16 fraction, as on H100. Memory on the new parts: gpu-stream's "scale" kernel
+//        (te42kyfo/gpu-benches, commit 1c36d509ee717dca9215c27135fa1e611bb03ed1): H100 PCIe 1704 of 2000 GB/s =
+//        0.85 (h100_pcie.txt), L40 770 of 864 GB/s = 0.89 (l40.txt: the L40S has the L40's memory system); the
+//        others have no measurement there and take kMemoryHbm.
 //  conv: e_matmul x 0.66 on tensor cores, x 0.92 on CUDA cores — DeepBench's ResNet convolution layers at
 //        batch 16 (same files, rows "Resnet", N = 16, forward + both backward passes) sustain 36.1 TFLOPS in FP16
 //        and 8.32 in FP32 on V100, while this model with e_matmul alone gives ResNet-50's convolutions at batch 16
@@ -165,6 +199,28 @@ const std::vector<DeviceProfile>& builtin_devices() {
               kCudaCoreFp32, 0.801, 0.801, kMemoryHbm, kWinogradTileVolta, 700}),
         make({"H200", "NVIDIA H200 SXM 141 GB", 67.0, 494.5, 989.5, 989.5, 1979.0, 4800, 132, Precision::tf32, 141,
               true, kCudaCoreFp32, 0.830, 0.830, 0.66, kWinogradTileVolta, 700}),
+        // Parts added 2026-12 (the top of this file cites every figure).
+        make({"A100_PCIE_40GB", "NVIDIA A100 PCIe 40 GB", 19.5, 156.0, 312.0, 312.0, 0, 1555, 108, Precision::tf32, 40,
+              true, kCudaCoreFp32, 0.811, 0.811, kMemoryHbm, kWinogradTileVolta, 250}),
+        make({"A100_PCIE_80GB", "NVIDIA A100 PCIe 80 GB", 19.5, 156.0, 312.0, 312.0, 0, 1935, 108, Precision::tf32, 80,
+              true, kCudaCoreFp32, 0.811, 0.811, kMemoryHbm, kWinogradTileVolta, 300}),
+        make({"H100_PCIE", "NVIDIA H100 PCIe 80 GB", 51.0, 378.0, 756.0, 756.0, 1513.0, 2000, 114, Precision::tf32, 80,
+              true, kCudaCoreFp32, 0.801, 0.801, 0.85, kWinogradTileVolta, 350}),
+        make({"H100_NVL", "NVIDIA H100 NVL 94 GB", 60.0, 417.5, 835.5, 835.5, 1670.5, 3900, 132, Precision::tf32, 94,
+              true, kCudaCoreFp32, 0.801, 0.801, kMemoryHbm, kWinogradTileVolta, 400}),
+        make({"L40S", "NVIDIA L40S 48 GB GDDR6", 91.6, 183.0, 362.0, 362.0, 733.0, 864, 142, Precision::tf32, 48, true,
+              kCudaCoreFp32, 0.801, 0.801, 0.89, kWinogradTileVolta, 350}),
+        make({"B200", "NVIDIA B200 SXM 180 GB", 80.0, 1125.0, 2250.0, 2250.0, 4500.0, 8000, 148, Precision::tf32, 180,
+              true, kCudaCoreFp32, 0.776, 0.776, kMemoryHbm, kWinogradTileVolta, 1000}),
+        make({"GB200", "NVIDIA GB200 (one Blackwell GPU of the superchip) 186 GB", 80.0, 1250.0, 2500.0, 2500.0, 5000.0,
+              8000, 148, Precision::tf32, 186, true, kCudaCoreFp32, 0.729, 0.729, kMemoryHbm, kWinogradTileVolta,
+              1200}),
+        make({"MI300X", "AMD Instinct MI300X 192 GB", 163.4, 653.7, 1307.4, 1307.4, 2614.9, 5300, 304, Precision::fp32,
+              192, true, kCudaCoreFp32, 0.511, 0.511, kMemoryHbm, kWinogradTileVolta, 750}),
+        make({"MI325X", "AMD Instinct MI325X 256 GB", 163.4, 653.7, 1307.4, 1307.4, 2614.9, 6000, 304, Precision::fp32,
+              256, true, kCudaCoreFp32, 0.600, 0.600, kMemoryHbm, kWinogradTileVolta, 1000}),
+        make({"MI355X", "AMD Instinct MI355X 288 GB", 157.3, 157.3, 2500.0, 2500.0, 5000.0, 8000, 256, Precision::fp32,
+              288, true, kCudaCoreFp32, 0.626, 0.626, kMemoryHbm, kWinogradTileVolta, 1400}),
     };
     return devices;
 }

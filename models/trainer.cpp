@@ -181,10 +181,19 @@ void set_staleness(JobResult& r, const std::vector<std::uint64_t>& histogram) {
     r.staleness_mean = count > 0 ? sum / static_cast<double>(count) : 0.0;
 }
 
+// The samples per second of the job's workers each training alone (the denominator of scaling efficiency).
+static double alone_samples_per_s(const TrainingJob& job) {
+    double single = 0.0;
+    for (std::uint32_t w = 0; w < job.workers; ++w)
+        single +=
+            static_cast<double>(job.batch_size) * job.gradient_accumulation / job.compute_of(w).iteration().seconds();
+    return single;
+}
+
 void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, std::uint32_t iterations,
                  double samples_per_iteration, JobResult& r) {
     sim::Time makespan;
-    double comm = 0.0, exposed = 0.0, single = 0.0;
+    double comm = 0.0, exposed = 0.0;
     for (std::uint32_t w = 0; w < clocks.size(); ++w) {
         const WorkerClock& c = clocks[w];
         makespan = std::max(makespan, c.finished);
@@ -192,10 +201,8 @@ void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
         const double idle = std::max(0.0, (c.finished - c.busy).seconds());
         exposed += idle;
         r.workers.push_back({c.iterations, idle, c.updates});
-        if (w < job.workers)
-            single += static_cast<double>(job.batch_size) * job.gradient_accumulation /
-                      job.compute_of(w).iteration().seconds();
     }
+    const double single = alone_samples_per_s(job);
     const double n = static_cast<double>(std::max<std::size_t>(1, clocks.size()));
     r.makespan_s = makespan.seconds();
     r.iteration_time_s = iterations > 0 ? r.makespan_s / iterations : 0.0;
@@ -211,23 +218,37 @@ void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
     r.exposed_communication_time_s = iterations > 0 ? exposed / n / iterations : 0.0;
 }
 
-JobResult::Breakdown clock_breakdown(const std::vector<WorkerClock>& clocks, std::uint32_t iterations, double codec_s) {
-    JobResult::Breakdown b;
-    if (clocks.empty() || iterations == 0) return b;
-    sim::Time makespan;
-    for (const WorkerClock& c : clocks) makespan = std::max(makespan, c.finished);
-    double busy = 0.0, waited = 0.0;
+void own_clocks_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, double samples_per_iteration,
+                       double codec_s, JobResult& r) {
+    double rate = 0.0;  // worker steps per second, summed
+    std::size_t counted = 0;
+    for (const WorkerClock& c : clocks)
+        if (c.iterations > 0 && c.finished > sim::Time::zero()) {
+            rate += c.iterations / c.finished.seconds();
+            ++counted;
+        }
+    if (counted == 0 || rate <= 0.0) return;
+    const double iteration = static_cast<double>(counted) / rate;
+    double busy = 0.0, waited = 0.0, idle = 0.0;
     for (const WorkerClock& c : clocks) {
-        busy += c.busy.seconds();
-        waited += c.waited.seconds() + (makespan - c.finished).seconds();
+        if (c.iterations == 0 || c.finished <= sim::Time::zero()) continue;
+        // The worker's share of the steps (its rate over the sum) times its time per step.
+        const double share = c.iterations / c.finished.seconds() / rate / c.iterations;
+        busy += share * c.busy.seconds();
+        waited += share * c.waited.seconds();
+        idle += share * std::max(0.0, (c.finished - c.busy).seconds());
     }
-    const double per = static_cast<double>(clocks.size()) * iterations;
-    const double iteration = makespan.seconds() / iterations;
-    b.compute = busy / per;
-    b.waiting = std::min(waited / per, std::max(0.0, iteration - b.compute));
-    b.codec = std::min(codec_s, std::max(0.0, iteration - b.compute - b.waiting));
+    r.iteration_time_s = iteration;
+    const double single = alone_samples_per_s(job);
+    r.throughput_samples_per_s = samples_per_iteration * job.gradient_accumulation / iteration;
+    r.scaling_efficiency = single > 0.0 ? r.throughput_samples_per_s / single : 1.0;
+    r.exposed_communication_time_s = idle;
+    JobResult::Breakdown b;
+    b.compute = std::min(busy, iteration);
+    b.waiting = std::min(waited, iteration - b.compute);
+    b.codec = std::min(codec_s, iteration - b.compute - b.waiting);
     b.exposed_communication = std::max(0.0, iteration - b.compute - b.waiting - b.codec);
-    return b;
+    r.breakdown = b;
 }
 
 // Forward + backward of one step of worker w (slowdowns applied), as timeline spans from `t`;

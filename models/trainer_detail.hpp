@@ -144,10 +144,14 @@ sim::Time compute_step(const TrainerEnv& env, WorkerClock& clock, std::uint32_t 
 /// communication figures from the clocks; `samples_per_iteration` is the cluster's.
 void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, std::uint32_t iterations,
                  double samples_per_iteration, JobResult& r);
-/// Where the iteration goes for trainers whose workers run on their own clocks (SSP, ASP, AD-PSGD), mean over
-/// workers and per iteration: compute = busy time; waiting = held back by a staleness bound plus the tail after
-/// a worker's last iteration until the last worker ends; codec = `codec_s`; exposed communication = the rest.
-/// The four add up to makespan / iterations.
-JobResult::Breakdown clock_breakdown(const std::vector<WorkerClock>& clocks, std::uint32_t iterations, double codec_s);
+/// For trainers whose workers run on their own clocks (SSP, ASP, AD-PSGD), after fill_result: nobody waits for a
+/// slower worker beyond a staleness bound, so each worker trains at its own rate, 1 / T_w with T_w = its finish
+/// time over its iterations, and a fast worker's idle tail after its last iteration (a finite run's artefact: it
+/// would keep training) is not time of the job. The cluster's iteration (n worker steps) is n / sum(1 / T_w), the
+/// harmonic mean of the T_w; throughput and scaling efficiency follow from it. Where it goes: each worker's busy
+/// time (compute), time held back by a staleness bound (waiting), `codec_s` and the rest (exposed communication)
+/// per step, weighted by the worker's share of the steps — the four add up to the iteration.
+void own_clocks_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, double samples_per_iteration,
+                       double codec_s, JobResult& r);
 
 }  // namespace ddlsim::models::detail

@@ -32,7 +32,7 @@ public:
         fill_result(job_, clocks_, job_.iterations, static_cast<double>(n_) * job_.batch_size, r);
         r.bytes_on_wire_per_iteration = wire_ / job_.iterations;
         set_staleness(r, histogram_);
-        r.breakdown = clock_breakdown(clocks_, job_.iterations, 0.0);
+        own_clocks_result(job_, clocks_, static_cast<double>(n_) * job_.batch_size, 0.0, r);
         r.rounds = averagings_;
         r.schedule = schedule_;
         return r;

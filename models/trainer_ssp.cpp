@@ -42,7 +42,7 @@ public:
             r.codec_time_s = (plan_.work_time(m.encode, 0) + plan_.work_time(m.decode, 0)).seconds();
         }
         set_staleness(r, histogram_);
-        r.breakdown = clock_breakdown(clocks_, job_.iterations, r.codec_time_s);
+        own_clocks_result(job_, clocks_, static_cast<double>(n_) * job_.batch_size, r.codec_time_s, r);
         r.model_versions = version_;
         r.rounds = version_;
         r.max_lead = max_lead_;

@@ -144,6 +144,11 @@ private:
         std::uint32_t msgs_left = 0;
         std::vector<sim::Time> msg_start;
         sim::Time bwd_end;
+        /// Backward runs layer by layer on the event clock (overlap with a compute slowdown): bwd_end is not known
+        /// yet, and the update waits for backward_end even when every message is already done (the layers in
+        /// front of the first one with parameters still compute).
+        bool bwd_running = false;
+        bool update_waits = false;  ///< every message is done; the update starts when backward ends
     };
     struct RoundState {
         std::unique_ptr<sim::Round> runner;
@@ -261,6 +266,12 @@ private:
         s.bwd_end = t;
         note_ready(s.iter, t);
         s.fwd_clock = t;  // the compute stream is busy until backward (and inline encodes) end
+        s.bwd_running = false;
+        if (s.update_waits) {
+            s.update_waits = false;
+            update(w);
+            return;
+        }
         if (priority_) {
             // The compute stream moves on to the next iteration's forward when backward ends.
             engine_.at(t, [this, w] {
@@ -286,6 +297,7 @@ private:
         const bool encode_inline = gradients && job_.overlap.overlapped();
         if (encode_inline && job_.overlap_slowdown > 0.0 && layers() > 0) {
             expect_messages(w);
+            s.bwd_running = true;
             engine_.at(t, [this, w] { backward_step(w, layers() - 1); });
             return;
         }
@@ -450,7 +462,18 @@ private:
             next_iteration(w);
             return;
         }
-        if (cfg_.local_after_mix) record(OpKind::local, w, i, engine_.now());
+        if (s.bwd_running) {  // the last messages finished before the parameter-less front layers did
+            s.update_waits = true;
+            return;
+        }
+        update(w);
+    }
+
+    // All of iteration i's messages are done and backward has ended: local step (D-PSGD), then the update.
+    void update(std::uint32_t w) {
+        W& s = ws_[w];
+        WorkerClock& c = clocks_[w];
+        if (cfg_.local_after_mix) record(OpKind::local, w, s.iter, engine_.now());
         const sim::Time u = scaled(job_.compute_of(w).update, s.slow.factor);
         const sim::Time start = std::max(engine_.now(), s.bwd_end);
         env_.timeline.span(Timeline::compute(w), "update", "update", start, start + u);

@@ -89,6 +89,10 @@ topo::RoundSize round_of(const JobSpec& s, double machine_gpus) {
     shape.workers = s.workers;
     shape.bytes = sim::Bytes{payload_bytes(s) / messages};
     shape.tensors = std::max(1.0, std::ceil(static_cast<double>(s.workload.tensor_count()) / messages));
+    // Payloads gathered whole (top-k, random-k, sign codecs gathered, gTop-k) travel as one piece per message
+    // (models/comm_plan.cpp gives their collective the message's bytes as its only tensor).
+    const auto aggregation = models::compressor_info(s.compression).aggregation;
+    if (aggregation == models::Aggregation::allgather || aggregation == models::Aggregation::gtopk) shape.tensors = 1.0;
     shape.whole_payload_exchange = asynchronous(s);
     shape.machine_gpus = machine_gpus;
     return topo::round_size(s.architecture, shape);

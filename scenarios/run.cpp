@@ -142,6 +142,12 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     // The overlap key wins, then the device's calibrated overlap_slowdown (device.profile), then the default.
     job.overlap_slowdown = j.overlap.compute_slowdown.value_or(
         j.device.overlap_slowdown.value_or(ideal ? 0.0 : models::kDefaultOverlapSlowdown));
+    // One worker with no server to talk to sends nothing: no communication kernel shares its GPU (its zero-time
+    // rounds of one endpoint must not slow backward, nor ZeRO-3's gathers of its own shards).
+    const auto& a = j.architecture;
+    const bool servers = a.kind == topo::ArchKind::ps && a.servers > 0 &&
+                         (a.style == topo::PsStyle::byteps || a.placement == topo::ServerPlacement::dedicated);
+    if (j.workers == 1 && !servers) job.overlap_slowdown = 0.0;
     job.record_schedule = j.convergence.has_value();
     try {
         job.compute = models::compute_profile(j.workload, j.device, j.batch_size, j.bytes_per_param, j.optimizer);

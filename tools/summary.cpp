@@ -277,12 +277,12 @@ std::string catalog_listing() {
                            w.fwd_flops() / 1e9, w.input);
     }
     out += "\nBuilt-in devices (ddlsim \"device\" key; dense peaks from the vendors' datasheets)\n";
-    out += fmt::format("  {:<8}{:>12}{:>12}{:>12}{:>12}  {}\n", "name", "FP32 TF/s", "TF32 TF/s", "FP16 TF/s",
-                       "mem GB/s", "part");
+    out += fmt::format("  {:<16}{:>10}{:>11}{:>11}{:>10}{:>9}  {}\n", "name", "FP32 TF/s", "TF32 TF/s", "FP16 TF/s",
+                       "mem GB/s", "mem GB", "part");
     for (const auto& d : models::builtin_devices())
-        out += fmt::format("  {:<8}{:>12.1f}{:>12.1f}{:>12.1f}{:>12.0f}  {}\n", d.name, d.fp32.per_s() / 1e12,
+        out += fmt::format("  {:<16}{:>10.1f}{:>11.1f}{:>11.1f}{:>10.0f}{:>9.0f}  {}\n", d.name, d.fp32.per_s() / 1e12,
                            d.tf32.per_s() / 1e12, d.fp16.per_s() / 1e12, d.memory_bandwidth.bytes_per_s() / 1e9,
-                           d.description);
+                           d.memory_capacity.value() / 1e9, d.description);
     return out;
 }
 

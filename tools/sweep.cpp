@@ -537,7 +537,10 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             if (!journal || pr.failed) return;
             json rows = json::array();
             for (const auto& r : pr.rows) rows.push_back(r.cells);
-            if (!journal->write(json{{"point", pr.point}, {"rows", rows}}.dump() + "\n")) write_failed = true;
+            // (replace: a cell holding bytes that are not UTF-8, e.g. from a --vary value, cannot throw here)
+            const auto line =
+                json{{"point", pr.point}, {"rows", rows}}.dump(-1, ' ', false, json::error_handler_t::replace);
+            if (!journal->write(line + "\n")) write_failed = true;
         };
         Progress progress(root && opts.progress && ::isatty(STDERR_FILENO) != 0, todo.size(), err);
         run_points(plan, todo, opts.jobs, [&](PointResult pr) {

@@ -50,6 +50,38 @@ std::string read_text(const std::string& path) {
     return text;
 }
 
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). ddlsim
+// writes nothing else, and a string that is not cannot become JSON text (the journal, the MPI broadcast).
+bool valid_utf8(std::string_view s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t len = 0;
+        std::uint32_t cp = 0, min = 0;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        if ((c & 0xE0U) == 0xC0U) {
+            len = 2, cp = c & 0x1FU, min = 0x80;
+        } else if ((c & 0xF0U) == 0xE0U) {
+            len = 3, cp = c & 0x0FU, min = 0x800;
+        } else if ((c & 0xF8U) == 0xF0U) {
+            len = 4, cp = c & 0x07U, min = 0x10000;
+        } else {
+            return false;
+        }
+        if (i + len > s.size()) return false;
+        for (std::size_t k = 1; k < len; ++k) {
+            const auto d = static_cast<unsigned char>(s[i + k]);
+            if ((d & 0xC0U) != 0x80U) return false;
+            cp = (cp << 6U) | (d & 0x3FU);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        i += len;
+    }
+    return true;
+}
+
 // A field of a resume file that is not what ddlsim wrote: the file, where, and what was expected.
 [[noreturn]] void bad_field(const std::string& file, const std::string& where, const std::string& expected) {
     throw SweepError(
@@ -230,7 +262,7 @@ std::string journal_text(const std::vector<SweepRow>& rows) {
         line["rows"].push_back(r.cells);
     }
     std::string text;
-    for (const auto& [p, line] : by_point) text += line.dump() + "\n";
+    for (const auto& [p, line] : by_point) text += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     return text;
 }
 
@@ -243,6 +275,8 @@ std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<st
     std::vector<std::string> want{"point"};
     if (plan.multi_job) want.emplace_back("job");
     for (const auto& s : plan.specs) want.push_back(s.path);
+    for (std::size_t c = 0; c < head.size(); ++c)
+        if (!valid_utf8(head[c])) bad_field(out, fmt::format("line 1, column {}", c + 1), "a column name in UTF-8");
     if (head.size() < want.size() + 1 || !std::equal(want.begin(), want.end(), head.begin()) ||
         std::find(head.begin(), head.end(), "error") == head.end()) {
         std::string cols;
@@ -256,7 +290,8 @@ std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<st
     std::set<std::size_t> bad;
     for (std::size_t r = 1; r < records.size(); ++r) {
         const auto& rec = records[r];
-        if (rec.size() != head.size()) continue;
+        // A record of another shape, or with bytes ddlsim never writes: not a row of this sweep (recomputed).
+        if (rec.size() != head.size() || !std::all_of(rec.begin(), rec.end(), valid_utf8)) continue;
         SweepRow row;
         for (std::size_t c = 0; c < head.size(); ++c) row.cells[head[c]] = rec[c];
         std::size_t p = 0;

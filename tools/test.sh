@@ -46,14 +46,14 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir bu
 seconds=${FUZZ_SECONDS:-30}
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-mkdir -p "$corpus/scenario" "$corpus/topology"
+mkdir -p "$corpus/scenario" "$corpus/topology_file" "$corpus/sweep_resume"
 cp scenarios/examples/*.json "$corpus/scenario/"
-cp tests/fuzz/corpus_topology/*.json scenarios/topologies/*.json "$corpus/topology/"
-for target in scenario topology; do
+cp tests/fuzz/corpus_topology/*.json scenarios/topologies/*.json "$corpus/topology_file/"
+cp tests/fuzz/corpus_resume/* "$corpus/sweep_resume/"
+for target in scenario topology_file sweep_resume; do
     bin=build-sanitize/fuzz_${target}
-    [ "$target" = topology ] && bin=build-sanitize/fuzz_topology_file
     echo "fuzzing $bin for ${seconds}s"
-    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=8192 \
+    "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -max_len=16384 \
         -print_final_stats=1 "$corpus/$target" 2>&1 | tail -n 12
 done
 echo "sanitizer suite and fuzzers: 1 passed, 0 failed"
@@ -64,7 +64,7 @@ echo "sanitizer suite and fuzzers: 1 passed, 0 failed"
 cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DDDLSIM_WERROR=ON >/dev/null
 cmake --build build-debug -j"$jobs" --target ddlsim ddlsim_bench
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDLSIM_FUZZ=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target ddlsim ddlsim_bench fuzz_scenario fuzz_topology_file
+cmake --build build-fuzz -j"$jobs" --target ddlsim ddlsim_bench fuzz_scenario fuzz_topology_file fuzz_sweep_resume
 echo "build configurations (Debug, fuzz-only): 1 passed, 0 failed"
 
 # Real-training validation (docs/CONTRACT.md §5) with the Release build: ddlsim validate --quick, report checked.

@@ -25,6 +25,21 @@
 //           GPUs and more ports per switch; 8-GPU PCIe servers put two GPUs behind each of four switches.
 //  [CX6]    NVIDIA ConnectX-6 VPI adapter card datasheet: up to 200 Gb/s InfiniBand HDR / 200 GbE, PCIe
 //           Gen4 x16.
+//  [B200]   NVIDIA DGX B200 datasheet: eight B200 GPUs, fifth-generation NVLink through two NVSwitch chips, 1.8 TB/s
+//           per GPU in total (900 GB/s per direction); eight single-port ConnectX-7 VPI 400 Gb/s (InfiniBand NDR /
+//           400 GbE) for the compute fabric, one per GPU; B200 on PCIe Gen5 x16.
+//  [NVL72]  NVIDIA GB200 NVL72 specifications: 72 Blackwell GPUs (36 Grace-Blackwell superchips) in one NVLink 5
+//           domain through the NVLink Switch System, 1.8 TB/s per GPU (900 GB/s per direction), 130 TB/s in total;
+//           the compute trays' scale-out NICs, one 400 Gb/s ConnectX-7 per GPU (the reference design's 1:1 rail,
+//           ConnectX-8 800 Gb/s in later trays); the GPU reaches its NIC over PCIe Gen5 x16.
+//  [MI300X] AMD Instinct MI300X specifications and AMD Instinct MI300X Platform datasheet: eight MI300X OAMs fully
+//           connected by seven Infinity Fabric links per GPU, 128 GB/s per link (both directions: 64 GB/s each
+//           way), 896 GB/s per GPU; PCIe Gen5 x16 to the host. MI325X platforms use the same fabric.
+//  [MI355X] AMD Instinct MI355X specifications: seven Infinity Fabric links per GPU at 153.6 GB/s each (76.8 GB/s per
+//           direction), 1,075 GB/s per GPU, eight GPUs fully connected; PCIe Gen5 x16.
+//  [RAILNIC] One 400 Gb/s NIC per GPU on the AMD platforms: the rail layout of the reference clusters above
+//           (DGX B200, NVL72); AMD's platform datasheets leave the NICs to the server vendor (an assumption: give
+//           network.nics_per_node / bandwidth to change it).
 #include "topologies/node_type.hpp"
 
 #include <fmt/format.h>
@@ -53,23 +68,23 @@ std::string nic(std::size_t k) {
     return fmt::format("nic{}", k);
 }
 
-// An 8-GPU node's headline figures, without links yet.
+// A node's headline figures (8 GPUs unless given), without links yet.
 NodeType eight_gpus(std::string name, std::string fabric, std::size_t nics, sim::Bandwidth nic_bw,
-                    sim::Bandwidth per_gpu) {
+                    sim::Bandwidth per_gpu, std::size_t gpus = 8) {
     NodeType t;
     t.preset = std::move(name);
     t.fabric = std::move(fabric);
-    t.gpus = 8;
+    t.gpus = gpus;
     t.nics = nics;
     t.nic_bandwidth = nic_bw;
     t.gpu_bandwidth = per_gpu;
     return t;
 }
 
-// Eight GPUs each on one link to an NVSwitch fabric, one NIC per GPU behind a PCIe link.
+// GPUs (eight unless given) each on one link to an NVSwitch fabric, one NIC per GPU behind a PCIe link.
 NodeType nvswitch_node(std::string name, std::string fabric, sim::Bandwidth per_gpu, sim::Bandwidth nic_bw,
-                       sim::Bandwidth pcie) {
-    NodeType t = eight_gpus(std::move(name), std::move(fabric), 8, nic_bw, per_gpu);
+                       sim::Bandwidth pcie, std::size_t gpus = 8) {
+    NodeType t = eight_gpus(std::move(name), std::move(fabric), gpus, nic_bw, per_gpu, gpus);
     for (std::size_t j = 0; j < t.gpus; ++j) {
         t.links.push_back({gpu(j), "", per_gpu, Medium::nvlink});
         t.links.push_back({gpu(j), nic(j), pcie, Medium::pcie, LinkClass::inter});
@@ -102,6 +117,20 @@ NodeType dgx1_v100() {
     return t;
 }
 
+// Eight GPUs fully connected, one link of `per_link` (per direction) per pair, each on PCIe to the host and to its
+// own NIC (the AMD Instinct platforms' Infinity Fabric mesh).
+NodeType mesh_node(std::string name, std::string fabric, sim::Bandwidth per_link, sim::Bandwidth nic_bw,
+                   sim::Bandwidth pcie) {
+    NodeType t = eight_gpus(std::move(name), std::move(fabric), 8, nic_bw, per_link * 7.0);
+    for (std::size_t a = 0; a < t.gpus; ++a)
+        for (std::size_t b = a + 1; b < t.gpus; ++b) t.links.push_back({gpu(a), gpu(b), per_link, Medium::nvlink});
+    for (std::size_t j = 0; j < t.gpus; ++j) {
+        t.links.push_back({gpu(j), "", pcie, Medium::pcie});
+        t.links.push_back({gpu(j), nic(j), pcie, Medium::pcie, LinkClass::inter});
+    }
+    return t;
+}
+
 NodeType pcie_8gpu() {
     NodeType t = eight_gpus("pcie_8gpu", "PCIe Gen4, two GPUs per switch",
                             1,              // one NIC on the CPU's root complex
@@ -128,6 +157,15 @@ const std::vector<NodeType>& node_presets() {
         // [H200] the H100's NVSwitch fabric, 900 GB/s per GPU; [H200] 8 x 400 Gb/s ConnectX-7
         nvswitch_node("hgx_h200", "NVSwitch gen3 (NVLink 4)", gbyte_s(450.0), gbit_s(400.0), kPcie5x16),
         pcie_8gpu(),
+        // [B200] 900 GB/s per direction per GPU through NVSwitch (NVLink 5); 8 x 400 Gb/s ConnectX-7; PCIe Gen5 x16
+        nvswitch_node("dgx_b200", "NVSwitch (NVLink 5)", gbyte_s(900.0), gbit_s(400.0), kPcie5x16),
+        // [NVL72] 72 GPUs in one NVLink 5 domain, 900 GB/s per direction each; one 400 Gb/s NIC per GPU; PCIe Gen5
+        nvswitch_node("gb200_nvl72", "NVLink Switch System (NVLink 5, 72 GPUs)", gbyte_s(900.0), gbit_s(400.0),
+                      kPcie5x16, 72),
+        // [MI300X] 64 GB/s per direction per GPU pair (Infinity Fabric, full mesh); [RAILNIC] 8 x 400 Gb/s; Gen5 x16
+        mesh_node("amd_mi300x", "Infinity Fabric full mesh (7 links per GPU)", gbyte_s(64.0), gbit_s(400.0), kPcie5x16),
+        // [MI355X] 76.8 GB/s per direction per GPU pair; [RAILNIC] 8 x 400 Gb/s; PCIe Gen5 x16
+        mesh_node("amd_mi355x", "Infinity Fabric full mesh (7 links per GPU)", gbyte_s(76.8), gbit_s(400.0), kPcie5x16),
     };
     return presets;
 }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 namespace ddlsim::topo {
@@ -281,6 +282,13 @@ sim::Plan byteps(std::uint32_t n, std::uint32_t k, const std::vector<double>& te
     return sharded_parameter_server(n, n + k, server_endpoint, pieces, per_tensor, aggregation_rate);
 }
 
+std::uint32_t byteps_hosts(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    const std::uint32_t n = ctx.workers;
+    if (!spec.local_aggregation || ctx.node_of.size() != n) return n;
+    const std::set<std::uint32_t> machines(ctx.node_of.begin(), ctx.node_of.end());
+    return machines.size() == n ? n : static_cast<std::uint32_t>(machines.size());
+}
+
 std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, const CollectiveContext& ctx,
                                                   const PsOptions& options) {
     const std::uint32_t n = ctx.workers;
@@ -306,7 +314,12 @@ std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, 
         for (std::uint32_t h = 0; h < hosts; ++h) server_endpoint[h] = groups.empty() ? h : groups[h].front();
         for (std::uint32_t j = 0; j < k; ++j) server_endpoint[hosts + j] = n + j;
         std::vector<std::vector<ShardPiece>> pieces;
-        if (spec.per_tensor) {
+        if (spec.per_tensor && ctx.tensor_server.size() == tensors.size()) {
+            // One message of several: its partitions' servers were chosen over the whole model.
+            pieces.resize(hosts + k);
+            for (std::uint32_t t = 0; t < tensors.size(); ++t)
+                if (ctx.tensor_server[t] < hosts + k) pieces[ctx.tensor_server[t]].push_back(ShardPiece{t, tensors[t]});
+        } else if (spec.per_tensor) {
             pieces = byteps_partitions(hosts, k, tensors, spec.partition_size.value());
         } else {
             const double total = std::accumulate(tensors.begin(), tensors.end(), 0.0);

@@ -92,6 +92,8 @@ struct BytePsSplit {
 
 /// The BytePS split of S bytes among k CPU servers and n worker-host servers.
 [[nodiscard]] BytePsSplit byteps_split(std::uint32_t n, std::uint32_t k, double bytes);
+/// The worker hosts that serve in a BytePS job: one per machine under local aggregation, else one per worker.
+[[nodiscard]] std::uint32_t byteps_hosts(const ArchitectureSpec& spec, const CollectiveContext& ctx);
 
 /// A parameter-server round: n workers (endpoints 0..n-1); server s is endpoint server_endpoint[s] and holds
 /// pieces[s]. `groups` (optional): the workers of each machine, for local aggregation — a ring reduce-scatter
@@ -112,6 +114,9 @@ struct PsLayout {
 /// BytePS partitions: every tensor cut into partitions of at most `partition` bytes (BYTEPS_PARTITION_BYTES,
 /// 4096000 by default, byteps/common/global.cc), each assigned whole to one of `hosts` worker-host servers
 /// or k CPU servers so that loads follow byteps_split's shares. Pushed and pulled per partition.
+/// (A round that holds one message of several, ctx.tensor_server given, takes the placement made over the whole model
+/// instead: models/comm_plan.cpp calls this once on every message's pieces in order, as BytePS assigns its
+/// partitions' keys to servers once for the model, not per message.)
 [[nodiscard]] std::vector<std::vector<ShardPiece>> byteps_partitions(std::uint32_t hosts, std::uint32_t k,
                                                                      const std::vector<double>& tensors,
                                                                      double partition);

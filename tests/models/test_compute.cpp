@@ -141,6 +141,46 @@ TEST_CASE("compute: one matmul part is 2 m n k / (peak x e_matmul x q), its back
     CHECK(models::part_seconds(part, d, 8, true) == doctest::Approx(2.0 * expected).epsilon(1e-9));
 }
 
+TEST_CASE("compute: the parts added in 2026-12 run at their datasheet peak x their measured fraction") {
+    // One whole wave of 128 x 128 tiles (q = 1): rows = SMs x 128, 128 columns, K = 8192, batch 1: time =
+    // 2 rows 128 K / (peak x e_matmul). Peaks and fractions from models/device.cpp's sources: B200 2250 TFLOPS BF16 at
+    // 1745.0 / 2250 (MAMF), GB200 FP8 5000 at 1822.0 / 2500, MI300X BF16 1307.4 at 668.4 / 1307.4, MI355X FP16 2500
+    // at 1565.0 / 2500.
+    struct Want {
+        const char* name;
+        models::Precision p;
+        int sms;
+        double peak, fraction;
+    };
+    for (const Want& w : {Want{"B200", models::Precision::bf16, 148, 2250e12, 1745.0 / 2250},
+                          Want{"GB200", models::Precision::fp8, 148, 5000e12, 1822.0 / 2500},
+                          Want{"MI300X", models::Precision::bf16, 304, 1307.4e12, 668.4 / 1307.4},
+                          Want{"MI355X", models::Precision::fp16, 256, 2500e12, 1565.0 / 2500}}) {
+        CAPTURE(w.name);
+        const auto d = builtin(w.name, w.p);
+        const double rows = 128.0 * w.sms, K = 8192;
+        const models::LayerPart part{.kind = models::PartKind::matmul,
+                                     .flops = 2.0 * rows * 128 * K,
+                                     .activations = rows * (K + 128),
+                                     .weights = 128.0 * K,
+                                     .rows_per_sample = rows,
+                                     .cols = 128};
+        CHECK(models::part_seconds(part, d, 1, false) ==
+              doctest::Approx(2.0 * rows * 128 * K / (w.peak * w.fraction)).epsilon(1e-3));
+    }
+    // Memory-bound on H100 PCIe: gpu-stream's 1704 of 2000 GB/s.
+    const models::LayerPart relu{.kind = models::PartKind::elementwise, .activations = 2e6};
+    CHECK(models::part_seconds(relu, builtin("H100_PCIE", models::Precision::fp16), 4, false) ==
+          doctest::Approx(16e6 / (2000e9 * 0.85)).epsilon(1e-9));
+    // MI355X has no TF32 rate (TF32 runs FP32), and AMD parts default to FP32 (ROCm's TF32 is opt-in).
+    const auto mi355 = *models::builtin_device("MI355X");
+    CHECK(mi355.peak(models::Precision::tf32).per_s() == mi355.peak(models::Precision::fp32).per_s());
+    CHECK(mi355.default_precision == models::Precision::fp32);
+    CHECK(models::builtin_device("MI300X")->default_precision == models::Precision::fp32);
+    CHECK(models::builtin_device("B200")->default_precision == models::Precision::tf32);
+    CHECK(models::builtin_device("GB200")->memory_capacity.value() == doctest::Approx(186e9));
+}
+
 TEST_CASE("compute: a memory-bound part is bytes / (bandwidth x e_memory)") {
     // ReLU over 1e6 elements per sample, batch 4, fp32: 2 passes x 4e6 x 4 B = 32 MB; V100 900e9 x 0.89 B/s.
     const auto d = builtin("V100", models::Precision::fp32);

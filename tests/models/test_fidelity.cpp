@@ -143,17 +143,26 @@ TEST_CASE("defect: the event estimate of PS runs with per-tensor WFBP is within 
     const auto s = scenario::load_scenario(big);
     CHECK(scenario::estimated_events(s) < 1e9);
     CHECK(scenario::estimated_events(s) > 10 * 1.5e6);
-    // A smaller run of the same shape, simulated: estimate / processed within [1/10, 10].
-    for (const char* sharding : {"bytes", "round_robin", "balanced"}) {
+    // Smaller runs of the same shape, simulated: estimate / processed within [1/10, 10]; `patch` changes the run.
+    auto within_10x = [](const json& patch) {
         json small = issue_ps({{"wfbp", true}});
-        small["architecture"]["sharding"] = sharding;
         small["iterations"] = 2;
+        small.merge_patch(patch);
         const auto ss = scenario::load_scenario(small);
-        const auto r = scenario::run_scenario(ss);
-        CAPTURE(sharding);
-        const double ratio = scenario::estimated_events(ss) / static_cast<double>(r.events);
+        const double ratio = scenario::estimated_events(ss) / static_cast<double>(scenario::run_scenario(ss).events);
         CHECK(ratio > 0.1);
         CHECK(ratio < 10.0);
+    };
+    for (const char* sharding : {"bytes", "round_robin", "balanced"}) {
+        CAPTURE(sharding);
+        within_10x({{"architecture", {{"sharding", sharding}}}});
+    }
+    // Gathered codecs (top-k, random-k, gTop-k) send one packed payload per message, not one piece per tensor:
+    // the estimate of a per-tensor PS with them was 200x the events processed (issue 30's second corpus).
+    for (const char* codec : {R"({"kind": "topk", "density": 0.01})", R"({"kind": "randomk", "density": 0.1})",
+                              R"({"kind": "qsgd", "bits": 4})"}) {
+        CAPTURE(codec);
+        within_10x({{"compression", json::parse(codec)}});
     }
 }
 
@@ -209,6 +218,27 @@ TEST_CASE("byteps: partitions pipelined per push and pull approach the bound 2n(
     json colo = comm_only(8, S, "10Gbps", {{"kind", "ps"}, {"style", "byteps"}, {"placement", "colocated"}});
     colo["network"]["transport"] = "ideal";
     CHECK(run(colo).jobs.front().iteration_time_s <= 1.12 * 2.0 * 7 * S / (8 * B));
+}
+
+TEST_CASE("defect: BytePS partitions of priority messages are placed over the whole model, not all on one server") {
+    // 16 workers, 8 CPU servers, S = 100 MB in 25 partitions of 4 MB, priority with credit c: each message is one
+    // partition, pushed by all 16 workers into its server (16 x 4 MB at B = 1.25 GB/s: 51.2 ms) and pulled back
+    // (51.2 ms). Placed over the whole model, the c messages in flight sit on c different servers and run side by
+    // side: T(c) = ceil(25 / c) x T(1) / 25. Each message placing itself put every partition on the same CPU server,
+    // so the c messages shared its link and T(4) was T(1): 24.5x the BytePS bound instead of about 7x.
+    const double S = 100e6;
+    json j =
+        comm_only(16, S, "10Gbps", {{"kind", "ps"}, {"style", "byteps"}, {"servers", 8}, {"partition_size", "4MB"}});
+    j["network"]["transport"] = "ideal";
+    j["network"]["latency"] = "0us";
+    j["overlap"] = {{"priority", true}, {"partition_size", "4MB"}, {"credit", 1}};
+    const double one = run(j).jobs.front().iteration_time_s;
+    CHECK(one == doctest::Approx(25 * 2 * 16 * 4e6 / 1.25e9).epsilon(0.01));
+    for (int c : {2, 4, 5}) {
+        CAPTURE(c);
+        j["overlap"]["credit"] = c;
+        CHECK(run(j).jobs.front().iteration_time_s == doctest::Approx(std::ceil(25.0 / c) * one / 25).epsilon(0.03));
+    }
 }
 
 TEST_CASE("overlap slowdown: backward layers that run beside communication are stretched by (1 + s)") {
@@ -328,5 +358,52 @@ TEST_CASE("time breakdown: compute + codec + exposed communication + waiting = t
             CHECK(b["waiting"].get<double>() == doctest::Approx(0.0));
             CHECK(b["exposed_communication"].get<double>() == doctest::Approx(ring).epsilon(1e-6));
         }
+    }
+}
+
+TEST_CASE("defect: WFBP keeps the backward of parameter-less front layers (the update waits for backward's end)") {
+    // Three layers in forward order: an activation without parameters (fwd 10 ms, bwd 20 ms), then two 1M-parameter
+    // layers (fwd 1 ms, bwd 2 ms, update 1 ms each); WFBP with compute slowdown s = 0.1, 4 workers at 100 Gbit/s.
+    // Backward: fc2 2 ms (nothing in flight), then fc1 and the activation each start with a message in flight,
+    // 2.2 ms and 22 ms; the 4 MB rings end long before. Iteration = 12 + 2 + 2.2 + 22 + update 2 = 40.2 ms (it was
+    // 17 ms: the update started when the last message ended, dropping the activation's backward).
+    json j = json::parse(R"({"workers": 4, "batch_size": 32, "iterations": 2, "device": "V100",
+        "model": {"layers": [
+          {"name": "act", "params": 0, "fwd_time": "10ms", "bwd_time": "20ms", "update_time": "0s"},
+          {"name": "fc1", "params": 1000000, "fwd_time": "1ms", "bwd_time": "2ms", "update_time": "1ms"},
+          {"name": "fc2", "params": 1000000, "fwd_time": "1ms", "bwd_time": "2ms", "update_time": "1ms"}]},
+        "network": {"topology": "star", "bandwidth": "100Gbps", "latency": "1us"},
+        "architecture": {"kind": "allreduce", "algorithm": "ring"},
+        "overlap": {"wfbp": true, "compute_slowdown": 0.1}})");
+    for (const char* grouping : {"wfbp", "buffer"}) {
+        CAPTURE(grouping);
+        json g = j;
+        if (std::string(grouping) == "buffer")
+            g["overlap"] = {{"fusion", "buffer"}, {"bucket_size", "1MB"}, {"compute_slowdown", 0.1}};
+        const auto r = scenario::run_scenario(scenario::load_scenario(g)).jobs.front();
+        CHECK(r.iteration_time_s == doctest::Approx(0.0402).epsilon(1e-6));
+        CHECK(r.scaling_efficiency <= 1.0);
+        // Gradient accumulation: the first micro-batch computes 12 + 24 ms with nothing in flight.
+        g["gradient_accumulation"] = 2;
+        const auto a = scenario::run_scenario(scenario::load_scenario(g)).jobs.front();
+        CHECK(a.iteration_time_s == doctest::Approx(0.036 + 0.0402).epsilon(1e-6));
+        CHECK(a.scaling_efficiency <= 1.0);
+    }
+}
+
+TEST_CASE("defect: one worker with nothing to send runs at its compute time (WFBP, buckets, ZeRO-3)") {
+    // A single GPU has no peer: no communication kernel shares it, so no overlap slowdown applies (it ran 12-18 %
+    // slower). Iteration = forward + backward + update exactly, scaling efficiency 1.
+    json j = json::parse(R"({"workers": 1, "model": "resnet50", "batch_size": 64, "iterations": 3, "device": "V100",
+        "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"},
+        "architecture": {"kind": "allreduce", "algorithm": "ring"}})");
+    for (const char* variant : {R"({"overlap": {"wfbp": true}})", R"({"overlap": {"fusion": "buffer"}})",
+                                R"({"sharding": {"stage": 3}})", R"({"sharding": {"stage": 2}})"}) {
+        CAPTURE(variant);
+        json v = j;
+        v.merge_patch(json::parse(variant));
+        const auto r = scenario::run_scenario(scenario::load_scenario(v)).jobs.front();
+        CHECK(r.iteration_time_s == doctest::Approx(r.compute_time_s).epsilon(1e-9));
+        CHECK(r.scaling_efficiency == doctest::Approx(1.0).epsilon(1e-9));
     }
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/support.hpp"
@@ -212,6 +213,20 @@ TEST_CASE("resume: rows that do not belong to the sweep are recomputed, never ke
     CHECK(resumed[2][col("workers")] == "4");
     CHECK(resumed[2][col("iteration_time_s")] == fresh[2][col("iteration_time_s")]);  // recomputed
     CHECK(resumed[1][col("iteration_time_s")] == fresh[1][col("iteration_time_s")]);  // kept
+    // Bytes that are not UTF-8 (ddlsim never writes them; found by the resume fuzzer, they raised a JSON type error,
+    // exit 1): in a row, the row is recomputed; in the header, the file is refused naming the column.
+    auto broken = fresh[2];
+    broken[col("iteration_time_s")] = "0.0\xcf";
+    d.write("o.csv",
+            ddlsim::tools::csv_line(head) + ddlsim::tools::csv_line(fresh[1]) + ddlsim::tools::csv_line(broken));
+    fs::remove(out + ".rows.jsonl");
+    REQUIRE(run_cli(a).code == 0);
+    CHECK(ddlsim::tools::parse_csv(testing::read_file(out))[2][col("iteration_time_s")] ==
+          fresh[2][col("iteration_time_s")]);
+    auto bad_head = head;
+    bad_head.back() = "error\xff";
+    d.write("o.csv", ddlsim::tools::csv_line(bad_head) + ddlsim::tools::csv_line(fresh[1]));
+    bad_input(run_cli(a), {out, fmt::format("line 1, column {}", head.size()), "UTF-8"});
 }
 
 TEST_CASE("exit 2, not 1: a profile naming a profile, a profile's bad key, and a plot of a sweep with no result") {

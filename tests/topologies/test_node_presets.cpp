@@ -113,24 +113,36 @@ void expect_error(const json& j, const std::string& path, std::initializer_list<
 
 TEST_CASE("node presets: each has its GPUs, NICs and cited figures") {
     // [DGX1] 8 V100, 4 x 100 Gb/s; [A100] 300 GB/s per direction, 8 x 200 Gb/s; [H100] and [H200] 450 GB/s,
-    // 8 x 400 Gb/s; pcie_8gpu PCIe Gen4 x16 = 16 GT/s x 16 x 128/130 / 8 = 31.5 GB/s, one 200 Gb/s NIC.
+    // 8 x 400 Gb/s; pcie_8gpu PCIe Gen4 x16 = 16 GT/s x 16 x 128/130 / 8 = 31.5 GB/s, one 200 Gb/s NIC; [B200] and
+    // [NVL72] 1.8 TB/s per GPU = 900 GB/s per direction, 400 Gb/s per GPU, 72 GPUs for NVL72; [MI300X] 7 links of
+    // 128 GB/s both ways = 7 x 64 = 448 GB/s per direction; [MI355X] 7 x 153.6 / 2 = 537.6 GB/s.
     struct Want {
         const char* name;
         std::size_t nics;
         double nic_gbps;
         double gpu_gbyte_s;
+        std::size_t gpus = 8;
     };
-    for (const Want& w : {Want{"dgx1_v100", 4, 100, 150}, Want{"dgx_a100", 8, 200, 300}, Want{"dgx_h100", 8, 400, 450},
-                          Want{"hgx_h200", 8, 400, 450}, Want{"pcie_8gpu", 1, 200, 31.5076923}}) {
+    for (const Want& w :
+         {Want{"dgx1_v100", 4, 100, 150}, Want{"dgx_a100", 8, 200, 300}, Want{"dgx_h100", 8, 400, 450},
+          Want{"hgx_h200", 8, 400, 450}, Want{"pcie_8gpu", 1, 200, 31.5076923}, Want{"dgx_b200", 8, 400, 900},
+          Want{"gb200_nvl72", 72, 400, 900, 72}, Want{"amd_mi300x", 8, 400, 448}, Want{"amd_mi355x", 8, 400, 537.6}}) {
         CAPTURE(w.name);
         const topo::NodeType& t = preset(w.name);
-        CHECK(t.gpus == 8);
+        CHECK(t.gpus == w.gpus);
         CHECK(t.nics == w.nics);
         CHECK(t.nic_bandwidth.bits_per_s() == doctest::Approx(w.nic_gbps * 1e9));
         CHECK(t.gpu_bandwidth.bytes_per_s() == doctest::Approx(w.gpu_gbyte_s * 1e9));
     }
-    CHECK(topo::node_presets().size() == 5);
+    CHECK(topo::node_presets().size() == 9);
     CHECK(topo::find_node_preset("dgx2") == nullptr);
+}
+
+TEST_CASE("amd_mi300x: a full mesh, one 64 GB/s link per GPU pair, so a pair's transfer runs at 64 GB/s") {
+    // 28 pairs, 7 links per GPU; 1 GB from g0 to g5 takes one hop over their own link: 1e9 / 64e9 s + latency.
+    const auto f = two_tier(preset("amd_mi300x"), 1);
+    CHECK(hops(f, "n0g0", "n0g5").size() == 1);
+    CHECK(transfer_time(f, "n0g0", "n0g5", 1e9) == doctest::Approx(1e9 / 64e9 + kLi.seconds()).epsilon(1e-9));
 }
 
 TEST_CASE("dgx1_v100: the hybrid cube-mesh has 24 NVLink links, six per GPU, over 16 GPU pairs") {
