@@ -26,6 +26,19 @@ topo::CollectiveContext collective_context(const TrainingJob& job, const topo::F
         const std::uint32_t node = fabric.node_of(job.endpoint_hosts[w]);
         ctx.node_of.push_back(dense.emplace(node, static_cast<std::uint32_t>(dense.size())).first->second);
     }
+    // Ring channels: the first node's workers reach their rank-mates on the second node by link-disjoint routes.
+    std::vector<std::vector<std::uint32_t>> by_node;
+    for (std::uint32_t w = 0; w < job.workers && by_node.size() <= 2; ++w) {
+        if (ctx.node_of[w] >= by_node.size()) by_node.resize(ctx.node_of[w] + 1);
+        if (ctx.node_of[w] < 2) by_node[ctx.node_of[w]].push_back(w);
+    }
+    if (by_node.size() >= 2 && by_node[0].size() >= 2 && by_node[0].size() == by_node[1].size()) {
+        std::unordered_map<sim::LinkIndex, int> used;
+        ctx.ring_channels = true;
+        for (std::size_t j = 0; j < by_node[0].size() && ctx.ring_channels; ++j)
+            for (sim::LinkIndex l : fabric.route(job.endpoint_hosts[by_node[0][j]], job.endpoint_hosts[by_node[1][j]]))
+                if (++used[l] > 1) ctx.ring_channels = false;
+    }
     if (job.architecture.kind == topo::ArchKind::allreduce &&
         job.architecture.algorithm == topo::AllreduceAlgorithm::automatic)
         ctx.round_time = [&job, &fabric](const topo::Collective& c) { return detail::solo_round_time(job, fabric, c); };

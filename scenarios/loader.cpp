@@ -33,7 +33,7 @@ namespace {
 
 using detail::list;
 
-constexpr double kMaxEvents = 1e10;              // flow-mode refusal bound (about half an hour of simulation)
+constexpr double kMaxEvents = 1e10;              // flow-mode refusal bound (about half an hour at the base rate)
 constexpr double kMaxSeconds = kMaxFlowSeconds;  // the same bound in estimated wall time
 constexpr double kMaxPlanSteps = 5e7;            // transfers in one explicit-DAG round, bounds memory
 constexpr double kMaxPlanMemory = 4e9;           // bytes of communication plans (plan_memory_bytes), the stated limit
@@ -80,10 +80,34 @@ double machine_gpus(const topo::TopologySpec& topology) {
     return m;
 }
 
+// NICs per machine that its GPUs reach on routes of their own (1 where a host is a machine): a node type's (a preset,
+// rail_optimized); a plain two_tier node's NIC links hang off its node switch and ECMP shares them among the GPUs
+// (models/trainer.cpp's collective_context tests the routes themselves).
+double machine_nics(const topo::TopologySpec& topology) {
+    double m = 1.0;
+    std::visit(
+        [&](const auto& t) {
+            if constexpr (requires { t.nics_per_node; })
+                m = t.node ? static_cast<double>(t.node->nics) : 1.0;
+            else if constexpr (requires { t.node.nics; })  // rail_optimized: its node type
+                m = static_cast<double>(t.node.nics);
+        },
+        topology);
+    return m;
+}
+
+// A machine of the topology: its GPUs and NICs.
+struct Machine {
+    double gpus = 1.0, nics = 1.0;
+};
+Machine machine_of(const topo::TopologySpec& topology) {
+    return {machine_gpus(topology), machine_nics(topology)};
+}
+
 // Transfers in one round of a job (one message's collective; an estimate the architecture's own code gives,
 // topo::round_size); whether the round is held as an explicit DAG. A round holds 1/messages of the gradient (after
 // compression) and of its tensors.
-topo::RoundSize round_of(const JobSpec& s, double machine_gpus) {
+topo::RoundSize round_of(const JobSpec& s, const Machine& machine) {
     const double messages = messages_per_iteration(s);
     topo::RoundShape shape;
     shape.workers = s.workers;
@@ -94,12 +118,13 @@ topo::RoundSize round_of(const JobSpec& s, double machine_gpus) {
     const auto aggregation = models::compressor_info(s.compression).aggregation;
     if (aggregation == models::Aggregation::allgather || aggregation == models::Aggregation::gtopk) shape.tensors = 1.0;
     shape.whole_payload_exchange = asynchronous(s);
-    shape.machine_gpus = machine_gpus;
+    shape.machine_gpus = machine.gpus;
+    shape.machine_nics = machine.nics;
     return topo::round_size(s.architecture, shape);
 }
 
-double round_transfers(const JobSpec& s, double machine_gpus, bool& explicit_dag) {
-    const topo::RoundSize size = round_of(s, machine_gpus);
+double round_transfers(const JobSpec& s, const Machine& machine, bool& explicit_dag) {
+    const topo::RoundSize size = round_of(s, machine);
     explicit_dag = size.explicit_dag;
     return size.transfers;
 }
@@ -130,29 +155,38 @@ double job_events(const Scenario& s, const JobSpec& j) {
                                                  std::max(1.0, static_cast<double>(s.iterations)) * j.sync.period
                                            : 1.0;
     return s.iterations * (syncs_per_iteration * rounds_per_iteration(j) *
-                               (4.0 * round_transfers(j, machine_gpus(s.topology), explicit_dag) + 4.0 * j.workers) +
+                               (4.0 * round_transfers(j, machine_of(s.topology), explicit_dag) + 4.0 * j.workers) +
                            layers);
 }
 
-// The cost of an event over the base rate when F flows share links and each event re-solves them: 1 + A F / (F + K),
-// growing with F and saturating (not every stream is in flight at every event). Measured on this project's machine
-// (2026-12-03, ddlsim run, one iteration, cost per processed event over 1 / kFlowEventsPerSecond): BytePS with
-// 16 KiB partitions on a star, 16, 32 and 64 workers: 75x, 219x and 157x at F = 288, 1,088 and 4,224; a colocated
-// per-tensor PS of 64 workers and 40 servers with WFBP (Inception-v3): 153x at F = 2,560. A = 150, K = 500 is within
-// a factor 2.1 of each.
-constexpr double kCoupledCostMax = 150.0, kCoupledCostHalf = 500.0;
+// The cost of an event over the base rate when F flows share links and each event re-solves them: 1 + A F^p. F is a
+// round's streams (topo::RoundSize::coupled_flows) times, for BytePS with overlap (whose messages all start at once,
+// models/message_scheduler.hpp "concurrent", each with a stream per worker and server), the fourth root of the
+// messages per iteration (they pile up as far as the network lags backward, which the estimate cannot know; a
+// standard PS's per-tensor messages go to one server each and did not add measurably). Measured on this project's
+// machine (ddlsim run, cost per processed event over 1 / kFlowEventsPerSecond = 0.2 us): BytePS with 16 KiB partitions
+// on a star, 16, 32 and 64 workers, no overlap: 75x, 219x and 157x at F = 288, 1,088 and 4,224 (2026-12-03); 16
+// workers, 4 CPU servers, ResNet-50, one iteration (2026-12-03): 64 KiB partitions without overlap 75x (2.02 s), with
+// WFBP 1,555x (42.4 s), 1 MB partitions with WFBP 140x (0.61 s); a colocated per-tensor PS of 64 workers and 40 servers
+// with WFBP, Inception-v3, one iteration: 208x (125 s). A = 3.3, p = 0.55 (a line through the log-log points of the
+// runs without overlap) and the fourth root put the estimate of each of these runs' wall time within a factor 6.3
+// of the measured one (6.8 s for the 42.4 s run, 1.5 s for the 0.61 s one, 5 min for the 125 s one).
+constexpr double kCoupledCostScale = 3.3, kCoupledCostPower = 0.55;
 
 // Wall seconds the flow model takes for one job: its events at the base rate, times the cost of re-solving the
 // flows that share links at each event.
 double job_seconds(const Scenario& s, const JobSpec& j) {
-    const double coupled = j.sharding.any() ? 1.0 : round_of(j, machine_gpus(s.topology)).coupled_flows;
+    double coupled = j.sharding.any() ? 1.0 : round_of(j, machine_of(s.topology)).coupled_flows;
+    if (j.architecture.kind == topo::ArchKind::ps && j.architecture.style == topo::PsStyle::byteps && j.overlap.any() &&
+        !j.overlap.priority)
+        coupled *= std::pow(messages_per_iteration(j), 0.25);
     const double f = std::max(0.0, coupled - 1.0);
-    return job_events(s, j) * (1.0 + kCoupledCostMax * f / (f + kCoupledCostHalf)) / kFlowEventsPerSecond;
+    return job_events(s, j) * (1.0 + kCoupledCostScale * std::pow(f, kCoupledCostPower)) / kFlowEventsPerSecond;
 }
 
 // The key that makes a round large: a segment size that cuts the gradient into many pieces, per-tensor
 // push/pull, or else the number of workers (servers).
-std::string round_culprit(const JobSpec& j, double m, const std::string& prefix, double limit) {
+std::string round_culprit(const JobSpec& j, const Machine& m, const std::string& prefix, double limit) {
     JobSpec plain = j;
     plain.architecture.segment_size = sim::Bytes{0.0};
     bool dag = false;
@@ -197,14 +231,14 @@ std::string events_culprit(const Scenario& s, const std::string& jobs_path, doub
 // gTop-k n log n) — times the distinct message sizes overlap creates (each keeps its
 // plan). Per step: about 40 B measured for an all-reduce DAG, 235 B for a parameter server's (its transfers
 // also hold flows and routes), rounded up to 64 and 256.
-double plan_memory_bytes(const JobSpec& j, double m) {
+double plan_memory_bytes(const JobSpec& j, const Machine& m) {
     constexpr double kDagStep = 64.0, kPsStep = 256.0;
     const double n = j.workers;
     const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
-    bool explicit_dag = false;
-    const double steps = round_transfers(j, m, explicit_dag);
+    const topo::RoundSize size = round_of(j, m);
+    const double steps = size.dag_transfers > 0.0 ? size.dag_transfers : size.explicit_dag ? size.transfers : 0.0;
     const auto& a = j.architecture;
-    double bytes = explicit_dag ? steps * (a.kind == topo::ArchKind::ps ? kPsStep : kDagStep) : 0.0;
+    double bytes = steps * (a.kind == topo::ArchKind::ps ? kPsStep : kDagStep);
     const auto aggregation = models::compressor_info(j.compression).aggregation;
     if (a.kind == topo::ArchKind::allreduce) {
         if (aggregation == models::Aggregation::allgather)
@@ -292,7 +326,7 @@ void check_limits(const Scenario& s, const std::string& jobs_path) {
         const std::string prefix = s.has_jobs_list ? fmt::format("{}[{}].", jobs_path, i) : "$.";
         check_compute(s.jobs[i], prefix);
         bool explicit_dag = false;
-        const double m = machine_gpus(s.topology);
+        const Machine m = machine_of(s.topology);
         const double steps = round_transfers(s.jobs[i], m, explicit_dag);
         if (explicit_dag && steps > kMaxPlanSteps) {
             const std::string path = round_culprit(s.jobs[i], m, prefix, kMaxPlanSteps);

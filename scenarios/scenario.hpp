@@ -125,10 +125,12 @@ void check_key_path(const std::string& path, const std::string& what);
 inline constexpr double kFlowEventsPerSecond = 5e6;
 /// The up-front estimate of the wall seconds a flow-model run of `s` takes on one core: its events at
 /// kFlowEventsPerSecond, slowed where many flows share links (a parameter server's streams) and every event
-/// re-solves them all. Within about 3x of measured runs (scenarios/loader.cpp).
+/// re-solves them all. Within about 6x of measured runs (scenarios/loader.cpp).
 [[nodiscard]] double estimated_seconds(const Scenario& s);
-/// The longest flow-model run the loader accepts, in estimated wall seconds (1e10 events at the base rate).
-inline constexpr double kMaxFlowSeconds = 1e10 / kFlowEventsPerSecond;
+/// The longest flow-model run the loader accepts, in estimated wall seconds: an hour on one core. With the
+/// estimate's 6x band a run refused would have taken at least ten minutes and one accepted at most about six hours
+/// (an accepted estimate of 1,000 s is a 125 s to 2 h run).
+inline constexpr double kMaxFlowSeconds = 3600.0;
 
 /// The JSON Schema of scenarios, generated from the loader's own key tables.
 [[nodiscard]] nlohmann::json scenario_schema();

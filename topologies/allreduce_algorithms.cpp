@@ -11,6 +11,7 @@
 
 #include "topologies/allreduce_auto.hpp"
 #include "topologies/ring_allreduce.hpp"
+#include "topologies/sharded_collectives.hpp"
 
 namespace ddlsim::topo {
 namespace {
@@ -161,8 +162,24 @@ bool always_dag(double) {
     return true;
 }
 
+// NCCL's ring all-reduce runs on several channels, one ring each, built so that each ring enters and leaves a node
+// through a different GPU and NIC (src/graph/search.cc of NVIDIA/nccl searches one ring per channel; NCCL user guide,
+// "NCCL_MIN_NCHANNELS"): on nodes of m >= 2 workers with a NIC each (ctx.ring_channels), m rings of S/m
+// (ring_channels, as sharded data parallelism's reduce-scatter and all-gather), so a multi-NIC node sends over all its
+// NICs. One node, one worker per node, or one NIC per node: one ring.
 std::unique_ptr<Collective> make_ring(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
-    if (spec.segment_size.value() <= 0.0) return std::make_unique<RingAllreduce>(ctx.workers, ctx.bytes);
+    if (spec.segment_size.value() <= 0.0) {
+        std::vector<std::uint32_t> all(ctx.workers);
+        std::iota(all.begin(), all.end(), 0U);
+        auto rings = ring_channels({all}, ctx.ring_channels ? ctx.node_of : std::vector<std::uint32_t>{});
+        if (rings.size() == 1) return std::make_unique<RingAllreduce>(ctx.workers, ctx.bytes);
+        const double c = static_cast<double>(rings.size());
+        const std::uint32_t n = ctx.workers;
+        std::vector<std::unique_ptr<Collective>> parts;
+        for (auto& channel : rings)
+            parts.push_back(std::make_unique<RingCollective>(n, std::move(channel), ctx.bytes / c / n, 2 * (n - 1)));
+        return std::make_unique<ParallelCollective>(std::move(parts));
+    }
     return std::make_unique<PlanCollective>(segmented_ring_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
 }
 std::unique_ptr<Collective> make_tree(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
@@ -225,13 +242,20 @@ RoundSize allreduce_round_size(const ArchitectureSpec& spec, const RoundShape& s
             const RoundSize r = allreduce_round_size(concrete, shape);
             most.transfers = std::max(most.transfers, r.transfers);
             most.explicit_dag = most.explicit_dag || r.explicit_dag;
+            if (r.explicit_dag) most.dag_transfers = std::max(most.dag_transfers, r.transfers);
         }
         return most;
     }
     const AllreduceAlgorithmInfo& info = allreduce_algorithm(spec.algorithm);
     const double seg = spec.segment_size.value();
     if (shape.workers <= 1.0) return {0.0, info.explicit_dag(seg)};  // one worker alone: no traffic
-    return {info.transfers(shape.workers, shape.bytes.value(), seg), info.explicit_dag(seg)};
+    // The unsegmented ring runs one channel per GPU of a node when the job spans several nodes (make_ring).
+    const double g = std::max(1.0, shape.machine_gpus);
+    const double channels = spec.algorithm == AllreduceAlgorithm::ring && seg <= 0.0 && g >= 2.0 &&
+                                    shape.machine_nics >= g && shape.workers > g
+                                ? g
+                                : 1.0;
+    return {channels * info.transfers(shape.workers, shape.bytes.value(), seg), info.explicit_dag(seg)};
 }
 
 }  // namespace ddlsim::topo

@@ -129,6 +129,10 @@ struct CollectiveContext {
     /// whole model (kCutOverAll: cut over every server). Empty: this round's tensors are the whole model.
     std::vector<std::uint32_t> tensor_server;
     std::uint64_t seed = 0;  ///< for seeded choices (random matchings)
+    /// A ring all-reduce may run one channel per GPU of a node (topo::ring_channels): the workers of a node reach
+    /// another node's by link-disjoint routes (a NIC per GPU, rails). False where they share a link (one NIC per
+    /// node): one ring, as the closed form cannot share a link among channels.
+    bool ring_channels = false;
     /// algorithm auto: the time one round of a candidate takes alone on the job's fabric (empty: auto refuses).
     std::function<sim::Time(const Collective&)> round_time;
 };
@@ -183,6 +187,7 @@ struct RoundShape {
     /// Every worker exchanges its whole payload with every server once (SSP, ASP, FedAvg on a PS).
     bool whole_payload_exchange = false;
     double machine_gpus = 1.0;  ///< GPUs per machine (at most): a PS's local aggregation rings run inside each
+    double machine_nics = 1.0;  ///< NICs per machine: with one per GPU a ring all-reduce runs a channel per GPU
 };
 
 /// How large one round of `spec` is: the transfers it holds (an upper estimate, asked of each architecture's own
@@ -194,6 +199,9 @@ struct RoundSize {
     /// Flows in flight together that share links, so that each event re-solves them all (the max-min solver's
     /// cost per event grows with it): a parameter server's streams; 1 where flows are pairwise disjoint or few.
     double coupled_flows = 1.0;
+    /// Of `transfers`, those held in memory as explicit DAGs, when not all or none of them (algorithm auto: only
+    /// some candidates are DAGs; 0: `transfers` if explicit_dag, else none).
+    double dag_transfers = 0.0;
 };
 [[nodiscard]] RoundSize round_size(const ArchitectureSpec& spec, const RoundShape& shape);
 

@@ -54,10 +54,10 @@ private:
     sim::EndpointDone on_done_;
 };
 
-// The channels of a ring over `groups`: one ring order per channel (a single channel when no group spans several
-// nodes with the same number m >= 2 of its workers on each).
-std::vector<std::vector<std::vector<std::uint32_t>>> channels(const std::vector<std::vector<std::uint32_t>>& groups,
-                                                              const std::vector<std::uint32_t>& node_of) {
+}  // namespace
+
+std::vector<std::vector<std::vector<std::uint32_t>>> ring_channels(
+    const std::vector<std::vector<std::uint32_t>>& groups, const std::vector<std::uint32_t>& node_of) {
     std::vector<std::vector<std::vector<std::uint32_t>>> out{groups};
     if (node_of.empty()) return out;
     std::size_t m = 0;
@@ -86,8 +86,6 @@ std::vector<std::vector<std::vector<std::uint32_t>>> channels(const std::vector<
         }
     return out;
 }
-
-}  // namespace
 
 ParallelCollective::ParallelCollective(std::vector<std::unique_ptr<Collective>> parts) : parts_(std::move(parts)) {
     if (parts_.empty()) throw std::invalid_argument("a parallel collective needs at least one part");
@@ -122,7 +120,7 @@ std::unique_ptr<Collective> make_shard_collective(ShardCollective op,
                                                   const std::vector<std::uint32_t>& node_of) {
     const auto g = static_cast<std::uint32_t>(groups.empty() ? 1 : groups.front().size());
     if (op != ShardCollective::replica_allreduce) {
-        auto rings = channels(groups, node_of);
+        auto rings = ring_channels(groups, node_of);
         if (rings.size() == 1) return std::make_unique<RingCollective>(n, groups, bytes / g, g - 1);
         const double c = static_cast<double>(rings.size());
         std::vector<std::unique_ptr<Collective>> parts;

@@ -45,6 +45,12 @@ enum class ShardCollective { reduce_scatter, all_gather, replica_allreduce };
                                                                 std::uint32_t n, sim::Bytes bytes,
                                                                 const std::vector<std::uint32_t>& node_of = {});
 
+/// The channels of a ring over `groups`: one ring order per channel. Where every group spans several nodes with the
+/// same number m >= 2 of its workers on each (`node_of`: per worker), m rings, ring k visiting each node's workers
+/// rotated by k (so each ring crosses between nodes through a different GPU, and NIC); else the groups themselves.
+[[nodiscard]] std::vector<std::vector<std::vector<std::uint32_t>>> ring_channels(
+    const std::vector<std::vector<std::uint32_t>>& groups, const std::vector<std::uint32_t>& node_of);
+
 /// Several collectives over the same endpoints run at once as one (channels): an endpoint is done once it is done
 /// in every part; bytes on the wire add up, the closed form is the slowest part's.
 class ParallelCollective final : public Collective {

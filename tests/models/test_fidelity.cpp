@@ -407,3 +407,40 @@ TEST_CASE("defect: one worker with nothing to send runs at its compute time (WFB
         CHECK(r.scaling_efficiency == doctest::Approx(1.0).epsilon(1e-9));
     }
 }
+
+TEST_CASE("ring all-reduce runs one channel per GPU on nodes with a NIC per GPU (NCCL's channels)") {
+    // 4 DGX H100 on a rail-optimized fabric (one 400 Gbit/s NIC per GPU, each on its own rail), S = 800 MB, ideal
+    // transport, no latency: 8 rings of S/8, each crossing between nodes on a different NIC, so a ring step moves
+    // S/(8n) over every NIC at once: T = 2(n-1) S / (8 n B). One ring used one NIC of eight: 8x that.
+    const double S = 800e6, B = 400e9 / 8;
+    const int n = 32;
+    json j = testing::star_scenario({.workers = n,
+                                     .model = testing::one_layer_model(S),
+                                     .batch_size = 1,
+                                     .iterations = 1,
+                                     .bandwidth = "400Gbps",
+                                     .transport = "ideal",
+                                     .architecture = {{"kind", "allreduce"}, {"algorithm", "ring"}}});
+    j["network"] = {{"topology", "rail_optimized"},
+                    {"node", "dgx_h100"},
+                    {"transport", "ideal"},
+                    {"latency", "0us"},
+                    {"intra_latency", "0us"}};
+    const double channels = 2.0 * (n - 1) * S / (8.0 * n * B);
+    for (const char* model : {"flow", "analytic"}) {
+        CAPTURE(model);
+        j["network"]["model"] = model;
+        const auto r = run(j).jobs.front();
+        CHECK(r.iteration_time_s - r.compute_time_s == doctest::Approx(channels).epsilon(0.01));
+    }
+    // Plain two-tier nodes with one NIC: the GPUs share it, one ring (the closed form cannot share a link).
+    j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 8},           {"bandwidth", "400Gbps"},
+                    {"latency", "0us"},       {"intra_bandwidth", "450GBps"}, {"intra_latency", "0us"},
+                    {"transport", "ideal"}};
+    for (const char* model : {"flow", "analytic"}) {
+        CAPTURE(model);
+        j["network"]["model"] = model;
+        const auto r = run(j).jobs.front();
+        CHECK(r.iteration_time_s - r.compute_time_s == doctest::Approx(8 * channels).epsilon(0.01));
+    }
+}
