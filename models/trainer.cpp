@@ -226,7 +226,9 @@ void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
     // An iteration is an optimizer step: gradient_accumulation micro-batches of samples_per_iteration.
     r.throughput_samples_per_s =
         r.iteration_time_s > 0.0 ? samples_per_iteration * job.gradient_accumulation / r.iteration_time_s : 0.0;
-    r.scaling_efficiency = single > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / single : 1.0;
+    r.scaling_efficiency =
+        std::min(1.0, single > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / single
+                                                               : 1.0);  // rounding must not lift it above 1
     r.communication_time_s = iterations > 0 ? comm / n / iterations : 0.0;
     r.exposed_communication_time_s = iterations > 0 ? exposed / n / iterations : 0.0;
 }
@@ -254,7 +256,8 @@ void own_clocks_result(const TrainingJob& job, const std::vector<WorkerClock>& c
     r.iteration_time_s = iteration;
     const double single = alone_samples_per_s(job);
     r.throughput_samples_per_s = samples_per_iteration * job.gradient_accumulation / iteration;
-    r.scaling_efficiency = single > 0.0 ? r.throughput_samples_per_s / single : 1.0;
+    r.scaling_efficiency =
+        std::min(1.0, single > 0.0 ? r.throughput_samples_per_s / single : 1.0);  // rounding must not lift it above 1
     r.exposed_communication_time_s = idle;
     JobResult::Breakdown b;
     b.compute = std::min(busy, iteration);
@@ -305,7 +308,8 @@ JobResult simulate_closed_form(const topo::Fabric& fabric, const TrainingJob& jo
     one[0].updates = job.iterations;
     detail::fill_result(job, one, job.iterations, static_cast<double>(job.workers) * job.batch_size, r);
     // One worker stands for all (identical workers): efficiency against n of them.
-    r.scaling_efficiency = r.iteration_time_s > 0.0 ? r.compute_time_s / r.iteration_time_s : 1.0;
+    r.scaling_efficiency = std::min(1.0, r.iteration_time_s > 0.0 ? r.compute_time_s / r.iteration_time_s
+                                                                  : 1.0);  // rounding must not lift it above 1
     r.workers.assign(job.workers, r.workers.front());
     r.bytes_on_wire_per_iteration = plan.wire_bytes();
     r.machine_bytes_per_iteration = plan.machine_bytes();

@@ -36,7 +36,8 @@ public:
         fill_result(job_, clocks, job_.iterations, c * job_.sync.local_steps * job_.batch_size, r);
         // Efficiency: the share of a round that a participating client spends computing.
         const double local = job_.sync.local_steps * job_.compute.iteration().seconds();
-        r.scaling_efficiency = r.iteration_time_s > 0.0 ? local / r.iteration_time_s : 1.0;
+        r.scaling_efficiency = std::min(
+            1.0, r.iteration_time_s > 0.0 ? local / r.iteration_time_s : 1.0);  // rounding must not lift it above 1
         r.exposed_communication_time_s = std::max(0.0, r.iteration_time_s - local);
         r.communication_time_s = comm_total_.seconds() / std::max(1.0, static_cast<double>(participations_));
         r.bytes_on_wire_per_iteration = wire_ / job_.iterations;

@@ -92,7 +92,9 @@ public:
             ideal += static_cast<double>(job_.batch_size) * job_.gradient_accumulation /
                      (cp.accumulation + cp.fwd + cp.bwd + shard_update(cp)).seconds();
         }
-        r.scaling_efficiency = ideal > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / ideal : 1.0;
+        r.scaling_efficiency =
+            std::min(1.0, ideal > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / ideal
+                                                                  : 1.0);  // rounding must not lift it above 1
         double busy = 0.0;
         for (std::uint32_t w = 0; w < job_.workers; ++w) busy += clocks_[w].busy.seconds();
         JobResult::Breakdown b;

@@ -160,7 +160,8 @@ std::uint64_t read_uint(const json& j, const std::string& path, std::uint64_t mi
     } else if (j.is_number_integer() && j.get<std::int64_t>() >= 0) {
         v = static_cast<std::uint64_t>(j.get<std::int64_t>());
     } else if (j.is_number_float() && std::isfinite(j.get<double>()) && j.get<double>() >= 0 &&
-               j.get<double>() == std::floor(j.get<double>()) && j.get<double>() <= static_cast<double>(max)) {
+               j.get<double>() == std::floor(j.get<double>()) && j.get<double>() <= static_cast<double>(max) &&
+               j.get<double>() < 0x1p64) {  // 2^64 itself rounds to UINT64_MAX's double and would wrap to 0
         v = static_cast<std::uint64_t>(j.get<double>());
     } else {
         throw ScenarioError(path, fmt::format("expected an integer in {} .. {}, got {}", min, max, describe(j)));

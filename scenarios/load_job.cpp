@@ -245,9 +245,12 @@ models::StragglerSpec read_stragglers(const json& j, const std::string& path, st
             const std::string kp = r.path("fixed") + "." + key;
             std::uint64_t w = 0;
             const auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), w);
-            if (ec != std::errc{} || ptr != key.data() + key.size() || w >= workers)
+            // Canonical decimal only: "01" and "1" would name one worker twice, one of the factors silently lost.
+            if (ec != std::errc{} || ptr != key.data() + key.size() || w >= workers || std::to_string(w) != key)
                 throw ScenarioError(
-                    kp, fmt::format("expected a worker index 0..{} as the key, got \"{}\"", workers - 1, key));
+                    kp,
+                    fmt::format("expected a worker index 0..{} written without leading zeros as the key, got \"{}\"",
+                                workers - 1, key));
             s.fixed.emplace_back(static_cast<std::uint32_t>(w), read_positive(value, kp, 1e6));
         }
     }

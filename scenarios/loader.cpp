@@ -159,28 +159,34 @@ double job_events(const Scenario& s, const JobSpec& j) {
                            layers);
 }
 
-// The cost of an event over the base rate when F flows share links and each event re-solves them: 1 + A F^p. F is a
-// round's streams (topo::RoundSize::coupled_flows) times, for BytePS with overlap (whose messages all start at once,
-// models/message_scheduler.hpp "concurrent", each with a stream per worker and server), the fourth root of the
-// messages per iteration (they pile up as far as the network lags backward, which the estimate cannot know; a
-// standard PS's per-tensor messages go to one server each and did not add measurably). Measured on this project's
-// machine (ddlsim run, cost per processed event over 1 / kFlowEventsPerSecond = 0.2 us): BytePS with 16 KiB partitions
-// on a star, 16, 32 and 64 workers, no overlap: 75x, 219x and 157x at F = 288, 1,088 and 4,224 (2026-12-03); 16
-// workers, 4 CPU servers, ResNet-50, one iteration (2026-12-03): 64 KiB partitions without overlap 75x (2.02 s), with
-// WFBP 1,555x (42.4 s), 1 MB partitions with WFBP 140x (0.61 s); a colocated per-tensor PS of 64 workers and 40 servers
-// with WFBP, Inception-v3, one iteration: 208x (125 s). A = 3.3, p = 0.55 (a line through the log-log points of the
-// runs without overlap) and the fourth root put the estimate of each of these runs' wall time within a factor 6.3
-// of the measured one (6.8 s for the 42.4 s run, 1.5 s for the 0.61 s one, 5 min for the 125 s one).
-constexpr double kCoupledCostScale = 3.3, kCoupledCostPower = 0.55;
+// The cost of an event over the base rate when F flows share links and each event re-solves them:
+// 1 + A max(0, F - F0)^p (below about F0 flows the re-solve costs little beside the event's own bookkeeping). F is a
+// round's streams (topo::RoundSize::coupled_flows), times what runs at once: for BytePS with overlap (its messages all
+// start together, models/message_scheduler.hpp "concurrent") the square root of its messages per iteration (they
+// pile up as far as the network lags backward, which the estimate cannot know); under priority scheduling the
+// credit's messages in flight (each a round of at least one flow per worker). Measured on this project's machine
+// (ddlsim run, cost per processed event over 1 / kFlowEventsPerSecond = 0.2 us): BytePS with 16 KiB partitions on a
+// star, 16, 32 and 64 workers, no overlap: 75x, 219x and 157x at F = 288, 1,088 and 4,224 (2026-12-03); 16 workers,
+// 4 CPU servers, ResNet-50, one iteration (2026-12-03): 64 KiB partitions without overlap 75x (2.02 s), with WFBP
+// 1,555x (42.4 s), 1 MB partitions with WFBP 140x (0.61 s); a colocated per-tensor PS of 64 workers and 40 servers
+// with WFBP, Inception-v3, one iteration: 208x (125 s); a ring of 4 workers with 16 KB priority partitions, credit 4:
+// about 1x (0.07 s), credit 1,000: about 75x (10.5 s). A = 3.3, p = 0.55, F0 = 100 (a line through the log-log
+// points of the runs without overlap) put each estimate within a factor 6 of these runs, the BytePS-with-WFBP ones
+// aside (within a factor 4 to 5; a run whose backward is far shorter than its communication piles up more).
+constexpr double kCoupledCostScale = 3.3, kCoupledCostPower = 0.55, kCoupledCostFloor = 100.0;
 
 // Wall seconds the flow model takes for one job: its events at the base rate, times the cost of re-solving the
 // flows that share links at each event.
 double job_seconds(const Scenario& s, const JobSpec& j) {
     double coupled = j.sharding.any() ? 1.0 : round_of(j, machine_of(s.topology)).coupled_flows;
-    if (j.architecture.kind == topo::ArchKind::ps && j.architecture.style == topo::PsStyle::byteps && j.overlap.any() &&
-        !j.overlap.priority)
-        coupled *= std::pow(messages_per_iteration(j), 0.25);
-    const double f = std::max(0.0, coupled - 1.0);
+    const auto& a = j.architecture;
+    if (j.overlap.priority) {
+        const double in_flight = std::min(static_cast<double>(j.overlap.credit), messages_per_iteration(j));
+        if (in_flight > 1.0) coupled = std::max(coupled, static_cast<double>(j.workers)) * in_flight;
+    } else if (a.kind == topo::ArchKind::ps && a.style == topo::PsStyle::byteps && j.overlap.any()) {
+        coupled *= std::sqrt(messages_per_iteration(j));
+    }
+    const double f = std::max(0.0, coupled - kCoupledCostFloor);
     return job_events(s, j) * (1.0 + kCoupledCostScale * std::pow(f, kCoupledCostPower)) / kFlowEventsPerSecond;
 }
 

@@ -288,6 +288,10 @@ int main(int argc, char** argv) {
   ddlsim check my.json --print
 Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 3 some sweep points failed, 1 internal error.)");
 
+    // An output option given an empty name is refused: it would read as "not given" and write nothing.
+    const CLI::Validator file_name(
+        [](std::string& name) { return name.empty() ? std::string("expected a file name, got an empty one") : ""; },
+        "FILE");
     std::string file, out, trace, plot;
     std::vector<std::string> sets;
     std::uint32_t seeds = 1;
@@ -295,12 +299,15 @@ Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 
     auto* run = app.add_subcommand("run", "simulate one scenario and print a summary");
     run->add_option("scenario", file, "scenario JSON file (- reads standard input)")->required();
     run->add_option("--set", sets, "override a scenario key: PATH=VALUE (repeatable)")->expected(1)->take_all();
-    run->add_option("--out", out, "write the result JSON here (-: standard output; the summary then goes to stderr)");
+    run->add_option("--out", out, "write the result JSON here (-: standard output; the summary then goes to stderr)")
+        ->check(file_name);
     run->add_option("--trace", trace,
-                    "write a Chrome-trace / Perfetto timeline here (one track per worker and per link)");
+                    "write a Chrome-trace / Perfetto timeline here (one track per worker and per link)")
+        ->check(file_name);
     run->add_option("--plot", plot,
                     "with a convergence block: draw accuracy and loss against simulated time into FILE.png or "
-                    "FILE.svg (python3-matplotlib)");
+                    "FILE.svg (python3-matplotlib)")
+        ->check(file_name);
 
     bool trace_full = false;
     run->add_flag("--trace-full", trace_full,
@@ -308,7 +315,8 @@ Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 
                   "back-to-back spans of one kind)");
     std::string report;
     run->add_option("--report", report,
-                    "also write a self-contained HTML page: summary, breakdown, links, timeline excerpt, assumptions");
+                    "also write a self-contained HTML page: summary, breakdown, links, timeline excerpt, assumptions")
+        ->check(file_name);
     run->add_option("--seeds", seeds,
                     "run N seeds (seed, seed + 1, ...): mean, stddev, min and max of iteration time and throughput")
         ->check(CLI::Range(1U, 10000U));
@@ -344,11 +352,13 @@ Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 
     sweep->add_option("--jobs", sweep_opts.jobs, "points run at once (default: the number of CPU threads)");
     sweep->add_flag("--resume", sweep_opts.resume, "keep the finished points already in --out, run the rest");
     sweep->add_option("--format", sweep_format, "csv (default) or json")->check(CLI::IsMember({"csv", "json"}));
-    sweep->add_option("--plot", sweep_opts.plot, "also draw the sweep into FILE.png or FILE.svg (python3-matplotlib)");
+    sweep->add_option("--plot", sweep_opts.plot, "also draw the sweep into FILE.png or FILE.svg (python3-matplotlib)")
+        ->check(file_name);
     sweep->add_option("--relative-to", sweep_opts.relative_to,
                       "KEY=VALUE: plot every point divided by the point with KEY=VALUE and the same other values");
     sweep->add_flag("!--no-progress", sweep_opts.progress, "no progress line, even on a terminal");
-    sweep->add_option("--report", report, "also write a self-contained HTML page with the plot and the rows");
+    sweep->add_option("--report", report, "also write a self-contained HTML page with the plot and the rows")
+        ->check(file_name);
     sweep->add_option("--objective", sweep_opts.objective,
                       "rank the points by a result column and print the best and its runner-up: time_to_train_s, "
                       "cost, gpu_hours (with a training block), iteration_time_s, ...; max:COLUMN ranks highest first");
@@ -369,8 +379,10 @@ Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 
                      "e.g. 'ddp={\"sharding\": null}' or 'fsdp={\"sharding\": {\"stage\": 3}}' (repeatable)")
         ->expected(1)
         ->take_all();
-    compare->add_option("--out", compare_out, "also write the table as CSV, or JSON for a .json name (-: stdout)");
-    compare->add_option("--report", report, "also write the comparison as a self-contained HTML page");
+    compare->add_option("--out", compare_out, "also write the table as CSV, or JSON for a .json name (-: stdout)")
+        ->check(file_name);
+    compare->add_option("--report", report, "also write the comparison as a self-contained HTML page")
+        ->check(file_name);
     compare->add_option("--jobs", compare_jobs, "cases run at once (default: the number of CPU threads)")
         ->check(CLI::Range(1U, 4096U));
 

@@ -5,9 +5,11 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 
+#include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "tools/sweep.hpp"
@@ -238,6 +240,22 @@ std::pair<std::string, nlohmann::json> parse_variant(const std::string& spec) {
     if (!patch.is_object())
         throw CliError(fmt::format("--variant {}: expected a JSON object (a merge patch of the scenario), got {}", spec,
                                    patch.type_name()));
+    // A null removes a key: it must name one the scenario format declares, or a misspelled key would be removed
+    // from nowhere and the variant silently run as the base.
+    const std::function<void(const nlohmann::json&, const std::string&)> check_nulls = [&](const nlohmann::json& j,
+                                                                                           const std::string& at) {
+        for (const auto& [k, v] : j.items()) {
+            const std::string path = at.empty() ? k : at + "." + k;
+            if (v.is_object()) check_nulls(v, path);
+            if (!v.is_null()) continue;
+            try {
+                ddlsim::scenario::check_key_path(path, "--variant " + spec);
+            } catch (const ddlsim::scenario::ScenarioError& e) {
+                throw CliError(one_line(fmt::format("{}: {}", e.path(), e.what())));
+            }
+        }
+    };
+    check_nulls(patch, "");
     return {std::move(name), std::move(patch)};
 }
 

@@ -146,7 +146,7 @@ TEST_CASE("properties: random valid scenarios give finite, positive, possible re
         if (!fedavg) CHECK(job.iteration_time_s >= job.compute_time_s * (1 - 1e-12));
         CHECK(job.exposed_communication_time_s <= job.iteration_time_s * (1 + 1e-12));
         CHECK(job.scaling_efficiency > 0.0);
-        CHECK(job.scaling_efficiency <= 1.0 + 1e-12);
+        CHECK(job.scaling_efficiency <= 1.0);  // exactly: rounding is clamped (a third hostile corpus found 1 + 2e-16)
         CHECK(job.communication_time_s >= 0.0);
         CHECK(job.bytes_on_wire_per_iteration >= 0.0);
         CHECK(std::isfinite(job.throughput_samples_per_s));

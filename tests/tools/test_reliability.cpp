@@ -269,3 +269,23 @@ TEST_CASE("blame: a clock overflow names the key that made it, with the numbers"
     bad_input(run_cli({"check", d.write("ps.json", ps.dump())}),
               {"$.architecture.partition_size", "at least 1024 bytes", "(1000 bytes)"});
 }
+
+TEST_CASE("third hostile corpus: silently altered input is refused (exit 2, one line, the key named)") {
+    const Dir d;
+    const std::string scen = d.write("s.json", kSmall);
+    // An empty output name would read as "not given": nothing written, exit 0.
+    for (const char* option : {"--out", "--trace", "--report"}) {
+        CAPTURE(option);
+        bad_input(run_cli({"run", scen, option, ""}), {option, "empty"});
+    }
+    bad_input(run_cli({"compare", scen, "--out", ""}), {"--out", "empty"});
+    // 2^64 as a seed wrapped to 0.
+    bad_input(run_cli({"check", scen, "--set", "seed=18446744073709551616"}), {"$.seed"});
+    // Two spellings of one worker index: one factor silently lost.
+    json j = json::parse(kSmall);
+    j["stragglers"] = {{"fixed", {{"1", 3}, {"01", 2}}}};
+    bad_input(run_cli({"check", d.write("f.json", j.dump())}), {"$.stragglers.fixed.01", "leading zeros"});
+    // A variant removing a misspelled key ran as the base.
+    bad_input(run_cli({"compare", scen, "--variant", R"(a={"shardng": null})", "--variant", "b={}"}),
+              {"--variant", "shardng", "did you mean"});
+}
