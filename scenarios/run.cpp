@@ -63,6 +63,10 @@ std::pair<double, std::string> smallest_bandwidth(const Scenario& s) {
         s.topology);
     for (const auto& [host, bw] : s.host_bandwidth)
         if (bw.bytes_per_s() < out.first) out = {bw.bytes_per_s(), fmt::format("$.network.host_bandwidth.{}", host)};
+    // A transport's per-connection cap (stream_rate x streams) binds every transfer like a slower link.
+    for (const auto& [t, path] : {std::pair{s.transports.inter, "$.network.transport"},
+                                  std::pair{s.transports.intra, "$.network.intra_transport"}})
+        if (t && t->flow_cap() < out.first) out = {t->flow_cap(), path};
     return out;
 }
 

@@ -289,3 +289,10 @@ TEST_CASE("third hostile corpus: silently altered input is refused (exit 2, one 
     bad_input(run_cli({"compare", scen, "--variant", R"(a={"shardng": null})", "--variant", "b={}"}),
               {"--variant", "shardng", "did you mean"});
 }
+
+TEST_CASE("third hostile corpus: a clock overflow made by a transport's stream rate names the transport") {
+    const Dir d;
+    json j = json::parse(kSmall);
+    j["network"]["transport"] = {{"kind", "tcp"}, {"stream_rate", "1bps"}};
+    bad_input(run_cli({"run", d.write("s.json", j.dump())}), {"$.network.transport", "faster link"});
+}
