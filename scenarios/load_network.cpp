@@ -216,6 +216,15 @@ struct TransportEcho {
         bool uniform = true;
         if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) uniform = same_pick(topo::leaf_uplink_bandwidth(t));
         if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) uniform = same_pick(topo::rail_uplink_bandwidth(t));
+        // Host links capped by host_bandwidth, and a node preset's own links between machines' parts (a GPU's PCIe
+        // link to its NIC), are picked for by their own speed too.
+        for (const auto& [name, bw] : s.host_bandwidth) uniform = uniform && same_pick(bw);
+        const topo::NodeType* node = nullptr;
+        if constexpr (std::is_same_v<T, topo::TwoTierSpec>) node = t.node ? &*t.node : nullptr;
+        if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) node = &t.node;
+        if (node != nullptr)
+            for (const auto& link : node->links)
+                if (link.cls == topo::LinkClass::inter) uniform = uniform && same_pick(link.bandwidth);
         if (uniform) n.transport = host;
         if constexpr (std::is_same_v<T, topo::TwoTierSpec>) intra(t.node.has_value(), t.intra_bandwidth);
         if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) intra(!t.node.preset.empty(), t.node.gpu_bandwidth);

@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
 #include "tests/support/support.hpp"
 #include "tools/output_file.hpp"
 #include "tools/sweep.hpp"
@@ -295,4 +297,23 @@ TEST_CASE("third hostile corpus: a clock overflow made by a transport's stream r
     json j = json::parse(kSmall);
     j["network"]["transport"] = {{"kind", "tcp"}, {"stream_rate", "1bps"}};
     bad_input(run_cli({"run", d.write("s.json", j.dump())}), {"$.network.transport", "faster link"});
+}
+
+TEST_CASE("third hostile corpus: resolved_scenario reruns to the same result where auto picks transports per link") {
+    // A 10 Gbit/s host on a 100 Gbit/s star (tcp on its link, rdma elsewhere), and a DGX H100 preset at 10 Gbit/s
+    // (tcp on the NIC ports, rdma on the GPUs' PCIe links to their NICs): the echo pinned one transport for all.
+    for (const char* text : {R"({"workers": 2, "model": "resnet50", "batch_size": 8, "iterations": 1, "device": "V100",
+              "network": {"topology": "star", "bandwidth": "100Gbps", "latency": "5us", "host_bandwidth": {"h0": "10Gbps"}}})",
+                             R"({"workers": 16, "model": "resnet50", "batch_size": 8, "iterations": 1, "device": "H100",
+              "network": {"topology": "two_tier", "node": "dgx_h100", "bandwidth": "10Gbps"}})"}) {
+        CAPTURE(text);
+        const auto s = ddlsim::scenario::load_scenario(json::parse(text));
+        json first = ddlsim::scenario::result_json(s, ddlsim::scenario::run_scenario(s));
+        const auto again = ddlsim::scenario::load_scenario(first.at("resolved_scenario"));
+        json second = ddlsim::scenario::result_json(again, ddlsim::scenario::run_scenario(again));
+        first.erase("wall_time_s");
+        second.erase("wall_time_s");
+        CHECK(first.at("iteration_time_s") == second.at("iteration_time_s"));
+        CHECK(first.at("links") == second.at("links"));
+    }
 }
