@@ -196,51 +196,65 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
     ComputeProfile p;
     const double update_bytes = optimizer_bytes_per_param(optimizer, d.precision, bytes_per_param);
     const double bandwidth = d.memory_bandwidth.bytes_per_s() * d.memory_efficiency();
-    std::vector<Seconds> raw;
-    raw.reserve(w.layers.size());
-    double fixed = 0.0;
-    double derived = 0.0;
-    for (const Layer& l : w.layers) {
-        double fwd = 0.0, bwd = 0.0;
-        const auto account = [&](const LayerPart& part) {
-            const double f = part_seconds(part, d, batch, false);
-            const double b = part_seconds(part, d, batch, true);
-            fwd += f;
-            bwd += b;
-            KindTotals& k = p.kinds[static_cast<std::size_t>(part.kind)];
-            k.flops += 3.0 * part.flops * batch;
-            k.seconds += f + b;
-        };
-        if (l.parts.empty()) {
-            account(LayerPart{.kind = PartKind::matmul, .flops = l.fwd_flops});
-        } else {
-            for (const LayerPart& part : l.parts) account(part);
+    // Every layer's times at batch b; the fixed (explicit) and derived totals; the kinds' totals when asked.
+    struct Tally {
+        std::vector<Seconds> raw;
+        double fixed = 0.0, derived = 0.0;
+    };
+    const auto tally = [&](std::uint32_t b, bool kinds) {
+        Tally out;
+        out.raw.reserve(w.layers.size());
+        for (const Layer& l : w.layers) {
+            double fwd = 0.0, bwd = 0.0;
+            const auto account = [&](const LayerPart& part) {
+                const double f = part_seconds(part, d, b, false);
+                const double bk = part_seconds(part, d, b, true);
+                fwd += f;
+                bwd += bk;
+                if (!kinds) return;
+                KindTotals& k = p.kinds[static_cast<std::size_t>(part.kind)];
+                k.flops += 3.0 * part.flops * b;
+                k.seconds += f + bk;
+            };
+            if (l.parts.empty()) {
+                account(LayerPart{.kind = PartKind::matmul, .flops = l.fwd_flops});
+            } else {
+                for (const LayerPart& part : l.parts) account(part);
+            }
+            Seconds s{};
+            s.fwd_fixed = l.fwd_time.has_value();
+            s.fwd = s.fwd_fixed ? l.fwd_time->seconds() : fwd;
+            s.bwd_fixed = l.bwd_time.has_value();
+            s.bwd = s.bwd_fixed ? l.bwd_time->seconds() : (s.fwd_fixed ? 2.0 * s.fwd : bwd);
+            s.update_fixed = l.update_time.has_value();
+            s.update =
+                s.update_fixed ? l.update_time->seconds() : static_cast<double>(l.params()) * update_bytes / bandwidth;
+            for (auto [t, f] : {std::pair{s.fwd, s.fwd_fixed}, {s.bwd, s.bwd_fixed}, {s.update, s.update_fixed}})
+                (f ? out.fixed : out.derived) += t;
+            out.raw.push_back(s);
         }
-        Seconds s{};
-        s.fwd_fixed = l.fwd_time.has_value();
-        s.fwd = s.fwd_fixed ? l.fwd_time->seconds() : fwd;
-        s.bwd_fixed = l.bwd_time.has_value();
-        s.bwd = s.bwd_fixed ? l.bwd_time->seconds() : (s.fwd_fixed ? 2.0 * s.fwd : bwd);
-        s.update_fixed = l.update_time.has_value();
-        s.update =
-            s.update_fixed ? l.update_time->seconds() : static_cast<double>(l.params()) * update_bytes / bandwidth;
-        for (auto [t, f] : {std::pair{s.fwd, s.fwd_fixed}, {s.bwd, s.bwd_fixed}, {s.update, s.update_fixed}})
-            (f ? fixed : derived) += t;
-        raw.push_back(s);
-    }
+        return out;
+    };
+    const Tally here = tally(batch, true);
+    const std::vector<Seconds>& raw = here.raw;
+    const double fixed = here.fixed, derived = here.derived;
 
     double scale = 1.0;
     if (d.samples_per_s) {
-        const double target = batch / *d.samples_per_s;
-        if (derived <= 0.0)
+        // The measurement pins the derived times at the batch it was taken at; the model's own batch dependence
+        // carries that factor to this batch (a launch-bound small batch stays as slow per sample as the model says).
+        const std::uint32_t b0 = d.samples_per_s_batch.value_or(batch);
+        const Tally pin = b0 == batch ? Tally{{}, fixed, derived} : tally(b0, false);
+        const double target = b0 / *d.samples_per_s;
+        if (pin.derived <= 0.0)
             throw std::invalid_argument(
                 "device.samples_per_s needs layers whose times are derived (fwd_flops or parameters), not all fixed");
-        if (fixed >= target)
+        if (pin.fixed >= target)
             throw std::invalid_argument(
                 fmt::format("device.samples_per_s = {} means {:.6g} s per iteration, but explicit layer times already "
                             "take {:.6g} s",
-                            *d.samples_per_s, target, fixed));
-        scale = (target - fixed) / derived;
+                            *d.samples_per_s, target, pin.fixed));
+        scale = (target - pin.fixed) / pin.derived;
     }
 
     if (!(fixed + derived * scale < 1e6))

@@ -96,6 +96,8 @@ struct DeviceSpec {
     double efficiency = kDefaultEfficiency;  ///< the scalar fraction (explicit, or the default for custom devices)
     sim::Bandwidth memory_bandwidth;
     std::optional<double> samples_per_s;  ///< measured samples/s of this model at this batch size
+    /// The per-device batch samples_per_s was measured at (none: the scenario's batch_size).
+    std::optional<std::uint32_t> samples_per_s_batch;
 
     Precision precision = Precision::fp32;
     Source precision_source = Source::builtin_default;

@@ -137,6 +137,11 @@ const KeyTable<DeviceSpec>& device_keys() {
             key("samples_per_s", &D::samples_per_s,
                 "measured single-device samples/s of this model at this batch size; fixes the compute scale",
                 {0, 1e12, true}),
+            key("samples_per_s_batch", &D::samples_per_s_batch,
+                "the per-device batch samples_per_s was measured at (default: the scenario's batch_size); the compute "
+                "model takes the measurement to the scenario's batch with its own batch dependence",
+                {1, 10'000'000})
+                .when([](const D& d) { return d.samples_per_s.has_value(); }, "applies with samples_per_s only"),
             key("overlap_slowdown", &D::overlap_slowdown,
                 "measured fraction by which compute slows while communication runs beside it (`ddlsim calibrate` "
                 "writes it); the default of overlap.compute_slowdown for jobs on this device, which wins when given",

@@ -62,6 +62,31 @@ TEST_CASE("compute: samples_per_s fixes one worker's throughput exactly") {
     CHECK(p.layers[1].fwd.seconds() == doctest::Approx(3 * p.layers[0].fwd.seconds()).epsilon(1e-9));
 }
 
+TEST_CASE("compute: samples_per_s_batch carries a measured rate to another batch with the model's batch dependence") {
+    // A fixed 10 + 20 ms layer (no batch dependence) and a derived one linear in the batch (FLOPs, no memory term, no
+    // update). Measured 1000 samples/s at batch 400: 0.4 s per step, 0.37 s of it derived. At batch 50 the derived
+    // part is 0.37 / 8: 0.03 + 0.04625 = 0.07625 s, 655.7 samples/s, where applying the rate as-is gave 1000.
+    const json j = json::parse(R"({"workers": 1, "batch_size": 50, "iterations": 1,
+        "model": {"layers": [{"name": "fixed", "params": 0, "fwd_time": "10ms", "bwd_time": "20ms", "update_time": "0s"},
+                             {"name": "fc", "params": 1000, "fwd_flops": 1e9, "update_time": "0s"}]},
+        "device": {"name": "V100", "samples_per_s": 1000, "samples_per_s_batch": 400},
+        "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "1us"}})");
+    const auto rate = [](const json& s) {
+        return scenario::run_scenario(scenario::load_scenario(s)).jobs.front().throughput_samples_per_s;
+    };
+    CHECK(rate(j) == doctest::Approx(50 / 0.07625).epsilon(1e-9));
+    // Pinned at the scenario's own batch (the default), the rate is the measurement.
+    json same = j;
+    same["device"]["samples_per_s_batch"] = 50;
+    CHECK(rate(same) == doctest::Approx(1000).epsilon(1e-9));
+    same["device"].erase("samples_per_s_batch");
+    CHECK(rate(same) == doctest::Approx(1000).epsilon(1e-9));
+    // Without samples_per_s the key has nothing to pin: refused.
+    json alone = j;
+    alone["device"].erase("samples_per_s");
+    CHECK_THROWS_AS((void)scenario::load_scenario(alone), scenario::ScenarioError);
+}
+
 TEST_CASE("compute: explicit times are used exactly, the rest scales around them") {
     auto w = two_layers();
     w.layers[0].fwd_time = sim::Time::seconds(0.010);
