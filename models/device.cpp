@@ -10,7 +10,7 @@
 //  H100 SXM5  — NVIDIA H100 datasheet (2023): 67 FP32, 494.5 TF32, 989.5 FP16, 989.5 BF16, 1,979 FP8 (all
 //               dense), 3.35 TB/s, 132 SMs.
 //  H200 SXM   — NVIDIA H200 datasheet (2024): compute as H100 SXM, 4.8 TB/s HBM3e.
-// Parts added 2026-12 (issue 26), dense figures (no structured sparsity) as collected with their vendor sources in
+// Parts added 2026-12, dense figures (no structured sparsity) as collected with their vendor sources in
 // stas00/ml-engineering compute/accelerator/README.md (commit 744d01e18b79512572f64a6bbd8b5f4a725203a7), "TFLOPS
 // comparison table" (notes 3, 4, 6, 12, 17, 18, 20, 22, 23), "Accelerator memory size and speed" and "Power
 // consumption"; SM / CU counts from the vendors' pages cited there:

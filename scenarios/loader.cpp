@@ -66,42 +66,26 @@ double payload_bytes(const JobSpec& s) {
     return bytes;
 }
 
-// GPUs per machine of the topology (1 where a host is a machine).
-double machine_gpus(const topo::TopologySpec& topology) {
-    double m = 1.0;
-    std::visit(
-        [&](const auto& t) {
-            if constexpr (requires { t.gpus_per_node; })
-                m = static_cast<double>(t.gpus_per_node);
-            else if constexpr (requires { t.node.gpus; })  // rail_optimized: its node type
-                m = static_cast<double>(t.node.gpus);
-        },
-        topology);
-    return m;
-}
-
-// NICs per machine that its GPUs reach on routes of their own (1 where a host is a machine): a node type's (a preset,
-// rail_optimized); a plain two_tier node's NIC links hang off its node switch and ECMP shares them among the GPUs
-// (models/trainer.cpp's collective_context tests the routes themselves).
-double machine_nics(const topo::TopologySpec& topology) {
-    double m = 1.0;
-    std::visit(
-        [&](const auto& t) {
-            if constexpr (requires { t.nics_per_node; })
-                m = t.node ? static_cast<double>(t.node->nics) : 1.0;
-            else if constexpr (requires { t.node.nics; })  // rail_optimized: its node type
-                m = static_cast<double>(t.node.nics);
-        },
-        topology);
-    return m;
-}
-
-// A machine of the topology: its GPUs and NICs.
+// A machine of the topology (one host where a host is a machine): its GPUs, and the NICs its GPUs reach on routes
+// of their own: a node type's (a preset, rail_optimized); a plain two_tier node's NIC links hang off its node switch
+// and ECMP shares them among the GPUs (models/trainer.cpp's collective_context tests the routes themselves).
 struct Machine {
     double gpus = 1.0, nics = 1.0;
 };
 Machine machine_of(const topo::TopologySpec& topology) {
-    return {machine_gpus(topology), machine_nics(topology)};
+    Machine m;
+    std::visit(
+        [&](const auto& t) {
+            if constexpr (requires { t.gpus_per_node; }) {
+                m.gpus = static_cast<double>(t.gpus_per_node);
+                if (t.node) m.nics = static_cast<double>(t.node->nics);
+            } else if constexpr (requires { t.node.gpus; }) {  // rail_optimized: its node type
+                m.gpus = static_cast<double>(t.node.gpus);
+                m.nics = static_cast<double>(t.node.nics);
+            }
+        },
+        topology);
+    return m;
 }
 
 // Transfers in one round of a job (one message's collective; an estimate the architecture's own code gives,
@@ -142,7 +126,7 @@ double rounds_per_iteration(const JobSpec& s) {
 // With overlap, backward runs layer by layer on the event clock (one event per layer and worker).
 double job_events(const Scenario& s, const JobSpec& j) {
     if (j.sharding.any()) {
-        const double m = machine_gpus(s.topology);
+        const double m = machine_of(s.topology).gpus;
         return s.iterations *
                models::sharded_step_events({&j.workload, j.sharding, static_cast<double>(j.workers), m,
                                             static_cast<double>(j.gradient_accumulation), messages_per_iteration(j)});

@@ -3,7 +3,7 @@
 // the first byte is odd). The input is cut at the lines "@@@@" into those three files, written into a
 // per-process directory beside a fixed two-point scenario, and the sweep is resumed through run_sweep, the very
 // function the CLI calls. Whatever the files hold, the sweep must end in 0, 2 (the resume file refused, one line
-// naming it) or 3 — never 1 (an internal error), a crash or a hang (docs/ROBUSTNESS.md, issue 30).
+// naming it) or 3 — never 1 (an internal error), a crash or a hang (docs/ROBUSTNESS.md).
 #include <unistd.h>
 
 #include <cstddef>

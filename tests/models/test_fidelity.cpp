@@ -158,7 +158,7 @@ TEST_CASE("defect: the event estimate of PS runs with per-tensor WFBP is within 
         within_10x({{"architecture", {{"sharding", sharding}}}});
     }
     // Gathered codecs (top-k, random-k, gTop-k) send one packed payload per message, not one piece per tensor:
-    // the estimate of a per-tensor PS with them was 200x the events processed (issue 30's second corpus).
+    // the estimate of a per-tensor PS with them was 200x the events processed (found by a hostile test corpus).
     for (const char* codec : {R"({"kind": "topk", "density": 0.01})", R"({"kind": "randomk", "density": 0.1})",
                               R"({"kind": "qsgd", "bits": 4})"}) {
         CAPTURE(codec);
