@@ -68,7 +68,6 @@ using sweep_detail::resolve_objective;
 using sweep_detail::resume_csv;
 using sweep_detail::resume_json;
 using sweep_detail::row_line;
-using sweep_detail::sweep_identity;
 
 // One finished point: its CSV rows, or its JSON object.
 struct PointResult {
@@ -497,7 +496,9 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
                 write_file_atomically(opts.out, text);
                 write_file_atomically(journal_path(opts.out), journal_text(kept_rows));
             }
-            write_file_atomically(meta_path(opts.out), sweep_identity(plan).dump(2) + "\n");
+            const json kept_digests = plan.format == SweepFormat::csv ? sweep_detail::digests_of(kept_rows)
+                                                                      : sweep_detail::digests_of(kept_objects);
+            write_file_atomically(meta_path(opts.out), sweep_detail::sweep_record(plan, kept_digests).dump(2) + "\n");
             for (std::size_t p = 0; p < plan.total; ++p)
                 if (!done.contains(p)) todo.push_back(p);
         }
@@ -535,12 +536,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
         }
         auto journal_line = [&](const PointResult& pr) {
             if (!journal || pr.failed) return;
-            json rows = json::array();
-            for (const auto& r : pr.rows) rows.push_back(r.cells);
-            // (replace: a cell holding bytes that are not UTF-8, e.g. from a --vary value, cannot throw here)
-            const auto line =
-                json{{"point", pr.point}, {"rows", rows}}.dump(-1, ' ', false, json::error_handler_t::replace);
-            if (!journal->write(line + "\n")) write_failed = true;
+            if (!journal->write(sweep_detail::journal_line(pr.point, pr.rows) + "\n")) write_failed = true;
         };
         Progress progress(root && opts.progress && ::isatty(STDERR_FILENO) != 0, todo.size(), err);
         run_points(plan, todo, opts.jobs, [&](PointResult pr) {
@@ -600,6 +596,9 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
                 for (const auto& [k, v] : r.cells)
                     if (known.insert(k).second) header.push_back(k);
             header.emplace_back("error");
+            // The record first: a kill between the two leaves rows it vouches for, or the journal does.
+            write_file_atomically(meta_path(opts.out),
+                                  sweep_detail::sweep_record(plan, sweep_detail::digests_of(rows)).dump(2) + "\n");
             std::string text = csv_line(header);
             for (const auto& r : rows) text += row_line(header, r);
             write_file_atomically(opts.out, text);
@@ -612,6 +611,8 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             std::stable_sort(objects.begin(), objects.end(), [](const json& a, const json& b) {
                 return a["point"].get<std::size_t>() < b["point"].get<std::size_t>();
             });
+            write_file_atomically(meta_path(opts.out),
+                                  sweep_detail::sweep_record(plan, sweep_detail::digests_of(objects)).dump(2) + "\n");
             write_file_atomically(opts.out, json(objects).dump(2) + "\n");
             if (!objective.column.empty()) {
                 std::vector<SweepRow> rows;

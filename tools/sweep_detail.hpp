@@ -50,6 +50,18 @@ void check_resume_identity(const Plan& plan, const std::string& out);
 /// The rows of each point in the journal (complete cells) that belong to the sweep, by point; SweepError naming the
 /// file, line and field for a line ddlsim did not write (a cut-off last line is dropped).
 [[nodiscard]] std::map<std::size_t, std::vector<SweepRow>> read_journal(const Plan& plan, const std::string& out);
+/// The digest of one point's rows (their non-empty cells): what the journal and the record keep, so that --resume
+/// keeps a row only as ddlsim wrote it (an integrity check against damage and hand edits, not a signature).
+[[nodiscard]] std::string rows_digest(const std::vector<SweepRow>& rows);
+/// The digest of one point's object in a --format json results file.
+[[nodiscard]] std::string object_digest(const json& object);
+/// {"POINT": digest} of every point that finished without error.
+[[nodiscard]] json digests_of(const std::vector<SweepRow>& rows);
+[[nodiscard]] json digests_of(const std::vector<json>& objects);
+/// sweep_identity plus the digests of the points the results file holds.
+[[nodiscard]] json sweep_record(const Plan& plan, json digests);
+/// One journal line (no newline): the point, its rows' cells and their digest.
+[[nodiscard]] std::string journal_line(std::size_t point, const std::vector<SweepRow>& rows);
 /// The journal holding exactly `rows` (one line per point).
 [[nodiscard]] std::string journal_text(const std::vector<SweepRow>& rows);
 /// --resume on a CSV: the rows kept (points in `done`); `plan.header` becomes the file's header. Writes nothing.

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/rng.hpp"
 #include "tools/sweep_detail.hpp"
 
 namespace ddlsim::tools::sweep_detail {
@@ -107,6 +108,24 @@ void check_record_shape(const json& was, const std::string& file) {
             if (!v["values"][k].is_string()) bad_field(file, fmt::format("{}.values[{}]", at, k), "a string");
         if (v.contains("patches") && !v["patches"].is_array()) bad_field(file, at + ".patches", "an array");
     }
+    if (was.contains("digests")) {
+        if (!was["digests"].is_object()) bad_field(file, "$.digests", "an object of point digests");
+        for (const auto& [k, v] : was["digests"].items())
+            if (!v.is_string() || v.get<std::string>().size() != 16)
+                bad_field(file, fmt::format("$.digests.{}", k), "a digest of 16 hexadecimal digits");
+    }
+}
+
+// The digest the record keeps for point `p`, or "" when it keeps none (an older record, a point never finished).
+std::string recorded_digest(const json& record, std::size_t p) {
+    if (!record.contains("digests")) return {};
+    const auto it = record["digests"].find(std::to_string(p));
+    return it == record["digests"].end() ? std::string() : it->get<std::string>();
+}
+
+// The record beside `out`, already checked by check_resume_identity.
+json read_record(const std::string& out) {
+    return json::parse(read_text(meta_path(out)), nullptr, false);
 }
 
 // Whether a row's cells belong to this sweep's point `p`: its point, job and varied values are the point's, no
@@ -158,8 +177,52 @@ std::string journal_path(const std::string& out) {
     return out + ".rows.jsonl";
 }
 
+std::string rows_digest(const std::vector<SweepRow>& rows) {
+    json cells = json::array();
+    for (const SweepRow& r : rows) {
+        json o = json::object();
+        for (const auto& [k, v] : r.cells)
+            if (!v.empty()) o[k] = v;
+        cells.push_back(std::move(o));
+    }
+    return fmt::format("{:016x}", sim::rng::fnv1a64(cells.dump(-1, ' ', false, json::error_handler_t::replace)));
+}
+
+std::string object_digest(const json& object) {
+    return fmt::format("{:016x}", sim::rng::fnv1a64(object.dump(-1, ' ', false, json::error_handler_t::replace)));
+}
+
+json digests_of(const std::vector<SweepRow>& rows) {
+    std::map<std::size_t, std::vector<SweepRow>> by_point;
+    std::set<std::size_t> failed;
+    for (const SweepRow& r : rows) {
+        by_point[r.point].push_back(r);
+        if (const auto e = r.cells.find("error"); e != r.cells.end() && !e->second.empty()) failed.insert(r.point);
+    }
+    json out = json::object();
+    for (const auto& [p, point_rows] : by_point)
+        if (!failed.contains(p)) out[std::to_string(p)] = rows_digest(point_rows);
+    return out;
+}
+
+json digests_of(const std::vector<json>& objects) {
+    json out = json::object();
+    for (const json& o : objects)
+        if (o.contains("error") && o["error"].is_null())
+            out[std::to_string(o["point"].get<std::size_t>())] = object_digest(o);
+    return out;
+}
+
+json sweep_record(const Plan& plan, json digests) {
+    json record = sweep_identity(plan);
+    record["digests"] = std::move(digests);
+    return record;
+}
+
 json sweep_identity(const Plan& plan) {
-    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a 64 of the scenario as canonical JSON
+    // FNV-1a 64 of the scenario as canonical JSON, with the offset basis the first versions wrote (a digit short of
+    // FNV's; sim::rng::fnv1a64 has the standard one), kept so that their records stay resumable.
+    std::uint64_t h = 1469598103934665603ULL;
     for (unsigned char c : plan.base.dump()) h = (h ^ c) * 1099511628211ULL;
     json vary = json::array();
     for (const auto& v : plan.specs) {
@@ -246,6 +309,9 @@ std::map<std::size_t, std::vector<SweepRow>> read_journal(const Plan& plan, cons
             belongs = belongs && row_belongs(plan, p, row.cells);
             point.push_back(std::move(row));
         }
+        // The digest ddlsim wrote with the line: a cell changed or added by hand (a result made up, a foreign
+        // column) does not match it, and the point is recomputed.
+        belongs = belongs && j.contains("digest") && j["digest"].is_string() && j["digest"] == rows_digest(point);
         if (belongs)
             rows[p] = std::move(point);
         else
@@ -254,15 +320,19 @@ std::map<std::size_t, std::vector<SweepRow>> read_journal(const Plan& plan, cons
     return rows;
 }
 
+std::string journal_line(std::size_t point, const std::vector<SweepRow>& rows) {
+    json cells = json::array();
+    for (const auto& r : rows) cells.push_back(r.cells);
+    // (replace: a cell holding bytes that are not UTF-8, e.g. from a --vary value, cannot throw here)
+    return json{{"point", point}, {"rows", cells}, {"digest", rows_digest(rows)}}.dump(-1, ' ', false,
+                                                                                       json::error_handler_t::replace);
+}
+
 std::string journal_text(const std::vector<SweepRow>& rows) {
-    std::map<std::size_t, json> by_point;
-    for (const auto& r : rows) {
-        json& line = by_point[r.point];
-        if (line.is_null()) line = {{"point", r.point}, {"rows", json::array()}};
-        line["rows"].push_back(r.cells);
-    }
+    std::map<std::size_t, std::vector<SweepRow>> by_point;
+    for (const auto& r : rows) by_point[r.point].push_back(r);
     std::string text;
-    for (const auto& [p, line] : by_point) text += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    for (const auto& [p, point_rows] : by_point) text += journal_line(p, point_rows) + "\n";
     return text;
 }
 
@@ -302,20 +372,35 @@ std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<st
         if (!row_belongs(plan, p, row.cells)) bad.insert(p);
         by_point[p].push_back(std::move(row));
     }
-    // Rows streamed before a kill lack the columns found later: their complete cells are in the journal.
+    // Rows streamed before a kill lack the columns found later: their complete cells are in the journal, whose
+    // lines carry their digest. Rows of a finished sweep carry theirs in the record. A point with neither, or whose
+    // cells were changed since ddlsim wrote them, is recomputed.
     const auto journal = read_journal(plan, out);
-    for (auto& [p, rows] : by_point)
-        if (const auto it = journal.find(p); it != journal.end() && it->second.size() == rows.size()) rows = it->second;
+    const json record = read_record(out);
     std::vector<SweepRow> kept;
     for (auto& [p, rows] : by_point) {
         if (bad.contains(p) || rows.size() != plan.rows_per_point) continue;
+        if (const auto it = journal.find(p); it != journal.end() && it->second.size() == rows.size())
+            rows = it->second;
+        else if (const std::string d = recorded_digest(record, p); d.empty() || d != rows_digest(rows))
+            continue;
         std::set<std::string> jobs;
         for (const auto& r : rows) jobs.insert(plan.multi_job ? r.cells.at("job") : std::string());
         if (jobs.size() != rows.size()) continue;
         done.insert(p);
         for (auto& r : rows) kept.push_back(std::move(r));
     }
-    plan.header = head;
+    // The file's columns, less any that neither this sweep writes up front nor a kept row fills (a column added by
+    // hand: the rows that had it filled were recomputed above).
+    const std::set<std::string> known(plan.header.begin(), plan.header.end());
+    std::vector<std::string> header;
+    for (const std::string& c : head)
+        if (known.contains(c) || std::any_of(kept.begin(), kept.end(), [&](const SweepRow& r) {
+                const auto it = r.cells.find(c);
+                return it != r.cells.end() && !it->second.empty();
+            }))
+            header.push_back(c);
+    plan.header = std::move(header);
     return kept;
 }
 
@@ -325,6 +410,7 @@ std::vector<json> resume_json(const Plan& plan, const std::string& out, std::set
     const json arr = json::parse(text, nullptr, false);
     if (arr.is_discarded() || !arr.is_array())
         throw SweepError(fmt::format("{}: --resume: not a JSON array written by ddlsim sweep --format json", out));
+    const json record = read_record(out);
     std::vector<json> kept;
     for (const auto& o : arr) {
         if (!o.is_object() || !o.contains("point") || !o["point"].is_number_unsigned() || !o.contains("values") ||
@@ -338,6 +424,7 @@ std::vector<json> resume_json(const Plan& plan, const std::string& out, std::set
             ok = o["values"].contains(plan.specs[k].path) &&
                  o["values"][plan.specs[k].path] == override_value(values[k]);
         if (!ok) continue;
+        if (const std::string d = recorded_digest(record, p); d.empty() || d != object_digest(o)) continue;
         done.insert(p);
         kept.push_back(o);
     }

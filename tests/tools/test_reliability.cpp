@@ -231,6 +231,79 @@ TEST_CASE("resume: rows that do not belong to the sweep are recomputed, never ke
     bad_input(run_cli(a), {out, fmt::format("line 1, column {}", head.size()), "UTF-8"});
 }
 
+TEST_CASE("resume: a result cell or column changed by hand is recomputed, in the CSV, the journal or a JSON file") {
+    // Each file ddlsim wrote carries its rows' digests (the record, or the journal's lines): a cell that is not what
+    // it wrote (a word, a forged -1e308 that --objective would rank first, a foreign column) is not kept.
+    const Dir d;
+    const std::string scen = d.write("s.json", kSmall);
+    for (const char* format : {"csv", "json"}) {
+        CAPTURE(format);
+        const std::string out = d.file(std::string("o.") + format);
+        const std::vector<std::string> args{"sweep",         scen,       "--vary", "workers=2,4", "--out", out,
+                                            "--no-progress", "--format", format};
+        REQUIRE(run_cli(args).code == 0);
+        const std::string fresh = testing::read_file(out);
+        auto resumed = [&](const std::string& text, const std::string& journal = "") {
+            d.write(fs::path(out).filename().string(), text);
+            if (!journal.empty()) d.write(fs::path(out).filename().string() + ".rows.jsonl", journal);
+            auto a = args;
+            a.emplace_back("--resume");
+            a.emplace_back("--objective");
+            a.emplace_back("iteration_time_s");
+            const auto r = run_cli(a);
+            CHECK(r.code == 0);
+            return r;
+        };
+        if (std::string(format) == "json") {
+            for (const char* forged : {R"("banana")", "-1e308", "null"}) {
+                CAPTURE(forged);
+                json arr = json::parse(fresh);
+                arr[1]["result"]["iteration_time_s"] = json::parse(forged);
+                const auto r = resumed(arr.dump(2) + "\n");
+                const json again = json::parse(testing::read_file(out));
+                REQUIRE(again.size() == 2);
+                CHECK(again[1]["result"]["iteration_time_s"] == json::parse(fresh)[1]["result"]["iteration_time_s"]);
+                CHECK(r.out.find("e+308") == std::string::npos);
+            }
+            json extra = json::parse(fresh);
+            extra[0]["result"]["forged"] = 1;
+            resumed(extra.dump(2) + "\n");
+            CHECK_FALSE(json::parse(testing::read_file(out))[0]["result"].contains("forged"));
+            continue;
+        }
+        const auto rows = ddlsim::tools::parse_csv(fresh);
+        REQUIRE(rows.size() == 3);
+        const auto& head = rows[0];
+        const auto col = [&](const std::string& name) {
+            return static_cast<std::size_t>(std::find(head.begin(), head.end(), name) - head.begin());
+        };
+        for (const char* forged : {"banana", "-1e308", "nan", ""}) {
+            CAPTURE(forged);
+            auto row = rows[2];
+            row[col("iteration_time_s")] = forged;
+            const auto r = resumed(ddlsim::tools::csv_line(head) + ddlsim::tools::csv_line(rows[1]) +
+                                   ddlsim::tools::csv_line(row));
+            const auto again = ddlsim::tools::parse_csv(testing::read_file(out));
+            REQUIRE(again.size() == 3);
+            CHECK(again[2][col("iteration_time_s")] == rows[2][col("iteration_time_s")]);
+            CHECK(r.out.find("e+308") == std::string::npos);
+        }
+        // A foreign column, in the file and in the journal of a sweep a kill interrupted: recomputed and dropped.
+        auto wider = head;
+        wider.insert(wider.end() - 1, "forged");
+        auto row = rows[1];
+        row.insert(row.end() - 1, "7");
+        json cells = json::object();
+        for (std::size_t c = 0; c < wider.size(); ++c) cells[wider[c]] = row[c];
+        resumed(ddlsim::tools::csv_line(wider) + ddlsim::tools::csv_line(row),
+                json{{"point", 0}, {"rows", {cells}}, {"digest", "0123456789abcdef"}}.dump() + "\n");
+        const auto again = ddlsim::tools::parse_csv(testing::read_file(out));
+        REQUIRE(again.size() == 3);
+        CHECK(again[0] == head);
+        CHECK(again[1][col("iteration_time_s")] == rows[1][col("iteration_time_s")]);
+    }
+}
+
 TEST_CASE("exit 2, not 1: a profile naming a profile, a profile's bad key, and a plot of a sweep with no result") {
     const Dir d;
     json nested = json::parse(kProfile);

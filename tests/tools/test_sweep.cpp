@@ -17,6 +17,7 @@
 #include "scenarios/scenario.hpp"
 #include "tests/support/support.hpp"
 #include "tools/sweep.hpp"
+#include "tools/sweep_detail.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -296,11 +297,20 @@ TEST_CASE("sweep: --resume after a truncated file recomputes exactly the missing
     const auto full = read_table(out);
     REQUIRE(full.rows.size() == 12);
     // Keep 5 complete rows, marked so that a kept row can be told from a recomputed one; make one of them
-    // failed (must be recomputed) and cut the next one off mid-line, as a kill would.
+    // failed (must be recomputed) and cut the next one off mid-line, as a kill would. The record vouches for the
+    // marked rows (their digests), as it would for rows ddlsim wrote: a row it does not vouch for is recomputed.
     auto marked = full;
     marked.rows.resize(6);
     for (auto& r : marked.rows) r[full.col("events")] = "-1";
     marked.rows[2][full.col("error")] = "internal error: simulated";
+    json record = json::parse(testing::read_file(out + ".sweep.json"));
+    REQUIRE(record["digests"].size() == 12);
+    for (std::size_t i = 0; i < marked.rows.size(); ++i) {
+        tools::SweepRow row{i, {}};
+        for (std::size_t c = 0; c < marked.header.size(); ++c) row.cells[marked.header[c]] = marked.rows[i][c];
+        record["digests"][std::to_string(i)] = tools::sweep_detail::rows_digest({row});
+    }
+    testing::write_file(out + ".sweep.json", record.dump());
     std::string text = tools::csv_line(marked.header);
     for (std::size_t i = 0; i < 5; ++i) text += tools::csv_line(marked.rows[i]);
     const auto last = tools::csv_line(marked.rows[5]);
