@@ -15,6 +15,7 @@
 #include "scenarios/scenario.hpp"
 #include "sim/rng.hpp"
 #include "sim/trace.hpp"
+#include "tests/support/support.hpp"
 
 using nlohmann::json;
 using namespace ddlsim;
@@ -120,6 +121,22 @@ json random_scenario(sim::rng::SplitMix64& rng) {
 }
 
 }  // namespace
+
+TEST_CASE("properties: a model with no compute has scaling efficiency 0 once it communicates (docs/CONTRACT.md)") {
+    // A communication benchmark: one worker alone is unboundedly fast, so efficiency = compute / iteration -> 0.
+    json j = testing::star_scenario({.workers = 4, .iterations = 2, .architecture = testing::ring_allreduce()});
+    j["model"] = json::parse(
+        R"({"layers": [{"name": "g", "params": 1000000, "fwd_time": "0s", "bwd_time": "0s", "update_time": "0s"}]})");
+    const auto many = scenario::run_scenario(scenario::load_scenario(j)).jobs.at(0);
+    CHECK(many.compute_time_s == 0.0);
+    CHECK(many.iteration_time_s > 0.0);
+    CHECK(many.scaling_efficiency == 0.0);
+    j["workers"] = 1;
+    const auto one = scenario::run_scenario(scenario::load_scenario(j)).jobs.at(0);
+    CHECK(one.iteration_time_s == 0.0);
+    CHECK(one.scaling_efficiency == 1.0);
+    CHECK(one.throughput_samples_per_s == 0.0);
+}
 
 TEST_CASE("properties: random valid scenarios give finite, positive, possible results (300 seeds)") {
     int ran = 0;
