@@ -116,6 +116,11 @@ struct ShardingSpec {
     std::uint32_t prefetch = 1;  ///< stage 3: units whose all-gathers are issued ahead of the one computing
     std::uint32_t wrap = 1;      ///< stage 3: transformer blocks (or layers) per unit (models/workload.hpp shard_units)
     std::uint32_t group_size = 0;  ///< workers per shard group, resolved with the placement (0: every worker)
+    // ZeRO++ (Wang et al., "ZeRO++: Extremely Efficient Collective Communication for Giant Model Training",
+    // arXiv 2306.10209, 2023; stage 3 over all workers only):
+    bool quantized_weights = false;        ///< qwZ: weights all-gathered as int8 blocks with fp32 scales
+    std::uint32_t hpz_partition_size = 1;  ///< hpZ: backward gathers from a secondary copy over this many GPUs
+    bool quantized_gradients = false;      ///< qgZ: gradients reduced by an int4 hierarchical all-to-all
 
     [[nodiscard]] bool any() const { return stage > 0; }
 };

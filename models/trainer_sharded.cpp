@@ -20,17 +20,27 @@
 //               so only the last micro-batch reduce-scatters.
 //   hybrid      (group "node") each reduce-scatter is followed, in the same queue slot, by the all-reduce of the
 //               worker's gradient shard with the same-rank workers of the other nodes.
+//   ZeRO++     (Wang et al., "ZeRO++", arXiv 2306.10209, 2023, as DeepSpeed implements it: see sharding_keys)
+//               qwZ: a unit's all-gather carries int8 blocks plus their fp32 scales; the gathering GPU quantizes its
+//               shard before and dequantizes the unit after (memory-bound kernels at the device's memory bandwidth,
+//               models/compression.hpp codec_time, inside the collective's time: they run on its stream). hpZ:
+//               backward's all-gathers run among the h consecutive workers holding the secondary copy. qgZ: the
+//               reduce-scatter becomes topo::make_hierarchical_all_to_all of int4 payloads with its quantize,
+//               reduce and dequantize kernels (the reduction between the two parts is counted after the second).
 // Compute that starts while the worker's queue holds communication runs (1 + overlap_slowdown) longer, as in the
 // replicated trainer. The compute is not cut by sharding except the update: forward and backward run on
 // the full (gathered) layers.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 
+#include "models/compression.hpp"
 #include "models/stragglers.hpp"
 #include "models/trainer_detail.hpp"
 #include "topologies/sharded_collectives.hpp"
@@ -49,6 +59,13 @@ public:
           ws_(env.job.workers) {
         group_size_ = static_cast<std::uint32_t>(groups_.front().size());
         hybrid_ = groups_.size() > 1;
+        const ShardingSpec& sh = env.job.sharding;
+        if (sh.hpz_partition_size > 1 && sh.hpz_partition_size < env.job.workers)
+            for (std::uint32_t w = 0; w < env.job.workers; ++w) {
+                if (w % sh.hpz_partition_size == 0) hpz_groups_.emplace_back();
+                hpz_groups_.back().push_back(w);
+            }
+        if (sh.quantized_gradients) nodes_ = topo::shard_groups(plan_.context().node_of, env.job.workers, true);
         if (schedule_) {  // the convergence replay: sharding is BSP's arithmetic (every step one averaged update)
             std::vector<std::uint32_t> everyone(job_.workers);
             for (std::uint32_t w = 0; w < job_.workers; ++w) everyone[w] = w;
@@ -112,6 +129,7 @@ private:
         std::string label;
         bool reduce = false;  ///< gradients (the update waits for every one)
         double wire = 0.0, machine = 0.0;
+        CodecWork before, after;  ///< ZeRO++'s quantization kernels around the collective
     };
     enum class StepKind { accumulate, forward, backward, update };
     // One compute step, the same on every worker: layers [first, last] of micro-batch mb.
@@ -151,15 +169,25 @@ private:
         return scaled(cp.update, 1.0 / group_size_);
     }
 
-    const topo::Collective* collective(ShardCollective kind, double bytes) {
-        const auto key = std::make_pair(static_cast<int>(kind), bytes);
+    // The collectives, built once per kind and size: 0-2 ShardCollective over the shard groups, 3 an all-gather
+    // over hpZ's secondary groups, 4 qgZ's hierarchical all-to-all (its second part's bytes in `bytes2`).
+    const topo::Collective* collective(int kind, double bytes, double bytes2 = 0.0) {
+        const auto key = std::make_tuple(kind, bytes, bytes2);
         auto it = cache_.find(key);
-        if (it == cache_.end())
-            it = cache_
-                     .emplace(key, topo::make_shard_collective(kind, groups_, job_.workers, sim::Bytes{bytes},
-                                                               plan_.context().node_of))
-                     .first;
-        return it->second.get();
+        if (it != cache_.end()) return it->second.get();
+        std::unique_ptr<topo::Collective> c;
+        if (kind == kSecondaryGather)
+            c = topo::make_shard_collective(ShardCollective::all_gather, hpz_groups_, job_.workers, sim::Bytes{bytes},
+                                            plan_.context().node_of);
+        else if (kind == kQuantizedReduce)
+            c = topo::make_hierarchical_all_to_all(nodes_, job_.workers, sim::Bytes{bytes}, sim::Bytes{bytes2});
+        else
+            c = topo::make_shard_collective(static_cast<ShardCollective>(kind), groups_, job_.workers,
+                                            sim::Bytes{bytes}, plan_.context().node_of);
+        return cache_.emplace(key, std::move(c)).first->second.get();
+    }
+    const topo::Collective* collective(ShardCollective kind, double bytes) {
+        return collective(static_cast<int>(kind), bytes);
     }
 
     // Adds an op of `bytes`: a gather, or a reduce (hybrid: with the replica all-reduce); returns its index.
@@ -169,6 +197,56 @@ private:
         op.label = fmt::format("{} ({:.3g} MB)", label, bytes / 1e6);
         op.phases.push_back(collective(reduce ? ShardCollective::reduce_scatter : ShardCollective::all_gather, bytes));
         if (reduce && hybrid_) op.phases.push_back(collective(ShardCollective::replica_allreduce, bytes));
+        return push_op(std::move(op));
+    }
+
+    // ZeRO-3's all-gather of a unit of `params` parameters (ZeRO++: quantized, or backward's from hpZ's copy).
+    std::uint32_t add_gather(double params, bool backward, std::string label) {
+        const ShardingSpec& sh = job_.sharding;
+        const bool secondary = backward && !hpz_groups_.empty();
+        const double g = static_cast<double>(secondary ? hpz_groups_.front().size() : groups_.front().size());
+        double bytes = params * job_.bytes_per_param;
+        Op op;
+        if (sh.quantized_weights) {
+            // int8 per element, and an fp32 scale per block of at most kQuantBlock of each GPU's shard.
+            const double shard = params / g;
+            bytes = params + kScaleBytes * g * std::ceil(shard / kQuantBlock);
+            op.before.memory_bytes = shard * (job_.bytes_per_param + 1.0);  // read the shard, write int8
+            op.after.memory_bytes = params * (1.0 + job_.bytes_per_param);  // read int8, write the weights
+        }
+        op.label = fmt::format("{}{} ({:.3g} MB)", label, secondary ? " [hpZ]" : "", bytes / 1e6);
+        op.phases.push_back(secondary ? collective(kSecondaryGather, bytes)
+                                      : collective(ShardCollective::all_gather, bytes));
+        return push_op(std::move(op));
+    }
+
+    // ZeRO-3's gradient reduction of a unit (ZeRO++ qgZ: the int4 hierarchical all-to-all).
+    std::uint32_t add_reduce(std::uint32_t first, std::uint32_t last, double params, std::string label) {
+        if (!job_.sharding.quantized_gradients) return add_op(true, params * job_.bytes_per_param, std::move(label));
+        const double m = static_cast<double>(nodes_.front().size()), N = static_cast<double>(nodes_.size());
+        // DeepSpeed's all_to_all_quant_reduce: max(rows, cols, world) fp32 scales per tensor inside the node, 1/m
+        // of them between nodes.
+        double scales = 0.0;
+        for (std::uint32_t l = first; l <= last; ++l)
+            for (const Tensor& t : job_.workload.layers[l].tensors) {
+                if (t.params <= 0) continue;
+                const TensorShape ts = tensor_shape(t);
+                scales += kScaleBytes * static_cast<double>(std::max({ts.rows, ts.cols, std::uint64_t{job_.workers}}));
+            }
+        const double intra = params / 2.0 + scales, inter = params / (2.0 * m) + scales / m;
+        Op op;
+        op.reduce = true;
+        op.label = fmt::format("{} [qgZ int4] ({:.3g} MB)", label, intra / 1e6);
+        op.phases.push_back(collective(kQuantizedReduce, intra, inter));
+        const double bpp = job_.bytes_per_param;
+        op.before.memory_bytes = params * (bpp + 0.5);  // quantize the gradients to int4
+        // Dequantize the node's m slices, reduce and requantize (P int4 in, P/m out); after the second part
+        // dequantize the N slices and sum them (P/m int4 in, P/(mN) out at full width).
+        op.after.memory_bytes = params * 0.5 + params / m * 0.5 + params / m * 0.5 + params / (m * N) * bpp;
+        return push_op(std::move(op));
+    }
+
+    std::uint32_t push_op(Op op) {
         auto remote = [this](std::uint32_t a, std::uint32_t b) {
             return job_.endpoint_hosts[a] != job_.endpoint_hosts[b];
         };
@@ -225,12 +303,13 @@ private:
             for (std::uint32_t j = 0; j < U; ++j) {
                 const Unit& u = units[fwd ? j : U - 1 - j];
                 Step s{kind, u.first, u.last, mb, -1, {}, {}};
+                const double params = u.bytes / job_.bytes_per_param;
                 if (u.bytes > 0.0)
-                    s.needs = static_cast<int>(add_op(
-                        false, u.bytes, fmt::format("all-gather {} ({})", name(u), fwd ? "forward" : "backward")));
+                    s.needs = static_cast<int>(add_gather(
+                        params, !fwd, fmt::format("all-gather {} ({})", name(u), fwd ? "forward" : "backward")));
                 gather[j] = s.needs;
                 if (kind == StepKind::backward && mb + 1 == A && u.bytes > 0.0)
-                    s.end.push_back(add_op(true, u.bytes, fmt::format("reduce-scatter {}", name(u))));
+                    s.end.push_back(add_reduce(u.first, u.last, params, fmt::format("reduce-scatter {}", name(u))));
                 steps_.push_back(std::move(s));
             }
             for (std::uint32_t j = 0; j < U; ++j) {
@@ -366,7 +445,8 @@ private:
         s.op_start = engine_.now();
         clocks_[w].comm_begin(engine_.now());
         const std::uint32_t i = s.iter;
-        engine_.after(job_.collective_overhead, [this, w, i, op] { round(i, op, 0).runner->open(w); });
+        engine_.after(job_.collective_overhead + kernel(ops_[op].before, w),
+                      [this, w, i, op] { round(i, op, 0).runner->open(w); });
     }
 
     static std::uint64_t round_key(std::uint32_t i, std::uint32_t op, std::uint32_t p) {
@@ -393,7 +473,17 @@ private:
             round(i, op, p + 1).runner->open(e);
             return;
         }
+        const sim::Time after = kernel(ops_[op].after, e);
+        if (after > sim::Time::zero()) {
+            engine_.after(after, [this, e, op] { op_done(e, op); });
+            return;
+        }
         op_done(e, op);
+    }
+
+    // ZeRO++'s kernels on worker w's device (memory-bound: models/compression.hpp codec_time).
+    [[nodiscard]] sim::Time kernel(const CodecWork& work, std::uint32_t w) const {
+        return work.memory_bytes > 0.0 ? codec_time(work, job_.device_of(w), 1.0) : sim::Time::zero();
     }
 
     void op_done(std::uint32_t w, std::uint32_t op) {
@@ -418,7 +508,13 @@ private:
     std::vector<Step> steps_;
     std::uint32_t reduces_ = 0;
     double wire_ = 0.0, machine_ = 0.0, collectives_ = 0.0;
-    std::map<std::pair<int, double>, std::unique_ptr<topo::Collective>> cache_;
+    // CUDAQuantizer.target_group_size (deepspeed/runtime/zero/partition_parameters.py at 38327e0): blocks of at
+    // most 8,000 elements, each with one fp32 scale.
+    static constexpr double kQuantBlock = 8000.0, kScaleBytes = 4.0;
+    static constexpr int kSecondaryGather = 3, kQuantizedReduce = 4;
+    std::vector<std::vector<std::uint32_t>> hpz_groups_;  ///< hpZ's secondary partitions (empty: off)
+    std::vector<std::vector<std::uint32_t>> nodes_;       ///< qgZ: the workers of each node
+    std::map<std::tuple<int, double, double>, std::unique_ptr<topo::Collective>> cache_;
     std::vector<W> ws_;
     std::unordered_map<std::uint64_t, RoundState> rounds_;
 };
@@ -447,6 +543,15 @@ double sharded_step_events(const ShardedShape& s) {
     const double gathers = stage3 ? units * 2.0 * s.accumulation : units, reduces = units;
     const double ring = channels * n * (g - 1.0), replica = g < n ? 2.0 * n * (n / g - 1.0) : 0.0;
     const double steps = static_cast<double>(s.workload->layers.size()) * 2.0 * (stage3 ? s.accumulation : 1.0) * n;
+    if (stage3 && (s.sharding.hpz_partition_size > 1 || s.sharding.quantized_gradients)) {
+        // ZeRO++: backward's gathers ring over h workers (hpZ); qgZ's reduction is n (m + N - 2) transfers.
+        const double h = std::clamp(static_cast<double>(s.sharding.hpz_partition_size), 1.0, n);
+        const double back = units * s.accumulation, fwd = gathers - back;
+        const double back_ring = h > 1.0 && h < n ? n * (h - 1.0) : ring;
+        const double reduce = s.sharding.quantized_gradients ? n * (m + n / m - 2.0) : ring;
+        return fwd * (4.0 * ring + 4.0 * n) + back * (4.0 * back_ring + 4.0 * n) + reduces * (4.0 * reduce + 4.0 * n) +
+               steps;
+    }
     return (gathers + reduces) * (4.0 * ring + 4.0 * n) + reduces * 4.0 * replica + steps;
 }
 

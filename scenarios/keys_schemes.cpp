@@ -114,6 +114,9 @@ const KeyTable<models::OverlapSpec>& overlap_keys() {
 const KeyTable<models::ShardingSpec>& sharding_keys() {
     using H = models::ShardingSpec;
     auto stage3 = [](const H& h) { return h.stage >= 3; };
+    auto zero_pp = [](const H& h) { return h.stage >= 3 && h.group == models::ShardGroup::all; };
+    const char* zero_pp_message =
+        "applies to stage 3 over every worker (group \"all\") only: ZeRO++ compresses ZeRO-3's collectives";
     static const KeyTable<H> t{
         "sharding",
         "sharded data parallelism (bsp, architecture allreduce, no compression)",
@@ -143,6 +146,30 @@ const KeyTable<models::ShardingSpec>& sharding_keys() {
                 {1, 1e6})
                 .when(stage3, "applies to stage 3 only (stages 1 and 2 follow the overlap's buckets)")
                 .with_default(1),
+            // ZeRO++ (Wang et al., arXiv 2306.10209, 2023), as DeepSpeed implements it
+            // (deepspeed/runtime/zero/partition_parameters.py and runtime/comm/coalesced_collectives.py of
+            // microsoft/DeepSpeed at 38327e07f6cd39b63418f60cedd1651b0be3e7c3).
+            key("quantized_weights", &H::quantized_weights,
+                "ZeRO++ qwZ (DeepSpeed zero_quantized_weights): each unit's weights are quantized to int8 in blocks "
+                "of at most 8,000 elements with one fp32 scale each (CUDAQuantizer) before every all-gather and "
+                "dequantized after it; the kernels run on the gathering GPU (default false)")
+                .when(zero_pp, zero_pp_message)
+                .with_default(false),
+            key("hpz_partition_size", &H::hpz_partition_size,
+                "ZeRO++ hpZ (DeepSpeed zero_hpz_partition_size): after its forward all-gather each GPU keeps a "
+                "secondary 1/h shard of the unit's weights, so that backward all-gathers among h consecutive GPUs "
+                "(normally a node's) instead of all workers; the secondary copy counts in memory (default 1: off; "
+                "must divide the workers)",
+                {1, 1e6})
+                .when(zero_pp, zero_pp_message)
+                .with_default(1),
+            key("quantized_gradients", &H::quantized_gradients,
+                "ZeRO++ qgZ (DeepSpeed zero_quantized_gradients): each unit's gradients are reduced by a "
+                "hierarchical all-to-all instead of a ring reduce-scatter: int4 inside each node, the node's "
+                "partial sums requantized to int4 between nodes (rank j of every node), with their quantize, "
+                "reduce and dequantize kernels; needs the same number of workers on every node (default false)")
+                .when(zero_pp, zero_pp_message)
+                .with_default(false),
         }};
     return t;
 }

@@ -166,6 +166,11 @@ models::ShardingSpec read_sharding(const json& j, const std::string& path, const
     const auto layers = std::max<std::size_t>(1, job.workload.layers.size());
     if (s.wrap > layers)
         throw ScenarioError(r.path("wrap"), fmt::format("expected an integer in 1 .. {}, got {}", layers, s.wrap));
+    if (job.workers % s.hpz_partition_size != 0)
+        throw ScenarioError(r.path("hpz_partition_size"),
+                            fmt::format("expected a divisor of the job's {} workers (the secondary partitions are "
+                                        "groups of that many consecutive workers), got {}",
+                                        job.workers, s.hpz_partition_size));
     r.finish();
     if (job.sync.kind != models::SyncKind::bsp)
         throw ScenarioError(path, fmt::format("sharded data parallelism synchronises every step; expected sync "

@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "topologies/allreduce_primitives.hpp"
 #include "topologies/ring_allreduce.hpp"
 
 namespace ddlsim::topo {
@@ -112,6 +113,29 @@ sim::Time ParallelCollective::alpha_beta(const sim::PathCostLookup& cost) const 
     sim::Time t;
     for (const auto& p : parts_) t = std::max(t, p->alpha_beta(cost));
     return t;
+}
+
+std::unique_ptr<Collective> make_hierarchical_all_to_all(const std::vector<std::vector<std::uint32_t>>& nodes,
+                                                         std::uint32_t n, sim::Bytes intra, sim::Bytes inter) {
+    sim::Plan plan;
+    plan.endpoints = n;
+    StepSets after(n);  // per worker: the steps its first part ended with
+    for (const auto& node : nodes) {
+        const StepSets end = all_to_all(plan, node, intra, sim::Bytes{0.0}, StepSets(node.size()));
+        for (std::size_t i = 0; i < node.size(); ++i) after[node[i]] = end[i];
+    }
+    const std::size_t m = nodes.empty() ? 0 : nodes.front().size();
+    for (std::size_t j = 0; j < m; ++j) {
+        std::vector<std::uint32_t> rail;
+        StepSets start;
+        for (const auto& node : nodes) {
+            rail.push_back(node.at(j));
+            start.push_back(after[node[j]]);
+        }
+        (void)all_to_all(plan, rail, inter, sim::Bytes{0.0}, start);
+    }
+    plan.seal();
+    return std::make_unique<PlanCollective>(std::move(plan));
 }
 
 std::unique_ptr<Collective> make_shard_collective(ShardCollective op,

@@ -45,6 +45,15 @@ enum class ShardCollective { reduce_scatter, all_gather, replica_allreduce };
                                                                 std::uint32_t n, sim::Bytes bytes,
                                                                 const std::vector<std::uint32_t>& node_of = {});
 
+/// ZeRO++ qgZ's gradient reduction (Wang et al., arXiv 2306.10209, §3.3; DeepSpeed's all_to_all_quant_reduce in
+/// deepspeed/runtime/comm/coalesced_collectives.py at 38327e07f6cd39b63418f60cedd1651b0be3e7c3): a direct all-to-all
+/// inside each node of `nodes` (m workers each, equal sizes) in which every worker sends `intra` / m bytes to each
+/// of its m - 1 peers, then one among rank j of every node (N nodes) in which each sends `inter` / N bytes to each
+/// of the other N - 1, a worker's second part starting once its first is done. An explicit DAG of n (m + N - 2)
+/// transfers.
+[[nodiscard]] std::unique_ptr<Collective> make_hierarchical_all_to_all(
+    const std::vector<std::vector<std::uint32_t>>& nodes, std::uint32_t n, sim::Bytes intra, sim::Bytes inter);
+
 /// The channels of a ring over `groups`: one ring order per channel. Where every group spans several nodes with the
 /// same number m >= 2 of its workers on each (`node_of`: per worker), m rings, ring k visiting each node's workers
 /// rotated by k (so each ring crosses between nodes through a different GPU, and NIC); else the groups themselves.
