@@ -534,6 +534,14 @@ std::string describe_sharding(const JobSpec& j) {
                                          sh.wrap == 1 ? "" : "s"),
                              sh.prefetch)
                : "; reduce-scatter, shard update, all-gather";
+    std::string zero_pp;
+    if (sh.quantized_weights) zero_pp += "qwZ (int8 weight all-gathers)";
+    if (sh.hpz_partition_size > 1)
+        zero_pp += fmt::format("{}hpZ (backward all-gathers among {} GPUs)", zero_pp.empty() ? "" : ", ",
+                               sh.hpz_partition_size);
+    if (sh.quantized_gradients)
+        zero_pp += fmt::format("{}qgZ (int4 hierarchical all-to-all of gradients)", zero_pp.empty() ? "" : ", ");
+    if (!zero_pp.empty()) out += "; ZeRO++ " + zero_pp;
     return out;
 }
 
