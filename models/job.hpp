@@ -123,6 +123,10 @@ struct ShardingSpec {
     bool quantized_gradients = false;      ///< qgZ: gradients reduced by an int4 hierarchical all-to-all
 
     [[nodiscard]] bool any() const { return stage > 0; }
+    /// hpZ changes anything: secondary partitions smaller than the `workers` of the job and larger than one GPU.
+    [[nodiscard]] bool hpz(std::uint32_t workers) const {
+        return hpz_partition_size > 1 && hpz_partition_size < workers;
+    }
 };
 
 enum class StragglerDistribution { none, lognormal, exponential, periodic };

@@ -60,7 +60,7 @@ public:
         group_size_ = static_cast<std::uint32_t>(groups_.front().size());
         hybrid_ = groups_.size() > 1;
         const ShardingSpec& sh = env.job.sharding;
-        if (sh.hpz_partition_size > 1 && sh.hpz_partition_size < env.job.workers)
+        if (sh.hpz(env.job.workers))
             for (std::uint32_t w = 0; w < env.job.workers; ++w) {
                 if (w % sh.hpz_partition_size == 0) hpz_groups_.emplace_back();
                 hpz_groups_.back().push_back(w);
@@ -543,16 +543,15 @@ double sharded_step_events(const ShardedShape& s) {
     const double gathers = stage3 ? units * 2.0 * s.accumulation : units, reduces = units;
     const double ring = channels * n * (g - 1.0), replica = g < n ? 2.0 * n * (n / g - 1.0) : 0.0;
     const double steps = static_cast<double>(s.workload->layers.size()) * 2.0 * (stage3 ? s.accumulation : 1.0) * n;
-    if (stage3 && (s.sharding.hpz_partition_size > 1 || s.sharding.quantized_gradients)) {
-        // ZeRO++: backward's gathers ring over h workers (hpZ); qgZ's reduction is n (m + N - 2) transfers.
-        const double h = std::clamp(static_cast<double>(s.sharding.hpz_partition_size), 1.0, n);
-        const double back = units * s.accumulation, fwd = gathers - back;
-        const double back_ring = h > 1.0 && h < n ? n * (h - 1.0) : ring;
-        const double reduce = s.sharding.quantized_gradients ? n * (m + n / m - 2.0) : ring;
-        return fwd * (4.0 * ring + 4.0 * n) + back * (4.0 * back_ring + 4.0 * n) + reduces * (4.0 * reduce + 4.0 * n) +
-               steps;
-    }
-    return (gathers + reduces) * (4.0 * ring + 4.0 * n) + reduces * 4.0 * replica + steps;
+    // ZeRO++: backward's gathers ring over the h workers of hpZ's partition; qgZ's reduction is n (m + N - 2)
+    // transfers.
+    const double back = stage3 ? units * s.accumulation : 0.0;  // backward's gathers
+    const double back_ring = s.sharding.hpz(static_cast<std::uint32_t>(n))
+                                 ? n * (static_cast<double>(s.sharding.hpz_partition_size) - 1.0)
+                                 : ring;
+    const double reduce = s.sharding.quantized_gradients ? n * (m + n / m - 2.0) : ring;
+    return (gathers - back) * (4.0 * ring + 4.0 * n) + back * (4.0 * back_ring + 4.0 * n) +
+           reduces * (4.0 * reduce + 4.0 * n) + reduces * 4.0 * replica + steps;
 }
 
 }  // namespace ddlsim::models

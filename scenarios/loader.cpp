@@ -441,26 +441,21 @@ void resolve_shard_groups(Scenario& s, const topo::Fabric& fabric, const std::ve
                 paths[i] + (sh.quantized_weights ? "sharding.quantized_weights" : "sharding.quantized_gradients"),
                 "expected a device with a memory bandwidth (ZeRO++'s quantization kernels are "
                 "memory-bound); give device.memory_bandwidth");
-        const bool by_node = job.sharding.group == models::ShardGroup::node;
-        if (!by_node && !job.sharding.quantized_gradients) continue;
+        // Hybrid sharding's groups, and qgZ's all-to-all (rank j of every node), need equal nodes.
+        const bool by_node = sh.group == models::ShardGroup::node;
+        if (!by_node && !sh.quantized_gradients) continue;
         std::vector<std::uint32_t> node_of;
         for (const auto& h : job.placement) node_of.push_back(fabric.node_of(*fabric.find(h)));
-        if (!by_node) {  // qgZ's all-to-all pairs rank j of every node
-            try {
-                (void)topo::shard_groups(node_of, job.workers, true);
-            } catch (const std::invalid_argument&) {
-                throw ScenarioError(paths[i] + "sharding.quantized_gradients",
-                                    "expected the same number of workers on every node (qgZ's all-to-all pairs "
-                                    "rank j of every node); place the workers evenly or drop quantized_gradients");
-            }
-            continue;
-        }
+        std::vector<std::vector<std::uint32_t>> nodes;
         try {
-            job.sharding.group_size =
-                static_cast<std::uint32_t>(topo::shard_groups(node_of, job.workers, true).front().size());
+            nodes = topo::shard_groups(node_of, job.workers, true);
         } catch (const std::invalid_argument& e) {
-            throw ScenarioError(paths[i] + "sharding.group", e.what());
+            if (by_node) throw ScenarioError(paths[i] + "sharding.group", e.what());
+            throw ScenarioError(paths[i] + "sharding.quantized_gradients",
+                                "expected the same number of workers on every node (qgZ's all-to-all pairs "
+                                "rank j of every node); place the workers evenly or drop quantized_gradients");
         }
+        if (by_node) job.sharding.group_size = static_cast<std::uint32_t>(nodes.front().size());
     }
 }
 

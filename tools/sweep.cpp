@@ -486,9 +486,11 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             std::set<std::size_t> done;
             std::error_code ec;
             const bool resumed = opts.resume && fs::exists(opts.out, ec);
-            if (resumed) check_resume_identity(plan, opts.out);
-            if (resumed && plan.format == SweepFormat::csv) kept_rows = resume_csv(plan, opts.out, done);
-            if (resumed && plan.format == SweepFormat::json) kept_objects = resume_json(plan, opts.out, done);
+            if (resumed) {
+                const json record = check_resume_identity(plan, opts.out);
+                if (plan.format == SweepFormat::csv) kept_rows = resume_csv(plan, opts.out, record, done);
+                if (plan.format == SweepFormat::json) kept_objects = resume_json(plan, opts.out, record, done);
+            }
             // Now the files: the CSV (its header, or the rows kept), the record, the journal (its kept rows).
             if (plan.format == SweepFormat::csv) {
                 std::string text = csv_line(plan.header);
@@ -496,9 +498,9 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
                 write_file_atomically(opts.out, text);
                 write_file_atomically(journal_path(opts.out), journal_text(kept_rows));
             }
-            const json kept_digests = plan.format == SweepFormat::csv ? sweep_detail::digests_of(kept_rows)
-                                                                      : sweep_detail::digests_of(kept_objects);
-            write_file_atomically(meta_path(opts.out), sweep_detail::sweep_record(plan, kept_digests).dump(2) + "\n");
+            sweep_detail::write_sweep_record(plan, opts.out,
+                                             plan.format == SweepFormat::csv ? sweep_detail::digests_of(kept_rows)
+                                                                             : sweep_detail::digests_of(kept_objects));
             for (std::size_t p = 0; p < plan.total; ++p)
                 if (!done.contains(p)) todo.push_back(p);
         }
@@ -597,8 +599,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
                     if (known.insert(k).second) header.push_back(k);
             header.emplace_back("error");
             // The record first: a kill between the two leaves rows it vouches for, or the journal does.
-            write_file_atomically(meta_path(opts.out),
-                                  sweep_detail::sweep_record(plan, sweep_detail::digests_of(rows)).dump(2) + "\n");
+            sweep_detail::write_sweep_record(plan, opts.out, sweep_detail::digests_of(rows));
             std::string text = csv_line(header);
             for (const auto& r : rows) text += row_line(header, r);
             write_file_atomically(opts.out, text);
@@ -611,8 +612,7 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             std::stable_sort(objects.begin(), objects.end(), [](const json& a, const json& b) {
                 return a["point"].get<std::size_t>() < b["point"].get<std::size_t>();
             });
-            write_file_atomically(meta_path(opts.out),
-                                  sweep_detail::sweep_record(plan, sweep_detail::digests_of(objects)).dump(2) + "\n");
+            sweep_detail::write_sweep_record(plan, opts.out, sweep_detail::digests_of(objects));
             write_file_atomically(opts.out, json(objects).dump(2) + "\n");
             if (!objective.column.empty()) {
                 std::vector<SweepRow> rows;

@@ -45,8 +45,8 @@ struct Plan {
 [[nodiscard]] std::string journal_path(const std::string& out);
 /// The record written to meta_path: the varied keys with their values and a hash of the scenario.
 [[nodiscard]] json sweep_identity(const Plan& plan);
-/// Throws SweepError (exit 2, nothing touched) unless `out` was written by this very sweep.
-void check_resume_identity(const Plan& plan, const std::string& out);
+/// Throws SweepError (exit 2, nothing touched) unless `out` was written by this very sweep; returns its record.
+[[nodiscard]] json check_resume_identity(const Plan& plan, const std::string& out);
 /// The rows of each point in the journal (complete cells) that belong to the sweep, by point; SweepError naming the
 /// file, line and field for a line ddlsim did not write (a cut-off last line is dropped).
 [[nodiscard]] std::map<std::size_t, std::vector<SweepRow>> read_journal(const Plan& plan, const std::string& out);
@@ -58,16 +58,19 @@ void check_resume_identity(const Plan& plan, const std::string& out);
 /// {"POINT": digest} of every point that finished without error.
 [[nodiscard]] json digests_of(const std::vector<SweepRow>& rows);
 [[nodiscard]] json digests_of(const std::vector<json>& objects);
-/// sweep_identity plus the digests of the points the results file holds.
-[[nodiscard]] json sweep_record(const Plan& plan, json digests);
+/// Writes the record beside `out` (atomically): sweep_identity plus the digests of the points the results hold.
+void write_sweep_record(const Plan& plan, const std::string& out, json digests);
 /// One journal line (no newline): the point, its rows' cells and their digest.
 [[nodiscard]] std::string journal_line(std::size_t point, const std::vector<SweepRow>& rows);
 /// The journal holding exactly `rows` (one line per point).
 [[nodiscard]] std::string journal_text(const std::vector<SweepRow>& rows);
-/// --resume on a CSV: the rows kept (points in `done`); `plan.header` becomes the file's header. Writes nothing.
-[[nodiscard]] std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<std::size_t>& done);
-/// --resume on a JSON array: the objects kept (points in `done`).
-[[nodiscard]] std::vector<json> resume_json(const Plan& plan, const std::string& out, std::set<std::size_t>& done);
+/// --resume on a CSV: the rows kept (points in `done`), those the journal or `record` (check_resume_identity's)
+/// vouches for; `plan.header` becomes the file's header. Writes nothing.
+[[nodiscard]] std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, const json& record,
+                                               std::set<std::size_t>& done);
+/// --resume on a JSON array: the objects kept (points in `done`), those whose digest `record` holds.
+[[nodiscard]] std::vector<json> resume_json(const Plan& plan, const std::string& out, const json& record,
+                                            std::set<std::size_t>& done);
 
 // --objective (tools/sweep_objective.cpp).
 struct Objective {

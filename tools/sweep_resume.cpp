@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "sim/rng.hpp"
+#include "tools/output_file.hpp"
 #include "tools/sweep_detail.hpp"
 
 namespace ddlsim::tools::sweep_detail {
@@ -123,11 +124,6 @@ std::string recorded_digest(const json& record, std::size_t p) {
     return it == record["digests"].end() ? std::string() : it->get<std::string>();
 }
 
-// The record beside `out`, already checked by check_resume_identity.
-json read_record(const std::string& out) {
-    return json::parse(read_text(meta_path(out)), nullptr, false);
-}
-
 // Whether a row's cells belong to this sweep's point `p`: its point, job and varied values are the point's, no
 // error, and every key is a column of the sweep or a result key's name.
 bool row_belongs(const Plan& plan, std::size_t p, const std::map<std::string, std::string>& cells) {
@@ -177,31 +173,38 @@ std::string journal_path(const std::string& out) {
     return out + ".rows.jsonl";
 }
 
-std::string rows_digest(const std::vector<SweepRow>& rows) {
-    json cells = json::array();
-    for (const SweepRow& r : rows) {
-        json o = json::object();
-        for (const auto& [k, v] : r.cells)
-            if (!v.empty()) o[k] = v;
-        cells.push_back(std::move(o));
-    }
-    return fmt::format("{:016x}", sim::rng::fnv1a64(cells.dump(-1, ' ', false, json::error_handler_t::replace)));
+namespace {
+
+// A row's cells as its digest sees them: the non-empty ones (a CSV writes an absent cell as an empty one).
+json digested_cells(const SweepRow& r) {
+    json o = json::object();
+    for (const auto& [k, v] : r.cells)
+        if (!v.empty()) o[k] = v;
+    return o;
 }
+
+}  // namespace
 
 std::string object_digest(const json& object) {
     return fmt::format("{:016x}", sim::rng::fnv1a64(object.dump(-1, ' ', false, json::error_handler_t::replace)));
 }
 
+std::string rows_digest(const std::vector<SweepRow>& rows) {
+    json cells = json::array();
+    for (const SweepRow& r : rows) cells.push_back(digested_cells(r));
+    return object_digest(cells);
+}
+
 json digests_of(const std::vector<SweepRow>& rows) {
-    std::map<std::size_t, std::vector<SweepRow>> by_point;
+    std::map<std::size_t, json> cells;  // per point, as rows_digest builds them
     std::set<std::size_t> failed;
     for (const SweepRow& r : rows) {
-        by_point[r.point].push_back(r);
+        cells[r.point].push_back(digested_cells(r));
         if (const auto e = r.cells.find("error"); e != r.cells.end() && !e->second.empty()) failed.insert(r.point);
     }
     json out = json::object();
-    for (const auto& [p, point_rows] : by_point)
-        if (!failed.contains(p)) out[std::to_string(p)] = rows_digest(point_rows);
+    for (const auto& [p, point_cells] : cells)
+        if (!failed.contains(p)) out[std::to_string(p)] = object_digest(point_cells);
     return out;
 }
 
@@ -213,10 +216,10 @@ json digests_of(const std::vector<json>& objects) {
     return out;
 }
 
-json sweep_record(const Plan& plan, json digests) {
+void write_sweep_record(const Plan& plan, const std::string& out, json digests) {
     json record = sweep_identity(plan);
     record["digests"] = std::move(digests);
-    return record;
+    write_file_atomically(meta_path(out), record.dump(2) + "\n");
 }
 
 json sweep_identity(const Plan& plan) {
@@ -237,7 +240,7 @@ json sweep_identity(const Plan& plan) {
 }
 
 // Throws SweepError (exit 2, nothing touched) unless `out` was written by this very sweep.
-void check_resume_identity(const Plan& plan, const std::string& out) {
+json check_resume_identity(const Plan& plan, const std::string& out) {
     const std::string meta = meta_path(out);
     std::error_code ec;
     if (!fs::exists(meta, ec))
@@ -272,6 +275,7 @@ void check_resume_identity(const Plan& plan, const std::string& out) {
     if (was["output"] != now["output"])
         throw SweepError(
             fmt::format("{}: --resume: it was written with --format {}", out, was["output"].get<std::string>()));
+    return was;
 }
 
 // The rows of each point in the journal (complete cells), by point: only rows that belong to the sweep. A line
@@ -338,7 +342,7 @@ std::string journal_text(const std::vector<SweepRow>& rows) {
 
 // --resume on a CSV: keeps the rows of points that finished without error and whose varied values match.
 // Returns the rows kept; `header` becomes the file's header. Writes nothing (the caller does, once every check passed).
-std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<std::size_t>& done) {
+std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, const json& record, std::set<std::size_t>& done) {
     const auto records = parse_csv(read_text(out));
     if (records.empty()) return {};
     const auto& head = records.front();
@@ -376,7 +380,6 @@ std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<st
     // lines carry their digest. Rows of a finished sweep carry theirs in the record. A point with neither, or whose
     // cells were changed since ddlsim wrote them, is recomputed.
     const auto journal = read_journal(plan, out);
-    const json record = read_record(out);
     std::vector<SweepRow> kept;
     for (auto& [p, rows] : by_point) {
         if (bad.contains(p) || rows.size() != plan.rows_per_point) continue;
@@ -405,12 +408,12 @@ std::vector<SweepRow> resume_csv(Plan& plan, const std::string& out, std::set<st
 }
 
 // --resume on a JSON array written by an earlier --format json sweep.
-std::vector<json> resume_json(const Plan& plan, const std::string& out, std::set<std::size_t>& done) {
+std::vector<json> resume_json(const Plan& plan, const std::string& out, const json& record,
+                              std::set<std::size_t>& done) {
     const std::string text = read_text(out);
     const json arr = json::parse(text, nullptr, false);
     if (arr.is_discarded() || !arr.is_array())
         throw SweepError(fmt::format("{}: --resume: not a JSON array written by ddlsim sweep --format json", out));
-    const json record = read_record(out);
     std::vector<json> kept;
     for (const auto& o : arr) {
         if (!o.is_object() || !o.contains("point") || !o["point"].is_number_unsigned() || !o.contains("values") ||
