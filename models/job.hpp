@@ -255,5 +255,9 @@ struct JobResult {
 
 /// What the job's collective needs: sizes, tensors in backward order, nodes of the workers.
 [[nodiscard]] topo::CollectiveContext collective_context(const TrainingJob& job, const topo::Fabric& fabric);
+/// The reducing switch (NVLink SHARP) of each node the job's workers use, in order of the nodes' first worker (the
+/// order of CollectiveContext::node_of); empty unless every such node has one. An all-reduce job appends their
+/// vertices to endpoint_hosts so that nvls can end flows at them.
+[[nodiscard]] std::vector<topo::ReducingSwitch> reducing_switches(const TrainingJob& job, const topo::Fabric& fabric);
 
 }  // namespace ddlsim::models

@@ -39,10 +39,35 @@ topo::CollectiveContext collective_context(const TrainingJob& job, const topo::F
             for (sim::LinkIndex l : fabric.route(job.endpoint_hosts[by_node[0][j]], job.endpoint_hosts[by_node[1][j]]))
                 if (++used[l] > 1) ctx.ring_channels = false;
     }
+    // nvls: the nodes' reducing switches follow the workers among the endpoints (reducing_switches).
+    if (job.architecture.kind == topo::ArchKind::allreduce) {
+        const auto switches = reducing_switches(job, fabric);
+        const std::size_t nodes = dense.size();
+        if (!switches.empty() && job.endpoint_hosts.size() == job.workers + nodes) {
+            ctx.switch_reduction = 1.0;
+            for (std::size_t j = 0; j < nodes; ++j) {
+                if (job.endpoint_hosts[job.workers + j] != switches[j].vertex) ctx.switch_reduction = 0.0;
+                ctx.switch_reduction = std::min(ctx.switch_reduction, switches[j].efficiency);
+            }
+        }
+    }
     if (job.architecture.kind == topo::ArchKind::allreduce &&
         job.architecture.algorithm == topo::AllreduceAlgorithm::automatic)
         ctx.round_time = [&job, &fabric](const topo::Collective& c) { return detail::solo_round_time(job, fabric, c); };
     return ctx;
+}
+
+std::vector<topo::ReducingSwitch> reducing_switches(const TrainingJob& job, const topo::Fabric& fabric) {
+    std::vector<topo::ReducingSwitch> out;
+    std::unordered_map<std::uint32_t, bool> seen;
+    for (std::uint32_t w = 0; w < job.workers && w < job.endpoint_hosts.size(); ++w) {
+        const std::uint32_t node = fabric.node_of(job.endpoint_hosts[w]);
+        if (!seen.emplace(node, true).second) continue;
+        const topo::ReducingSwitch* sw = fabric.reducing_switch(node);
+        if (sw == nullptr) return {};
+        out.push_back(*sw);
+    }
+    return out;
 }
 
 namespace detail {

@@ -583,6 +583,7 @@ Scenario load_scenario_unlogged(const json& j, const std::string& base_dir) {
     }
     resolve_placement(s, fabric, placements, paths);
     resolve_shard_groups(s, fabric, paths);
+    detail::check_in_network(s, fabric, paths);
     root.finish();
     return s;
 }

@@ -8,6 +8,7 @@
 
 #include "scenarios/json_reader.hpp"
 #include "scenarios/scenario.hpp"
+#include "topologies/fabric.hpp"
 
 namespace ddlsim::scenario::detail {
 
@@ -66,6 +67,9 @@ struct TopologyReader {
     topo::TopologySpec (*build)(const TopologyInput& in);
 };
 [[nodiscard]] const std::vector<TopologyReader>& topology_readers();
+
+/// Refuses "nvls" where a job's nodes have no reducing switch or hold unequal numbers of workers (after placement).
+void check_in_network(const Scenario& s, const topo::Fabric& fabric, const std::vector<std::string>& paths);
 
 [[nodiscard]] NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t hosts_needed,
                                        std::size_t gpus_hint);

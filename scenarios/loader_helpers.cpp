@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
+#include "topologies/node_type.hpp"
 
 namespace ddlsim::scenario::detail {
 
@@ -60,6 +62,34 @@ json read_profile_member(const json& name, const std::string& path, const std::s
                                               "`ddlsim calibrate` writes)",
                                               file, member));
     return profile.at(member);
+}
+
+void check_in_network(const Scenario& s, const topo::Fabric& fabric, const std::vector<std::string>& paths) {
+    std::vector<std::string> presets;
+    for (const topo::NodeType& t : topo::node_presets())
+        if (t.switch_reduction > 0.0) presets.push_back(t.preset);
+    for (std::size_t i = 0; i < s.jobs.size(); ++i) {
+        const JobSpec& job = s.jobs[i];
+        if (job.architecture.kind != topo::ArchKind::allreduce ||
+            job.architecture.algorithm != topo::AllreduceAlgorithm::nvls)
+            continue;
+        const std::string path = paths[i] + "architecture.algorithm";
+        std::map<std::uint32_t, std::size_t> per_node;
+        for (const std::string& h : job.placement) {
+            const std::uint32_t node = fabric.node_of(*fabric.find(h));
+            if (fabric.reducing_switch(node) == nullptr)
+                throw ScenarioError(path, fmt::format("\"nvls\" reduces inside the node's NVSwitch; worker host \"{}\" "
+                                                      "is on a node whose switch cannot reduce (expected a node "
+                                                      "preset with NVLink SHARP: {})",
+                                                      h, list(presets)));
+            ++per_node[node];
+        }
+        const std::size_t g = per_node.begin()->second;
+        if (g < 2 || std::any_of(per_node.begin(), per_node.end(), [g](const auto& kv) { return kv.second != g; }))
+            throw ScenarioError(path, fmt::format("\"nvls\" needs the same number of workers, at least two, on every "
+                                                  "node it uses; the {} workers sit {} on {} nodes",
+                                                  job.workers, g < 2 ? "one per node" : "unevenly", per_node.size()));
+    }
 }
 
 }  // namespace ddlsim::scenario::detail

@@ -178,6 +178,10 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     for (auto& wc : job.worker_compute) wc.accumulation = models::scaled(wc.fwd + wc.bwd, extra);
     for (const auto& h : j.placement) job.endpoint_hosts.push_back(*fabric.find(h));
     for (const auto& h : j.server_placement) job.endpoint_hosts.push_back(*fabric.find(h));
+    // NVLink SHARP: the nodes' reducing switches, endpoints after the workers (models::reducing_switches).
+    if (j.architecture.kind == topo::ArchKind::allreduce)
+        for (const topo::ReducingSwitch& sw : models::reducing_switches(job, fabric))
+            job.endpoint_hosts.push_back(sw.vertex);
     return job;
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "topologies/allreduce_algorithms.hpp"
+#include "topologies/in_network.hpp"
 
 namespace ddlsim::topo {
 namespace {
@@ -27,6 +28,7 @@ std::vector<AllreduceAlgorithm> auto_candidates(const CollectiveContext& ctx) {
     for (AllreduceAlgorithm a : k_auto_pool) {
         if (a != AllreduceAlgorithm::ring && ctx.workers < 2) continue;  // nothing moves: the ring will do
         if (a == AllreduceAlgorithm::hierarchical && !uniform_multi_gpu_nodes(ctx)) continue;
+        if (a == AllreduceAlgorithm::nvls && !nvls_applies(ctx)) continue;
         out.push_back(a);
     }
     return out;

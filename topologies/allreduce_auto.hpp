@@ -23,11 +23,13 @@
 //                 channels, each crossing between nodes on its own NIC (rails), carry a node's inter-node bytes
 //                 over all of its NICs; ddlsim's hierarchical all-reduce (intra-node reduce-scatter, rings along
 //                 rails, intra-node all-gather) is the form of that which its fabric and ECMP routing can run.
+//   nvls          NCCL's NVLS (NVLink SHARP, topologies/in_network.hpp), only where every node's switch reduces (the
+//                 node preset says so) and the nodes hold equal numbers of workers, at least two; NCCL's NVLSTree
+//                 among nodes is modelled by rings along the rails.
 // Not candidates: the single binary tree (NCCL's tree algorithm is always the double tree), halving-doubling and
-// torus2d (NCCL has neither); NVLS and CollNet reduce inside the switch (NVLink SHARP, InfiniBand SHARP), and the
-// fabric model has no in-switch reduction, so they cannot be expressed. PAT is NCCL's all-gather/reduce-scatter
-// only. A pick is a pure function of the message size, the workers, their nodes and the fabric, so equal runs
-// pick equally.
+// torus2d (NCCL has neither); CollNet (InfiniBand SHARP, reduction in the switches between nodes) is not modelled.
+// PAT is NCCL's all-gather/reduce-scatter only. A pick is a pure function of the message size, the workers, their nodes
+// and the fabric, so equal runs pick equally.
 #pragma once
 
 #include <vector>
@@ -45,7 +47,7 @@ struct AutoCandidate {
 
 /// Every algorithm auto may weigh, in preference order for ties (auto_candidates picks those that apply).
 inline constexpr AllreduceAlgorithm k_auto_pool[]{AllreduceAlgorithm::ring, AllreduceAlgorithm::double_tree,
-                                                  AllreduceAlgorithm::hierarchical};
+                                                  AllreduceAlgorithm::hierarchical, AllreduceAlgorithm::nvls};
 
 /// The algorithms auto weighs for `ctx` (its workers and node_of), in preference order for ties.
 [[nodiscard]] std::vector<AllreduceAlgorithm> auto_candidates(const CollectiveContext& ctx);

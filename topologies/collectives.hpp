@@ -34,7 +34,7 @@ namespace ddlsim::topo {
 
 enum class ArchKind { allreduce, ps, gossip };
 /// `automatic` ("auto") is no algorithm of its own: each collective picks one (allreduce_auto.hpp).
-enum class AllreduceAlgorithm { ring, tree, double_tree, halving_doubling, hierarchical, torus2d, automatic };
+enum class AllreduceAlgorithm { ring, tree, double_tree, halving_doubling, hierarchical, torus2d, nvls, automatic };
 enum class ServerPlacement { dedicated, colocated };
 enum class PsSharding { bytes, round_robin, balanced };
 enum class PsStyle { standard, byteps };
@@ -58,8 +58,12 @@ inline constexpr sim::EnumEntry<AllreduceAlgorithm> k_allreduce_algorithms[]{
     {AllreduceAlgorithm::hierarchical, "hierarchical",
      "intra-node reduce-scatter, inter-node rings, intra-node all-gather"},
     {AllreduceAlgorithm::torus2d, "torus2d", "rings in X then in Y (2D torus)"},
+    {AllreduceAlgorithm::nvls, "nvls",
+     "NVLink SHARP: the node's NVSwitch sums and multicasts; rings along rails between nodes (nodes whose "
+     "preset says the switch reduces)"},
     {AllreduceAlgorithm::automatic, "auto",
-     "per message, the fastest of NCCL's algorithms (ring, double binary tree) on this fabric"}};
+     "per message, the fastest of NCCL's algorithms (ring, double binary tree, hierarchical, nvls where the "
+     "switches reduce) on this fabric"}};
 constexpr std::span<const sim::EnumEntry<AllreduceAlgorithm>> enum_entries(AllreduceAlgorithm) {
     return k_allreduce_algorithms;
 }
@@ -133,6 +137,9 @@ struct CollectiveContext {
     /// another node's by link-disjoint routes (a NIC per GPU, rails). False where they share a link (one NIC per
     /// node): one ring, as the closed form cannot share a link among channels.
     bool ring_channels = false;
+    /// nvls: the efficiency of every node's reducing switch (topo::ReducingSwitch; 0 when some node of the job has
+    /// none). Node j's switch (j as in node_of) is then endpoint workers + j.
+    double switch_reduction = 0.0;
     /// algorithm auto: the time one round of a candidate takes alone on the job's fabric (empty: auto refuses).
     std::function<sim::Time(const Collective&)> round_time;
 };
@@ -156,8 +163,8 @@ public:
     [[nodiscard]] virtual sim::Time alpha_beta(const sim::PathCostLookup& cost) const = 0;
 };
 
-/// A collective given as an explicit transfer DAG, run by sim::DagRunner.
-class PlanCollective final : public Collective {
+/// A collective given as an explicit transfer DAG, run by sim::DagRunner (a subclass may give its own closed form).
+class PlanCollective : public Collective {
 public:
     explicit PlanCollective(sim::Plan plan);
     [[nodiscard]] std::uint32_t endpoints() const override { return plan_.endpoints; }

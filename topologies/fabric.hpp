@@ -74,6 +74,14 @@ struct LinkInfo {
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, NodeInfo, LinkInfo>;
 using Vertex = Graph::vertex_descriptor;
 
+/// A node's switch that can reduce inside the fabric (NVLink SHARP): the flows of an in-switch all-reduce end at
+/// it and its multicasts start there.
+struct ReducingSwitch {
+    Vertex vertex = 0;
+    /// The fraction of the links' rate its reductions and multicasts sustain (node_type.cpp cites it).
+    double efficiency = 1.0;
+};
+
 class Fabric {
 public:
     /// Adds a node; throws std::invalid_argument on a duplicate name.
@@ -119,6 +127,13 @@ public:
     /// preset do not: a GPU is an endpoint, not a switch, so its NIC carries only its own traffic.
     void set_transit(Vertex v, bool transit) { transit_[v] = transit ? 1 : 0; }
     [[nodiscard]] bool transit(Vertex v) const { return transit_[v] != 0; }
+    /// Marks `sw` as node `node`'s switch that can reduce (node presets with NVLink SHARP).
+    void set_reducing_switch(std::uint32_t node, Vertex sw, double efficiency) { reducing_[node] = {sw, efficiency}; }
+    /// Node `node`'s reducing switch, or nullptr when it has none.
+    [[nodiscard]] const ReducingSwitch* reducing_switch(std::uint32_t node) const {
+        const auto it = reducing_.find(node);
+        return it == reducing_.end() ? nullptr : &it->second;
+    }
     /// Sum of link latencies (plus the largest per-transfer overhead) and the smallest bandwidth
     /// (or flow cap) on the route from a to b: what one transfer alone sees.
     [[nodiscard]] sim::Time path_latency(Vertex a, Vertex b) const;
@@ -146,6 +161,7 @@ private:
     std::vector<std::uint32_t> host_index_;             ///< by vertex: position in hosts_
     std::vector<std::uint32_t> node_of_;                ///< by vertex: node (machine) id
     std::vector<std::uint8_t> transit_;                 ///< by vertex: 1 when routes may pass through it
+    std::map<std::uint32_t, ReducingSwitch> reducing_;  ///< by node: its switch that reduces, if any
     Routing routing_ = Routing::ecmp;
     mutable std::unordered_map<std::uint64_t, Cached> pair_routes_;
     mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> flow_routes_;

@@ -37,6 +37,11 @@
 //           way), 896 GB/s per GPU; PCIe Gen5 x16 to the host. MI325X platforms use the same fabric.
 //  [MI355X] AMD Instinct MI355X specifications: seven Infinity Fabric links per GPU at 153.6 GB/s each (76.8 GB/s per
 //           direction), 1,075 GB/s per GPU, eight GPUs fully connected; PCIe Gen5 x16.
+//  [NVLS]   NVLink SHARP (NCCL's algorithm NVLS): third-generation NVSwitch (H100, H200) and the NVLink 5 switches
+//           (B200, GB200 NVL72) reduce and multicast inside the switch (NVIDIA H100 Tensor Core GPU Architecture
+//           white paper, "NVLink SHARP"; the A100's second-generation NVSwitch has no SHARP). The rate they sustain
+//           is NCCL's own figure, NVIDIA/nccl src/graph/tuning.cc @ 5067397c2676d5aed50042fc39e5c8ee96eb0027,
+//           `nvlsEfficiency`: 0.85 on Hopper, 0.74 on Blackwell, 0 on Volta and Ampere.
 //  [RAILNIC] One 400 Gb/s NIC per GPU on the AMD platforms: the rail layout of the reference clusters above
 //           (DGX B200, NVL72); AMD's platform datasheets leave the NICs to the server vendor (an assumption: give
 //           network.nics_per_node / bandwidth to change it).
@@ -60,6 +65,12 @@ sim::Bandwidth gbit_s(double v) {
 const sim::Bandwidth kPcie3x16 = gbyte_s(8.0 * 16 * 128.0 / 130.0 / 8.0);   // [PCIe] 15.75 GB/s
 const sim::Bandwidth kPcie4x16 = gbyte_s(16.0 * 16 * 128.0 / 130.0 / 8.0);  // [PCIe] 31.5 GB/s
 const sim::Bandwidth kPcie5x16 = gbyte_s(32.0 * 16 * 128.0 / 130.0 / 8.0);  // [PCIe] 63.0 GB/s
+
+// The node switch reduces and multicasts (NVLink SHARP) at `efficiency` of the ring's NVLink rate.
+NodeType with_sharp(NodeType t, double efficiency) {
+    t.switch_reduction = efficiency;
+    return t;
+}
 
 std::string gpu(std::size_t j) {
     return fmt::format("g{}", j);
@@ -153,15 +164,22 @@ const std::vector<NodeType>& node_presets() {
         // [A100] 300 GB/s per direction per GPU through NVSwitch; [A100] 8 x 200 Gb/s HDR; [PCIe] Gen4 x16
         nvswitch_node("dgx_a100", "NVSwitch (NVLink 3)", gbyte_s(300.0), gbit_s(200.0), kPcie4x16),
         // [H100] 450 GB/s per direction per GPU through NVSwitch gen3; [H100] 8 x 400 Gb/s NDR; PCIe Gen5 x16
-        nvswitch_node("dgx_h100", "NVSwitch gen3 (NVLink 4)", gbyte_s(450.0), gbit_s(400.0), kPcie5x16),
+        // [NVLS] Hopper 0.85
+        with_sharp(nvswitch_node("dgx_h100", "NVSwitch gen3 (NVLink 4)", gbyte_s(450.0), gbit_s(400.0), kPcie5x16),
+                   0.85),
         // [H200] the H100's NVSwitch fabric, 900 GB/s per GPU; [H200] 8 x 400 Gb/s ConnectX-7
-        nvswitch_node("hgx_h200", "NVSwitch gen3 (NVLink 4)", gbyte_s(450.0), gbit_s(400.0), kPcie5x16),
+        // [NVLS] Hopper 0.85
+        with_sharp(nvswitch_node("hgx_h200", "NVSwitch gen3 (NVLink 4)", gbyte_s(450.0), gbit_s(400.0), kPcie5x16),
+                   0.85),
         pcie_8gpu(),
         // [B200] 900 GB/s per direction per GPU through NVSwitch (NVLink 5); 8 x 400 Gb/s ConnectX-7; PCIe Gen5 x16
-        nvswitch_node("dgx_b200", "NVSwitch (NVLink 5)", gbyte_s(900.0), gbit_s(400.0), kPcie5x16),
+        // [NVLS] Blackwell 0.74
+        with_sharp(nvswitch_node("dgx_b200", "NVSwitch (NVLink 5)", gbyte_s(900.0), gbit_s(400.0), kPcie5x16), 0.74),
         // [NVL72] 72 GPUs in one NVLink 5 domain, 900 GB/s per direction each; one 400 Gb/s NIC per GPU; PCIe Gen5
-        nvswitch_node("gb200_nvl72", "NVLink Switch System (NVLink 5, 72 GPUs)", gbyte_s(900.0), gbit_s(400.0),
-                      kPcie5x16, 72),
+        // [NVLS] Blackwell 0.74
+        with_sharp(nvswitch_node("gb200_nvl72", "NVLink Switch System (NVLink 5, 72 GPUs)", gbyte_s(900.0),
+                                 gbit_s(400.0), kPcie5x16, 72),
+                   0.74),
         // [MI300X] 64 GB/s per direction per GPU pair (Infinity Fabric, full mesh); [RAILNIC] 8 x 400 Gb/s; Gen5 x16
         mesh_node("amd_mi300x", "Infinity Fabric full mesh (7 links per GPU)", gbyte_s(64.0), gbit_s(400.0), kPcie5x16),
         // [MI355X] 76.8 GB/s per direction per GPU pair; [RAILNIC] 8 x 400 Gb/s; PCIe Gen5 x16
@@ -199,7 +217,12 @@ NodeType plain_node(std::size_t gpus, sim::Bandwidth gpu_bandwidth, std::size_t 
 std::vector<std::string> add_node(Fabric& f, const NodeType& t, std::size_t index, sim::Time intra_latency) {
     const std::string root = fmt::format("n{}", index);
     auto part = [&](const std::string& p) { return root + p; };
-    f.add_node(root, NodeKind::switch_);
+    const Vertex node_switch = f.add_node(root, NodeKind::switch_);
+    if (t.switch_reduction > 0.0) {
+        // A switch that reduces is an endpoint of nvls's flows; it belongs to its node (its bytes stay inside).
+        f.set_node(node_switch, static_cast<std::uint32_t>(index));
+        f.set_reducing_switch(static_cast<std::uint32_t>(index), node_switch, t.switch_reduction);
+    }
     for (std::size_t k = 0; k < t.pcie_switches; ++k) f.add_node(part(fmt::format("p{}", k)), NodeKind::switch_);
     std::vector<std::string> nics;
     for (std::size_t k = 0; k < t.nics; ++k) {

@@ -43,6 +43,9 @@ struct NodeType {
     sim::Bandwidth nic_bandwidth;   ///< each NIC's port (the default of network.bandwidth)
     sim::Bandwidth gpu_bandwidth;   ///< a GPU's intra-node bandwidth per direction (the headline figure)
     std::vector<NodeLink> links;    ///< every link inside the node
+    /// NVLink SHARP: the node switch reduces and multicasts (algorithm "nvls") at this fraction of the NVLink rate
+    /// the ring reaches; 0 when it cannot reduce.
+    double switch_reduction = 0.0;
 };
 
 /// The built-in node presets, in the order the schema lists them.

@@ -187,7 +187,8 @@ sim::Plan powersgd_plan(std::uint32_t n, sim::Bytes p_bytes, sim::Bytes q_bytes,
 
 namespace {
 bool ring_allgather(AllreduceAlgorithm a) {
-    return a == AllreduceAlgorithm::ring || a == AllreduceAlgorithm::automatic;
+    // NVLS sums; the gathers of sparse payloads fall back to NCCL's ring, as under auto.
+    return a == AllreduceAlgorithm::ring || a == AllreduceAlgorithm::automatic || a == AllreduceAlgorithm::nvls;
 }
 }  // namespace
 

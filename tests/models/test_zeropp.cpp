@@ -17,6 +17,7 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tests/support/scenario_harness.hpp"
 #include "tests/support/support.hpp"
 
 using nlohmann::json;
@@ -47,7 +48,7 @@ json on_nodes(json j, int g) {
 }
 
 models::JobResult run(const json& j) {
-    return scenario::run_scenario(scenario::load_scenario(j)).jobs.at(0);
+    return testing::run_first_job(j);
 }
 
 // qgZ's scales of one unit: max(rows, cols, world) fp32 per tensor (DeepSpeed's intra_quant_group).
@@ -61,15 +62,7 @@ double qgz_scales(const json& j, int n) {
     return scales;
 }
 
-// The key a scenario is refused at ("accepted" when it loads).
-std::string refused_at(const json& j) {
-    try {
-        (void)scenario::load_scenario(j);
-    } catch (const scenario::ScenarioError& e) {
-        return e.path();
-    }
-    return "accepted";
-}
+using testing::refused_at;
 
 }  // namespace
 

@@ -1,0 +1,178 @@
+// In-network aggregation (NVLink SHARP); the model and its sources in the header.
+#include "topologies/in_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "topologies/allreduce_algorithms.hpp"
+#include "topologies/allreduce_primitives.hpp"
+
+namespace ddlsim::topo {
+namespace {
+
+using Steps = std::vector<std::uint32_t>;
+
+// Segments in flight per GPU and direction: two, so that one transfer's start-up cost (the link's per-transfer
+// overhead) hides behind the other's bytes, as NCCL's channels keep several chunks in flight.
+constexpr std::uint32_t kNvlsWindow = 2;
+
+/// The workers of each node, by node id; throws unless every id below the largest holds the same number.
+std::vector<Steps> nodes_of(const std::vector<std::uint32_t>& node_of, std::uint32_t n) {
+    if (node_of.size() != n) throw std::invalid_argument("nvls: node_of must name a node for every worker");
+    std::vector<Steps> nodes;
+    for (std::uint32_t w = 0; w < n; ++w) {
+        if (node_of[w] >= nodes.size()) nodes.resize(node_of[w] + 1);
+        nodes[node_of[w]].push_back(w);
+    }
+    for (const Steps& node : nodes)
+        if (node.size() != nodes.front().size())
+            throw std::invalid_argument("nvls: every node must hold the same number of workers");
+    return nodes;
+}
+
+}  // namespace
+
+sim::Plan nvls_allreduce_plan(const std::vector<std::uint32_t>& node_of, std::uint32_t n, sim::Bytes bytes,
+                              sim::Bytes segment, double efficiency) {
+    if (!(efficiency > 0.0 && efficiency <= 1.0))
+        throw std::invalid_argument("nvls: the switch's efficiency must lie in (0, 1]");
+    const std::vector<Steps> nodes = nodes_of(node_of, n);
+    sim::Plan plan;
+    plan.endpoints = n + static_cast<std::uint32_t>(nodes.size());
+    if (n < 2) return plan;
+    const auto g = static_cast<std::uint32_t>(nodes.front().size());
+    const std::uint32_t k = segment_count(bytes, segment.value() > 0.0 ? segment : nvls_default_segment(g));
+    const double f = 1.0 / efficiency;
+    const sim::Bytes piece = bytes / k * f;  // a segment, as the switch's transfers charge it
+    const sim::Bytes chunk = piece / g;      // one GPU's share of a segment
+    const std::size_t m = nodes.size();
+    // Per [node * g + rank][segment]: the GPU's transfer up, the summed chunk back, its store, the multicast to it.
+    std::vector<Steps> up(m * g, Steps(k)), back(m * g, Steps(k)), store(m * g, Steps(k)), cast(m * g, Steps(k));
+    auto window = [k](const Steps& chain, std::uint32_t c, Steps after) {
+        if (c >= kNvlsWindow && c - kNvlsWindow < k) after.push_back(chain[c - kNvlsWindow]);
+        return after;
+    };
+    for (std::uint32_t c = 0; c < k; ++c) {
+        // Reduce: every GPU sends the segment up; once all of it is in, the switch returns each its summed chunk.
+        for (std::size_t a = 0; a < m; ++a) {
+            const auto sw = static_cast<std::uint32_t>(n + a);
+            Steps all_in;
+            for (std::uint32_t i = 0; i < g; ++i) {
+                const std::size_t r = a * g + i;
+                up[r][c] = plan.add(nodes[a][i], sw, piece, window(up[r], c, {}));
+                all_in.push_back(up[r][c]);
+            }
+            const std::uint32_t summed = plan.add_work(sw, sim::Time::zero(), all_in);
+            for (std::uint32_t i = 0; i < g; ++i) {
+                const std::size_t r = a * g + i;
+                back[r][c] = plan.add(sw, nodes[a][i], chunk, window(back[r], c, {summed}));
+            }
+        }
+        // Several nodes: GPU j's summed chunk of the segment is all-reduced along rail j (the network's bytes carry
+        // no NVLS overhead).
+        StepSets ready(m * g);
+        for (std::size_t r = 0; r < m * g; ++r) ready[r] = {back[r][c]};
+        if (m > 1)
+            for (std::uint32_t j = 0; j < g; ++j) {
+                std::vector<std::uint32_t> rail;
+                StepSets start;
+                for (std::size_t a = 0; a < m; ++a) {
+                    rail.push_back(nodes[a][j]);
+                    start.push_back({back[a * g + j][c]});
+                }
+                const StepSets end = ring_allreduce(plan, rail, bytes / k / g, sim::Bytes{0.0}, start);
+                for (std::size_t a = 0; a < m; ++a) ready[a * g + j] = end[a];
+            }
+        // Broadcast: every GPU stores its chunk into the switch, which multicasts the segment to every GPU.
+        for (std::size_t a = 0; a < m; ++a) {
+            const auto sw = static_cast<std::uint32_t>(n + a);
+            Steps all_in;
+            for (std::uint32_t i = 0; i < g; ++i) {
+                const std::size_t r = a * g + i;
+                store[r][c] = plan.add(nodes[a][i], sw, chunk, window(store[r], c, ready[r]));
+                all_in.push_back(store[r][c]);
+            }
+            const std::uint32_t stored = plan.add_work(sw, sim::Time::zero(), all_in);
+            for (std::uint32_t i = 0; i < g; ++i) {
+                const std::size_t r = a * g + i;
+                cast[r][c] = plan.add(sw, nodes[a][i], piece, window(cast[r], c, {stored}));
+            }
+        }
+    }
+    return plan;
+}
+
+namespace {
+
+// The nvls plan, run as a DAG; its closed form is its own: the α-β levels of a DAG serialise an endpoint's sends,
+// which for a switch multicasting on g links of its own would count g transfers one after another.
+class NvlsCollective final : public PlanCollective {
+public:
+    NvlsCollective(const ArchitectureSpec& spec, const CollectiveContext& ctx)
+        : PlanCollective(
+              nvls_allreduce_plan(ctx.node_of, ctx.workers, ctx.bytes, spec.segment_size, ctx.switch_reduction)),
+          nodes_(nodes_of(ctx.node_of, ctx.workers)),
+          n_(ctx.workers),
+          bytes_(ctx.bytes.value()),
+          f_(1.0 / ctx.switch_reduction),
+          k_(segment_count(ctx.bytes, spec.segment_size.value() > 0.0
+                                          ? spec.segment_size
+                                          : nvls_default_segment(static_cast<std::uint32_t>(nodes_.front().size())))) {}
+    /// The two pipelined stages' streaming times, the longer plus one segment of the shorter: inside the node each
+    /// GPU moves f S (1 + 1/g) each way over its link to the switch (plus four latencies); along the rails a ring
+    /// all-reduce of S/g (2(m - 1) steps of S/(g m)).
+    [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override {
+        if (n_ < 2) return sim::Time::zero();
+        const double g = static_cast<double>(nodes_.front().size());
+        const double m = static_cast<double>(nodes_.size());
+        double intra = 0.0, rail = 0.0;
+        for (std::size_t a = 0; a < nodes_.size(); ++a)
+            for (std::size_t i = 0; i < nodes_[a].size(); ++i) {
+                const sim::PathCost up = cost(nodes_[a][i], n_ + static_cast<std::uint32_t>(a));
+                intra = std::max(
+                    intra, 4.0 * up.latency.seconds() + f_ * bytes_ * (1.0 + 1.0 / g) / up.bandwidth.bytes_per_s());
+                if (nodes_.size() < 2) continue;
+                const sim::PathCost next = cost(nodes_[a][i], nodes_[(a + 1) % nodes_.size()][i]);
+                rail = std::max(
+                    rail, 2.0 * (m - 1.0) * (next.latency.seconds() + bytes_ / (g * m) / next.bandwidth.bytes_per_s()));
+            }
+        return sim::Time::seconds(std::max(intra, rail) + std::min(intra, rail) / k_);
+    }
+
+private:
+    std::vector<Steps> nodes_;
+    std::uint32_t n_;
+    double bytes_, f_;
+    double k_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_nvls(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    if (!(ctx.switch_reduction > 0.0))
+        throw std::invalid_argument("nvls: the job's nodes have no switch that reduces (NVLink SHARP)");
+    return std::make_unique<NvlsCollective>(spec, ctx);
+}
+
+sim::Bytes nvls_default_segment(std::uint32_t g) {
+    return sim::Bytes{static_cast<double>(kNvlsChannels) * g * kNvlsChunk};
+}
+
+double nvls_transfers(double n, double bytes, double segment) {
+    // The smallest default segment (two GPUs per node) bounds the count from above.
+    const double k = std::max(1.0, std::ceil(bytes / (segment > 0.0 ? segment : nvls_default_segment(2).value())));
+    // Per GPU and segment: four transfers inside the node and at most 2(n - 1) in its rail's ring.
+    return k * n * (4.0 + 2.0 * (n - 1.0));
+}
+
+bool nvls_applies(const CollectiveContext& ctx) {
+    if (!(ctx.switch_reduction > 0.0) || ctx.workers < 2 || ctx.node_of.size() != ctx.workers) return false;
+    std::map<std::uint32_t, std::uint32_t> size;
+    for (std::uint32_t node : ctx.node_of) ++size[node];
+    const std::uint32_t g = size.begin()->second;
+    return g >= 2 && std::all_of(size.begin(), size.end(), [g](const auto& kv) { return kv.second == g; });
+}
+
+}  // namespace ddlsim::topo
