@@ -49,6 +49,9 @@ struct NetworkBlock {
     std::optional<sim::Time> latency, intra_latency;
     std::optional<std::uint64_t> hosts, gpus_per_node, num_nodes, nics_per_node, k, hosts_per_leaf, spines, leaves;
     std::optional<double> oversubscription;
+    std::optional<std::uint64_t> sites;           ///< two_tier: datacenters
+    std::optional<sim::Bandwidth> wan_bandwidth;  ///< two_tier with sites > 1
+    std::optional<sim::Time> wan_latency;         ///< two_tier with sites > 1
     std::vector<std::uint64_t> dims;
     std::optional<topo::CustomSpec> custom;  ///< nodes and links, inline or from the topology file
     bool custom_inline = false;              ///< nodes or links given in the block

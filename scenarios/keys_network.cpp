@@ -63,6 +63,14 @@ Rule<N> fixed_by_preset() {
     return {pred, message};
 }
 
+// Several sites of a two_tier joined by a WAN.
+bool is_multi_site(const N& n) {
+    return n.topology == topo::TwoTierSpec::kName && n.sites.value_or(1) > 1;
+}
+Rule<N> multi_site() {
+    return {is_multi_site, [](const N&) { return std::string("used only by topology \"two_tier\" with sites > 1"); }};
+}
+
 // Required by the topologies `topologies` ("required by topology "fat_tree"").
 std::function<std::string(const N&)> required_by_topology() {
     return [](const N& n) { return fmt::format("required by topology \"{}\"", n.topology); };
@@ -286,6 +294,22 @@ const KeyTable<N>& network_keys() {
                 "two_tier, rail_optimized: number of nodes (default: enough for the workers)",
                 {1, static_cast<double>(detail::kMaxWorkers)})
                 .when(of(kNodeTopologies)),
+            key("sites", &N::sites,
+                "two_tier: datacenters the nodes are split into, evenly and in order (default 1); with several, each "
+                "site's NICs reach their own top switch \"site<s>\" and the sites meet at a WAN core \"wan\" "
+                "(wan_bandwidth, wan_latency); without num_nodes, enough nodes for the workers, rounded up to a "
+                "multiple of the sites",
+                {1, 1024})
+                .when(of({two_tier})),
+            key("wan_bandwidth", &N::wan_bandwidth,
+                "two_tier with sites > 1: each site's link to the WAN core, per direction (required there)")
+                .when(multi_site())
+                .required_when(is_multi_site, "required by topology \"two_tier\" with sites > 1"),
+            key("wan_latency", &N::wan_latency,
+                "two_tier with sites > 1: one-way latency between two sites, half on each site's WAN link "
+                "(required there; 10-100 ms between regions)")
+                .when(multi_site())
+                .required_when(is_multi_site, "required by topology \"two_tier\" with sites > 1"),
             key("nics_per_node", &N::nics_per_node,
                 "two_tier: parallel NIC links from each node to the switch (default 1; ECMP spreads flows); "
                 "rail_optimized: 1 (a NIC on the node switch, rail 0) or gpus_per_node (NIC k beside GPU k, on rail "

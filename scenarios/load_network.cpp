@@ -94,6 +94,16 @@ topo::TopologySpec build_two_tier(const TopologyInput& in) {
         s.nics_per_node = n.nics_per_node.value_or(1);
     }
     s.nodes = in.node_count(s.gpus_per_node);
+    s.sites = n.sites.value_or(1);
+    if (s.sites > 1) {
+        s.wan_bandwidth = *n.wan_bandwidth;
+        s.wan_latency = *n.wan_latency;
+        if (!n.num_nodes) s.nodes = (s.nodes + s.sites - 1) / s.sites * s.sites;
+        if (s.nodes % s.sites != 0)
+            throw ScenarioError(
+                TopologyInput::path("sites"),
+                fmt::format("expected a number of sites that divides num_nodes = {}, got {}", s.nodes, s.sites));
+    }
     s.extra_hosts = in.hosts_needed - in.gpus_hint;
     return s;
 }
@@ -169,6 +179,11 @@ struct EchoVisitor {
             node(t.node ? t.node->preset : "", t.gpus_per_node, t.nics_per_node, t.intra_bandwidth);
             n.num_nodes = t.nodes;
             n.intra_latency = t.intra_latency;
+            if (t.sites > 1) {  // one site: the plain two_tier, echoed as before
+                n.sites = t.sites;
+                n.wan_bandwidth = t.wan_bandwidth;
+                n.wan_latency = t.wan_latency;
+            }
         } else if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) {
             node(t.node.preset, t.node.gpus, t.node.nics, t.node.gpu_bandwidth);
             n.num_nodes = t.nodes;

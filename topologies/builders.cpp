@@ -19,23 +19,36 @@ Fabric build(const StarSpec& s) {
 }
 
 Fabric build(const TwoTierSpec& s) {
+    if (s.sites < 1 || s.nodes % s.sites != 0)
+        throw std::invalid_argument("two_tier: the nodes must split evenly into the sites");
     Fabric f;
-    f.add_node("switch", NodeKind::switch_);
+    // One top switch per site; several sites meet at the WAN core.
+    auto top = [&s](std::size_t node) {
+        return s.sites == 1 ? std::string("switch") : fmt::format("site{}", node / (s.nodes / s.sites));
+    };
+    for (std::size_t site = 0; site < s.sites; ++site)
+        f.add_node(s.sites == 1 ? "switch" : fmt::format("site{}", site), NodeKind::switch_);
+    if (s.sites > 1) {
+        f.add_node("wan", NodeKind::switch_);
+        for (std::size_t site = 0; site < s.sites; ++site)
+            f.add_link(fmt::format("site{}", site), "wan", s.wan_bandwidth,
+                       sim::Time::seconds(s.wan_latency.seconds() / 2.0));
+    }
     if (s.node) {
         for (std::size_t n = 0; n < s.nodes; ++n)
             for (const std::string& nic : add_node(f, *s.node, n, s.intra_latency))
-                f.add_link(nic, "switch", s.bandwidth, s.latency);
+                f.add_link(nic, top(n), s.bandwidth, s.latency);
         for (std::size_t i = 0; i < s.extra_hosts; ++i) {
             const std::string h = fmt::format("s{}", i);
             f.set_node(f.add_node(h, NodeKind::host), static_cast<std::uint32_t>(s.nodes + i));
-            f.add_link(h, "switch", s.bandwidth, s.latency);
+            f.add_link(h, top(0), s.bandwidth, s.latency);
         }
         return f;
     }
     for (std::size_t n = 0; n < s.nodes; ++n) {
         const std::string node = fmt::format("n{}", n);
         f.add_node(node, NodeKind::switch_);
-        for (std::size_t nic = 0; nic < s.nics_per_node; ++nic) f.add_link(node, "switch", s.bandwidth, s.latency);
+        for (std::size_t nic = 0; nic < s.nics_per_node; ++nic) f.add_link(node, top(n), s.bandwidth, s.latency);
         for (std::size_t g = 0; g < s.gpus_per_node; ++g) {
             const std::string gpu = fmt::format("n{}g{}", n, g);
             f.set_node(f.add_node(gpu, NodeKind::host), static_cast<std::uint32_t>(n));
@@ -45,7 +58,7 @@ Fabric build(const TwoTierSpec& s) {
     for (std::size_t i = 0; i < s.extra_hosts; ++i) {
         const std::string h = fmt::format("s{}", i);
         f.add_node(h, NodeKind::host);
-        f.add_link(h, "switch", s.bandwidth, s.latency);
+        f.add_link(h, top(0), s.bandwidth, s.latency);
     }
     return f;
 }

@@ -52,6 +52,12 @@ struct TwoTierSpec {
     /// A node type (network.node): its parts replace the node switch, intra links and parallel NIC links
     /// above; gpus_per_node, nics_per_node and intra_bandwidth then repeat the type's figures.
     std::optional<NodeType> node = std::nullopt;
+    /// Sites (datacenters) the nodes are split into, evenly and in order: site s has its own top switch
+    /// "site<s>", joined to the others through one WAN core "wan" by a link of wan_bandwidth and wan_latency / 2
+    /// per site (so two sites are wan_latency apart). 1: one site, the top switch "switch".
+    std::size_t sites = 1;
+    sim::Bandwidth wan_bandwidth{};
+    sim::Time wan_latency{};
 };
 
 /// Rail-optimized leaf-spine (NVIDIA's DGX SuperPOD compute fabric): NIC k of every node on rail
