@@ -54,6 +54,7 @@ sim::Plan nvls_allreduce_plan(const std::vector<std::uint32_t>& node_of, std::ui
         if (c >= kNvlsWindow && c - kNvlsWindow < k) after.push_back(chain[c - kNvlsWindow]);
         return after;
     };
+    const std::vector<std::uint32_t> parents = nccl_btree_parents(static_cast<std::uint32_t>(m));
     for (std::uint32_t c = 0; c < k; ++c) {
         // Reduce: every GPU sends the segment up; once all of it is in, the switch returns each its summed chunk.
         for (std::size_t a = 0; a < m; ++a) {
@@ -70,8 +71,8 @@ sim::Plan nvls_allreduce_plan(const std::vector<std::uint32_t>& node_of, std::ui
                 back[r][c] = plan.add(sw, nodes[a][i], chunk, window(back[r], c, {summed}));
             }
         }
-        // Several nodes: GPU j's summed chunk of the segment is all-reduced along rail j (the network's bytes carry
-        // no NVLS overhead).
+        // Several nodes: GPU j's summed chunk of the segment is all-reduced along rail j by NCCL's binary tree
+        // (NVLSTree; the network's bytes carry no NVLS overhead).
         StepSets ready(m * g);
         for (std::size_t r = 0; r < m * g; ++r) ready[r] = {back[r][c]};
         if (m > 1)
@@ -82,7 +83,8 @@ sim::Plan nvls_allreduce_plan(const std::vector<std::uint32_t>& node_of, std::ui
                     rail.push_back(nodes[a][j]);
                     start.push_back({back[a * g + j][c]});
                 }
-                const StepSets end = ring_allreduce(plan, rail, bytes / k / g, sim::Bytes{0.0}, start);
+                const sim::Bytes part = bytes / k / g;
+                const StepSets end = tree_allreduce(plan, rail, parents, part, part, start);
                 for (std::size_t a = 0; a < m; ++a) ready[a * g + j] = end[a];
             }
         // Broadcast: every GPU stores its chunk into the switch, which multicasts the segment to every GPU.
@@ -117,16 +119,17 @@ public:
           n_(ctx.workers),
           bytes_(ctx.bytes.value()),
           f_(1.0 / ctx.switch_reduction),
+          height_(tree_height(nccl_btree_parents(static_cast<std::uint32_t>(nodes_.size())))),
           k_(segment_count(ctx.bytes, spec.segment_size.value() > 0.0
                                           ? spec.segment_size
                                           : nvls_default_segment(static_cast<std::uint32_t>(nodes_.front().size())))) {}
     /// The two pipelined stages' streaming times, the longer plus one segment of the shorter: inside the node each
-    /// GPU moves f S (1 + 1/g) each way over its link to the switch (plus four latencies); along the rails a ring
-    /// all-reduce of S/g (2(m - 1) steps of S/(g m)).
+    /// GPU moves f S (1 + 1/g) each way over its link to the switch (plus four latencies); along the rails a
+    /// pipelined binary tree moves S/g each way between two nodes and up to 3 S/g through an inner node of more
+    /// (up to its parent and down to two children), plus the tree's height twice in latencies.
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override {
         if (n_ < 2) return sim::Time::zero();
         const double g = static_cast<double>(nodes_.front().size());
-        const double m = static_cast<double>(nodes_.size());
         double intra = 0.0, rail = 0.0;
         for (std::size_t a = 0; a < nodes_.size(); ++a)
             for (std::size_t i = 0; i < nodes_[a].size(); ++i) {
@@ -135,8 +138,8 @@ public:
                     intra, 4.0 * up.latency.seconds() + f_ * bytes_ * (1.0 + 1.0 / g) / up.bandwidth.bytes_per_s());
                 if (nodes_.size() < 2) continue;
                 const sim::PathCost next = cost(nodes_[a][i], nodes_[(a + 1) % nodes_.size()][i]);
-                rail = std::max(
-                    rail, 2.0 * (m - 1.0) * (next.latency.seconds() + bytes_ / (g * m) / next.bandwidth.bytes_per_s()));
+                const double through = (nodes_.size() == 2 ? 1.0 : 3.0) * bytes_ / g;
+                rail = std::max(rail, 2.0 * height_ * next.latency.seconds() + through / next.bandwidth.bytes_per_s());
             }
         return sim::Time::seconds(std::max(intra, rail) + std::min(intra, rail) / k_);
     }
@@ -145,6 +148,7 @@ private:
     std::vector<Steps> nodes_;
     std::uint32_t n_;
     double bytes_, f_;
+    double height_;
     double k_;
 };
 
@@ -163,8 +167,9 @@ sim::Bytes nvls_default_segment(std::uint32_t g) {
 double nvls_transfers(double n, double bytes, double segment) {
     // The smallest default segment (two GPUs per node) bounds the count from above.
     const double k = std::max(1.0, std::ceil(bytes / (segment > 0.0 ? segment : nvls_default_segment(2).value())));
-    // Per GPU and segment: four transfers inside the node and at most 2(n - 1) in its rail's ring.
-    return k * n * (4.0 + 2.0 * (n - 1.0));
+    // Per GPU and segment: four transfers inside the node and at most two in its rail's tree (each rail of m has
+    // 2(m - 1) edge crossings, up and down).
+    return k * n * 6.0;
 }
 
 bool nvls_applies(const CollectiveContext& ctx) {

@@ -13,13 +13,13 @@
 //         default of what NCCL's channels move per loop: 16 channels x g heads x 128 KiB chunks on Hopper
 //         (src/transport/nvls.cc, same commit: NVLS_NCHANNELS_SM90 16, NCCL_NVLS_CHUNKSIZE 128 KiB; the
 //         kernel's loopCount is nHeads x chunkSize per channel), pipelined: per segment every GPU sends S/k up (one
-//         segment in flight per GPU); once all are in, the switch returns each GPU its S/(kg) summed chunk; each GPU
-//         stores it back; once all are back, the switch multicasts the segment (S/k) to every GPU. Idle switch, k = 1,
-//         links of rate B and latency L, f = 1/efficiency: T = 4L + 2 f S (1 + 1/g) / B. Several nodes (all of g GPUs):
-//         between the return and the store of each segment, GPU j all-reduces its summed chunk with GPU j of every
-//         other node by a ring along the rail (as `hierarchical` does with whole shards), segment by segment, so the
-//         node-level and network stages pipeline as in NCCL's NVLSTree (which runs a tree among nodes; ddlsim keeps the
-//         rails' ring); a node's bytes between machines are those of the hierarchical all-reduce.
+//         two segments in flight per GPU and direction); once all are in, the switch returns each GPU its S/(kg) summed
+//         chunk; each GPU stores it back; once all are back, the switch multicasts the segment (S/k) to every GPU. Idle
+//         switch, k = 1, links of rate B and latency L, f = 1/efficiency: T = 4L + 2 f S (1 + 1/g) / B. Several nodes
+//         (all of g GPUs): between the return and the store of each segment, GPU j all-reduces its summed chunk with
+//         GPU j of every other node along the rail by NCCL's binary tree (ncclGetBtree), segment by segment, so the
+//         node-level and network stages pipeline as in NCCL's NVLSTree (src/device/all_reduce.h, NCCL_ALGO_NVLS_TREE).
+//         Between two nodes its bytes between machines equal the hierarchical all-reduce's.
 #pragma once
 
 #include <cstdint>
