@@ -58,8 +58,7 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
         }
         m.buffers += unit * job.bytes_per_param * (2.0 + sh.prefetch);
         // ZeRO++ hpZ: the secondary copy, 1/h of the weights at their width (DeepSpeed's ds_secondary_tensor).
-        if (sh.hpz(job.workers))
-            m.weights += params * job.bytes_per_param / sh.hpz_partition_size;
+        if (sh.hpz(job.workers)) m.weights += params * job.bytes_per_param / sh.hpz_partition_size;
     } else if (sh.any()) {
         if (job.overlap.fusion == Fusion::buffer)
             m.buffers += std::min(job.overlap.bucket_size.value(), params * job.bytes_per_param);

@@ -2,7 +2,6 @@
 #include "topologies/allreduce_auto.hpp"
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 
 #include "topologies/allreduce_algorithms.hpp"
@@ -13,12 +12,8 @@ namespace {
 
 /// Whether node_of holds at least two nodes, all of the same size above one worker (hierarchical's rails).
 bool uniform_multi_gpu_nodes(const CollectiveContext& ctx) {
-    if (ctx.node_of.size() != ctx.workers) return false;
-    std::map<std::uint32_t, std::uint32_t> size;
-    for (std::uint32_t node : ctx.node_of) ++size[node];
-    if (size.size() < 2) return false;
-    const std::uint32_t g = size.begin()->second;
-    return g > 1 && std::all_of(size.begin(), size.end(), [g](const auto& kv) { return kv.second == g; });
+    const NodeShape shape = node_shape(ctx);
+    return shape.nodes >= 2 && shape.per_node > 1;
 }
 
 }  // namespace

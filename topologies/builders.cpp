@@ -23,16 +23,15 @@ Fabric build(const TwoTierSpec& s) {
         throw std::invalid_argument("two_tier: the nodes must split evenly into the sites");
     Fabric f;
     // One top switch per site; several sites meet at the WAN core.
-    auto top = [&s](std::size_t node) {
-        return s.sites == 1 ? std::string("switch") : fmt::format("site{}", node / (s.nodes / s.sites));
+    auto site_switch = [&s](std::size_t site) {
+        return s.sites == 1 ? std::string("switch") : fmt::format("site{}", site);
     };
-    for (std::size_t site = 0; site < s.sites; ++site)
-        f.add_node(s.sites == 1 ? "switch" : fmt::format("site{}", site), NodeKind::switch_);
+    auto top = [&](std::size_t node) { return site_switch(node / (s.nodes / s.sites)); };
+    for (std::size_t site = 0; site < s.sites; ++site) f.add_node(site_switch(site), NodeKind::switch_);
     if (s.sites > 1) {
         f.add_node("wan", NodeKind::switch_);
         for (std::size_t site = 0; site < s.sites; ++site)
-            f.add_link(fmt::format("site{}", site), "wan", s.wan_bandwidth,
-                       sim::Time::seconds(s.wan_latency.seconds() / 2.0));
+            f.add_link(site_switch(site), "wan", s.wan_bandwidth, sim::Time::seconds(s.wan_latency.seconds() / 2.0));
     }
     if (s.node) {
         for (std::size_t n = 0; n < s.nodes; ++n)

@@ -1,6 +1,7 @@
 #include "topologies/collectives.hpp"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 #include "topologies/allreduce_algorithms.hpp"
@@ -60,6 +61,16 @@ RoundSize round_size(const ArchitectureSpec& spec, const RoundShape& shape) {
         case ArchKind::gossip: return gossip_round_size(spec, shape);
     }
     throw std::logic_error("unknown architecture kind");
+}
+
+NodeShape node_shape(const CollectiveContext& ctx) {
+    if (ctx.node_of.size() != ctx.workers) return {};
+    std::map<std::uint32_t, std::uint32_t> size;
+    for (std::uint32_t node : ctx.node_of) ++size[node];
+    if (size.empty()) return {};
+    const std::uint32_t g = size.begin()->second;
+    const bool even = std::all_of(size.begin(), size.end(), [g](const auto& kv) { return kv.second == g; });
+    return {size.size(), even ? g : 0U};
 }
 
 std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, const CollectiveContext& ctx) {

@@ -183,6 +183,14 @@ private:
 /// the reference the O(n)-state RingAllreduce is tested against.
 [[nodiscard]] sim::Plan ring_allreduce_plan(std::uint32_t n, sim::Bytes bytes);
 
+/// How a context's workers sit on nodes: how many nodes, and the workers on each when every node holds the same
+/// number (0 when they differ or node_of does not name every worker's node).
+struct NodeShape {
+    std::size_t nodes = 0;
+    std::uint32_t per_node = 0;
+};
+[[nodiscard]] NodeShape node_shape(const CollectiveContext& ctx);
+
 /// The collective the job's rounds run.
 [[nodiscard]] std::unique_ptr<Collective> make_collective(const ArchitectureSpec& spec, const CollectiveContext& ctx);
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <stdexcept>
 
 #include "topologies/allreduce_algorithms.hpp"
@@ -32,6 +31,11 @@ std::vector<Steps> nodes_of(const std::vector<std::uint32_t>& node_of, std::uint
     return nodes;
 }
 
+// Segments of a round: `segment` bytes each, or by default one loop of NCCL's channels for g GPUs per node.
+std::uint32_t nvls_segments(sim::Bytes bytes, sim::Bytes segment, std::uint32_t g) {
+    return segment_count(bytes, segment.value() > 0.0 ? segment : nvls_default_segment(g));
+}
+
 }  // namespace
 
 sim::Plan nvls_allreduce_plan(const std::vector<std::uint32_t>& node_of, std::uint32_t n, sim::Bytes bytes,
@@ -43,15 +47,15 @@ sim::Plan nvls_allreduce_plan(const std::vector<std::uint32_t>& node_of, std::ui
     plan.endpoints = n + static_cast<std::uint32_t>(nodes.size());
     if (n < 2) return plan;
     const auto g = static_cast<std::uint32_t>(nodes.front().size());
-    const std::uint32_t k = segment_count(bytes, segment.value() > 0.0 ? segment : nvls_default_segment(g));
+    const std::uint32_t k = nvls_segments(bytes, segment, g);
     const double f = 1.0 / efficiency;
     const sim::Bytes piece = bytes / k * f;  // a segment, as the switch's transfers charge it
     const sim::Bytes chunk = piece / g;      // one GPU's share of a segment
     const std::size_t m = nodes.size();
     // Per [node * g + rank][segment]: the GPU's transfer up, the summed chunk back, its store, the multicast to it.
     std::vector<Steps> up(m * g, Steps(k)), back(m * g, Steps(k)), store(m * g, Steps(k)), cast(m * g, Steps(k));
-    auto window = [k](const Steps& chain, std::uint32_t c, Steps after) {
-        if (c >= kNvlsWindow && c - kNvlsWindow < k) after.push_back(chain[c - kNvlsWindow]);
+    auto window = [](const Steps& chain, std::uint32_t c, Steps after) {
+        if (c >= kNvlsWindow) after.push_back(chain[c - kNvlsWindow]);
         return after;
     };
     const std::vector<std::uint32_t> parents = nccl_btree_parents(static_cast<std::uint32_t>(m));
@@ -120,9 +124,7 @@ public:
           bytes_(ctx.bytes.value()),
           f_(1.0 / ctx.switch_reduction),
           height_(tree_height(nccl_btree_parents(static_cast<std::uint32_t>(nodes_.size())))),
-          k_(segment_count(ctx.bytes, spec.segment_size.value() > 0.0
-                                          ? spec.segment_size
-                                          : nvls_default_segment(static_cast<std::uint32_t>(nodes_.front().size())))) {}
+          k_(nvls_segments(ctx.bytes, spec.segment_size, static_cast<std::uint32_t>(nodes_.front().size()))) {}
     /// The two pipelined stages' streaming times, the longer plus one segment of the shorter: inside the node each
     /// GPU moves f S (1 + 1/g) each way over its link to the switch (plus four latencies); along the rails a
     /// pipelined binary tree moves S/g each way between two nodes and up to 3 S/g through an inner node of more
@@ -173,11 +175,7 @@ double nvls_transfers(double n, double bytes, double segment) {
 }
 
 bool nvls_applies(const CollectiveContext& ctx) {
-    if (!(ctx.switch_reduction > 0.0) || ctx.workers < 2 || ctx.node_of.size() != ctx.workers) return false;
-    std::map<std::uint32_t, std::uint32_t> size;
-    for (std::uint32_t node : ctx.node_of) ++size[node];
-    const std::uint32_t g = size.begin()->second;
-    return g >= 2 && std::all_of(size.begin(), size.end(), [g](const auto& kv) { return kv.second == g; });
+    return ctx.switch_reduction > 0.0 && ctx.workers >= 2 && node_shape(ctx).per_node >= 2;
 }
 
 }  // namespace ddlsim::topo
