@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "topologies/allreduce_auto.hpp"
+#include "topologies/grouped_collective.hpp"
 #include "topologies/parameter_server.hpp"
 #include "topologies/sparse_collectives.hpp"
 
@@ -41,7 +42,46 @@ std::uint64_t hash_doubles(double first, const std::vector<double>& rest) {
     return h;
 }
 
+// One island's view of the job's context: its workers renumbered from 0, their nodes renumbered densely, and algorithm
+// auto's timing run on the island's own hosts.
+topo::CollectiveContext island_context(const topo::CollectiveContext& ctx, const std::vector<std::uint32_t>& members) {
+    topo::CollectiveContext c = ctx;
+    c.workers = static_cast<std::uint32_t>(members.size());
+    c.tensor_server.clear();
+    c.switch_reduction = 0.0;  // the loader refuses nvls with islands
+    if (!ctx.node_of.empty()) {
+        std::map<std::uint32_t, std::uint32_t> dense;
+        c.node_of.clear();
+        for (std::uint32_t w : members)
+            c.node_of.push_back(
+                dense.try_emplace(ctx.node_of[w], static_cast<std::uint32_t>(dense.size())).first->second);
+    }
+    if (ctx.round_time)
+        c.round_time = [time = ctx.round_time, members, n = ctx.workers](const topo::Collective& island) {
+            return time(*topo::view_over(island, members, n));
+        };
+    return c;
+}
+
 }  // namespace
+
+std::unique_ptr<topo::Collective> CommPlan::summable_collective(const topo::ArchitectureSpec& arch,
+                                                                const topo::CollectiveContext& ctx) const {
+    if (!islands()) return topo::make_collective(arch, ctx);
+    auto groups = job_.sync.island_groups(job_.workers);
+    std::vector<std::unique_ptr<topo::Collective>> parts;
+    for (const auto& members : groups) parts.push_back(topo::make_collective(arch, island_context(ctx, members)));
+    return std::make_unique<topo::GroupedCollective>(std::move(groups), std::move(parts), job_.workers);
+}
+
+topo::AllreduceAlgorithm CommPlan::pick_algorithm(const topo::CollectiveContext& ctx) const {
+    if (!islands()) return topo::pick_allreduce(job_.architecture, ctx);
+    return topo::pick_allreduce(job_.architecture, island_context(ctx, job_.sync.island_groups(job_.workers).front()));
+}
+
+bool CommPlan::islands() const {
+    return job_.sync.kind == SyncKind::diloco && job_.sync.islands > 1;
+}
 
 CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync)
     : job_(job), fabric_(fabric), ctx_(collective_context(job, fabric)), compressor_(make_compressor(job.compression)) {
@@ -147,8 +187,8 @@ std::pair<double, double> CommPlan::fit_collective() const {
     c2.tensor_bytes = {s2};
     c2.tensor_server.clear();
     auto cost = [this](std::uint32_t x, std::uint32_t y) { return endpoint_path_cost(job_, fabric_, x, y); };
-    const double t1 = topo::make_collective(job_.architecture, c1)->alpha_beta(cost).seconds();
-    const double t2 = topo::make_collective(job_.architecture, c2)->alpha_beta(cost).seconds();
+    const double t1 = summable_collective(job_.architecture, c1)->alpha_beta(cost).seconds();
+    const double t2 = summable_collective(job_.architecture, c2)->alpha_beta(cost).seconds();
     const double b = std::max(0.0, (t2 - t1) / (s2 - s1));
     // Each collective also pays its launch: a merge saves it too.
     const double a = std::max(0.0, t1 - b * s1) + job_.collective_overhead.seconds();
@@ -173,13 +213,13 @@ const topo::Collective* CommPlan::collective_for(int kind, double bytes, const s
         if (arch.kind == topo::ArchKind::allreduce && arch.algorithm == topo::AllreduceAlgorithm::automatic) {
             // auto: one pick per message size (topologies/allreduce_auto.hpp), the collective of that algorithm.
             const auto [pick, fresh] = pick_by_bytes_.try_emplace(bytes);
-            if (fresh) pick->second = topo::pick_allreduce(arch, ctx);
+            if (fresh) pick->second = pick_algorithm(ctx);
             topo::ArchitectureSpec concrete = arch;
             concrete.algorithm = pick->second;
-            c = topo::make_collective(concrete, ctx);
+            c = summable_collective(concrete, ctx);
             picked_[c.get()] = {pick->second, bytes};
         } else {
-            c = topo::make_collective(arch, ctx);
+            c = summable_collective(arch, ctx);
         }
     } else if (arch.kind == topo::ArchKind::ps) {
         if (kind == gtopk) throw std::invalid_argument("gtopk needs architecture \"allreduce\"");

@@ -97,6 +97,13 @@ private:
     void build_phases(Message& m);
     /// The messages of one iteration, cut by the job's grouping scheme (models/grouping.hpp).
     [[nodiscard]] Groups group(const std::vector<Piece>& backward_pieces) const;
+    /// DiLoCo with several islands: every collective runs inside each island (SyncSpec::island_groups).
+    [[nodiscard]] bool islands() const;
+    /// The summable collective of `arch` over `ctx`: over every worker, or in each island at once.
+    [[nodiscard]] std::unique_ptr<topo::Collective> summable_collective(const topo::ArchitectureSpec& arch,
+                                                                        const topo::CollectiveContext& ctx) const;
+    /// Algorithm auto's pick for `ctx` (one island's, with islands).
+    [[nodiscard]] topo::AllreduceAlgorithm pick_algorithm(const topo::CollectiveContext& ctx) const;
     /// The summable collective's contention-free time on this fabric as a + b x bytes (a: seconds, b: s/byte).
     [[nodiscard]] std::pair<double, double> fit_collective() const;
 

@@ -19,14 +19,17 @@
 namespace ddlsim::models {
 
 /// The synchronisation scheme (docs/CONTRACT.md §2 `sync`; the survey's first dimension).
-enum class SyncKind { bsp, ssp, asp, local_sgd, fedavg };
+enum class SyncKind { bsp, ssp, asp, local_sgd, fedavg, diloco };
 
 inline constexpr sim::EnumEntry<SyncKind> k_sync_kinds[]{
     {SyncKind::bsp, "bsp", "a barrier per iteration"},
     {SyncKind::ssp, "ssp", "bounded staleness (Ho et al., NeurIPS 2013)"},
     {SyncKind::asp, "asp", "fully asynchronous (ps; with gossip: AD-PSGD, Lian et al., ICML 2018)"},
     {SyncKind::local_sgd, "local_sgd", "average every `period` steps (Lin et al., ICLR 2020)"},
-    {SyncKind::fedavg, "fedavg", "sampled clients, local steps, server averaging (McMahan et al., AISTATS 2017)"}};
+    {SyncKind::fedavg, "fedavg", "sampled clients, local steps, server averaging (McMahan et al., AISTATS 2017)"},
+    {SyncKind::diloco, "diloco",
+     "islands train by BSP inside; every `period` steps an outer Nesterov step on their averaged deltas (Douillard "
+     "et al., arXiv 2311.08105)"}};
 constexpr std::span<const sim::EnumEntry<SyncKind>> enum_entries(SyncKind) {
     return k_sync_kinds;
 }
@@ -55,6 +58,18 @@ struct SyncSpec {
     std::uint32_t clients_per_round = 1;  ///< fedavg: c
     std::uint32_t local_steps = 1;        ///< fedavg: E local steps per round
     double availability = 1.0;            ///< fedavg: probability a client is available in a round
+    // DiLoCo (models/trainer_sync.cpp states the schedule):
+    std::uint32_t islands = 1;        ///< diloco: groups of consecutive workers that all-reduce inside themselves
+    std::uint32_t fragments = 1;      ///< diloco: parts of the model synchronised in turn (Streaming DiLoCo)
+    std::uint32_t overlap_steps = 0;  ///< diloco: inner steps that run while a fragment's outer sync travels
+
+    /// DiLoCo's islands: `islands` groups of workers / islands consecutive workers.
+    [[nodiscard]] std::vector<std::vector<std::uint32_t>> island_groups(std::uint32_t workers) const {
+        std::vector<std::vector<std::uint32_t>> out(islands);
+        const std::uint32_t g = workers / islands;
+        for (std::uint32_t w = 0; w < g * islands; ++w) out[w / g].push_back(w);
+        return out;
+    }
 };
 
 enum class Fusion { none, buffer, mgwfbp };

@@ -21,6 +21,11 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     m.weights = amp ? params * (2.0 * weights_share + 4.0 * master_share) : params * 4.0 * weights_share;
     m.gradients = params * job.bytes_per_param * (grads_sharded ? 1.0 / g : 1.0);
     m.optimizer = 4.0 * optimizer_state_tensors(optimizer) * params * master_share;  // FP32 state tensors
+    // DiLoCo's outer optimizer (Douillard et al., arXiv 2311.08105, Algorithm 1): the global parameters of the last
+    // outer step and the Nesterov momentum, two FP32 tensors, of the worker's 1/g slice of its island's g workers
+    // (each updates its slice, models/diloco.hpp).
+    if (job.sync.kind == SyncKind::diloco)
+        m.optimizer += 8.0 * params * job.sync.islands / static_cast<double>(std::max<std::uint32_t>(1, job.workers));
     double kept = 0.0;  // activation elements kept per sample
     const auto& layers = job.workload.layers;
     auto layer_kept = [](const Layer& l) {

@@ -382,6 +382,7 @@ FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& job
         switch (job.sync.kind) {
             case SyncKind::bsp:
             case SyncKind::local_sgd:
+            case SyncKind::diloco:
                 trainers.push_back(job.sharding.any() ? detail::make_sharded_trainer(env)
                                                       : detail::make_sync_trainer(env));
                 break;

@@ -133,16 +133,17 @@ std::vector<keys::Key<J>> job_key_list() {
             .echo_when([](const J& s) { return s.stragglers.any(); }),
         key("gradient_accumulation", &J::gradient_accumulation,
             "micro-batches of batch_size per optimizer step, synchronised once (DDP no_sync); an iteration is then "
-            "one step; bsp and local_sgd",
+            "one step; bsp, local_sgd and diloco",
             {1, 1'000'000})
             .with_default(1)
             .and_then([](J& s, const std::string& path) {
                 // The asynchronous schemes push after every micro-batch's own clock; accumulation is a synchronous
                 // data-parallel technique (DDP no_sync), modelled for BSP and Local SGD.
                 if (s.gradient_accumulation > 1 && s.sync.kind != models::SyncKind::bsp &&
-                    s.sync.kind != models::SyncKind::local_sgd)
-                    throw ScenarioError(path, fmt::format("applies to sync \"bsp\" or \"local_sgd\", not \"{}\"",
-                                                          sim::enum_name(s.sync.kind)));
+                    s.sync.kind != models::SyncKind::local_sgd && s.sync.kind != models::SyncKind::diloco)
+                    throw ScenarioError(path,
+                                        fmt::format("applies to sync \"bsp\", \"local_sgd\" or \"diloco\", not \"{}\"",
+                                                    sim::enum_name(s.sync.kind)));
                 // P3 / ByteScheduler start the next forward under the previous step's pulls; with accumulation that
                 // forward is the first micro-batch's, which this model does not gate.
                 if (s.gradient_accumulation > 1 && s.overlap.priority)

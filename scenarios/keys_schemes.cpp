@@ -43,15 +43,37 @@ const KeyTable<models::SyncSpec>& sync_keys() {
             key("kind", &S::kind,
                 "bsp: a barrier per iteration; ssp: bounded staleness; asp: fully asynchronous (ps; with gossip: "
                 "AD-PSGD); local_sgd: average every `period` steps; fedavg: sampled clients, local steps, server "
-                "averaging")
+                "averaging; diloco: islands run BSP inside and an outer Nesterov step across every `period` steps")
                 .mandatory(),
             key("staleness", &S::staleness, "ssp (required): how many iterations a worker may run ahead of the slowest",
                 {0, 1e6})
                 .when(scheme_takes("staleness"))
                 .required_when(keys::is(&S::kind, SyncKind::ssp), "required for kind \"ssp\""),
-            key("period", &S::period, "local_sgd (required): local steps H between model averagings", {1, 1e6})
+            key("period", &S::period,
+                "local_sgd, diloco (required): local steps H between model averagings (diloco: between outer steps)",
+                {1, 1e6})
                 .when(scheme_takes("period"))
-                .required_when(keys::is(&S::kind, SyncKind::local_sgd), "required for kind \"local_sgd\""),
+                .required_when([](const S& s) { return s.kind == SyncKind::local_sgd || s.kind == SyncKind::diloco; },
+                               "required for kind \"local_sgd\" and \"diloco\""),
+            // Its divisibility by the job's workers is checked by read_sync.
+            key("islands", &S::islands,
+                "diloco (required): groups of workers / islands consecutive workers (in placement order, so a site's "
+                "nodes form its islands) that train by BSP inside themselves; must divide the workers",
+                {1, 1e6})
+                .when(scheme_takes("islands"))
+                .required_when(keys::is(&S::kind, SyncKind::diloco), "required for kind \"diloco\""),
+            key("fragments", &S::fragments,
+                "diloco: parts of the model (consecutive layers of about equal size) whose outer steps run in turn, "
+                "one every period / fragments steps (Streaming DiLoCo; default 1: the whole model every period)",
+                {1, 1e6})
+                .when(scheme_takes("fragments"))
+                .with_default(1),
+            key("overlap_steps", &S::overlap_steps,
+                "diloco: inner steps that run while a fragment's outer all-reduce travels; its outer step is applied "
+                "before the step after them (Streaming DiLoCo's tau; default 0: the islands wait for it)",
+                {0, 1e6})
+                .when(scheme_takes("overlap_steps"))
+                .with_default(0),
             // Its bound and its default are the job's workers (read_sync).
             key("clients_per_round", &S::clients_per_round, "fedavg: clients sampled per round (default: all workers)",
                 {1, 1e6})

@@ -57,6 +57,36 @@ topo::ArchitectureSpec read_architecture(const json& j, const std::string& path,
     return a;
 }
 
+namespace {
+
+// DiLoCo's islands are equal groups of consecutive workers; the fragments split the model's layers and the period
+// evenly; a fragment's outer step lands before the next fragment's starts.
+void check_diloco(const ObjectReader& r, const models::SyncSpec& s, const JobSpec& job) {
+    if (job.workers % s.islands != 0)
+        throw ScenarioError(r.path("islands"),
+                            fmt::format("expected a divisor of the job's {} workers (islands of equal size: workers / "
+                                        "islands consecutive workers each), got {}",
+                                        job.workers, s.islands));
+    const std::size_t layers = std::max<std::size_t>(1, job.workload.layers.size());
+    if (s.fragments > layers || s.period % s.fragments != 0)
+        throw ScenarioError(r.path("fragments"),
+                            fmt::format("expected a divisor of period = {} of at most the model's {} layers (a "
+                                        "fragment's outer step every period / fragments steps), got {}",
+                                        s.period, layers, s.fragments));
+    const std::uint32_t spacing = s.period / s.fragments;
+    if (s.overlap_steps >= spacing)
+        throw ScenarioError(r.path("overlap_steps"),
+                            fmt::format("expected an integer in 0 .. {} (fewer than the period / fragments = {} steps "
+                                        "between two outer steps), got {}",
+                                        spacing - 1, spacing, s.overlap_steps));
+    if (job.architecture.algorithm == topo::AllreduceAlgorithm::nvls)
+        throw ScenarioError(r.path("kind"),
+                            "DiLoCo's islands run their own collectives, which do not use nvls; "
+                            "expected another architecture.algorithm with \"diloco\"");
+}
+
+}  // namespace
+
 models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec& job) {
     const Tables& t = tables();
     ObjectReader r(j, path, t.sync);
@@ -93,6 +123,7 @@ models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec
             throw ScenarioError(r.path("clients_per_round"), fmt::format("expected an integer in 1 .. {}, got {}",
                                                                          job.workers, s.clients_per_round));
     }
+    if (s.kind == models::SyncKind::diloco) check_diloco(r, s, job);
     r.finish();
     return s;
 }
@@ -146,6 +177,10 @@ models::CompressionSpec read_compression(const json& j, const std::string& path,
         throw ScenarioError(r.path("kind"),
                             "sparse payloads cannot be summed by BytePS servers; expected a standard "
                             "parameter server or all-reduce");
+    if (kind != "none" && job.sync.kind == models::SyncKind::diloco)
+        throw ScenarioError(r.path("kind"),
+                            "DiLoCo's islands all-reduce dense gradients (compressed islands are "
+                            "not modelled); expected \"none\" with sync \"diloco\"");
     r.finish();
     try {
         (void)models::make_compressor(c);
@@ -172,6 +207,10 @@ models::ShardingSpec read_sharding(const json& j, const std::string& path, const
                                         "groups of that many consecutive workers), got {}",
                                         job.workers, s.hpz_partition_size));
     r.finish();
+    if (job.sync.kind == models::SyncKind::diloco)
+        throw ScenarioError(path,
+                            "DiLoCo's islands train with DDP (sharded islands are not modelled); expected no "
+                            "sharding with sync \"diloco\"");
     if (job.sync.kind != models::SyncKind::bsp)
         throw ScenarioError(path, fmt::format("sharded data parallelism synchronises every step; expected sync "
                                               "\"bsp\", got \"{}\"",
@@ -224,10 +263,14 @@ models::OverlapSpec read_overlap(const json& j, const std::string& path, const J
         o.wfbp = true;
     }
     if (o.fusion == models::Fusion::buffer && !r.has("wfbp")) o.wfbp = true;
-    if (o.any() && job.sync.kind != models::SyncKind::bsp)
+    if (o.any() && job.sync.kind != models::SyncKind::bsp && job.sync.kind != models::SyncKind::diloco)
         throw ScenarioError(path,
-                            "overlap applies to sync \"bsp\" (gradients of one iteration); expected no overlap "
-                            "with this sync scheme");
+                            "overlap applies to sync \"bsp\" and \"diloco\" (gradients of one iteration); expected "
+                            "no overlap with this sync scheme");
+    if (o.priority && job.sync.kind == models::SyncKind::diloco)
+        throw ScenarioError(r.path("priority"),
+                            "DiLoCo's outer steps gate whole steps; expected no priority with "
+                            "sync \"diloco\"");
     if (o.any() && job.architecture.kind == topo::ArchKind::gossip)
         throw ScenarioError(path,
                             "gossip exchanges whole models after the step; expected no overlap with "

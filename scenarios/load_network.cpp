@@ -231,6 +231,9 @@ struct TransportEcho {
         bool uniform = true;
         if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) uniform = same_pick(topo::leaf_uplink_bandwidth(t));
         if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) uniform = same_pick(topo::rail_uplink_bandwidth(t));
+        // Sites' WAN links are picked for by their own speed (tcp below 100 Gbit/s).
+        if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
+            if (t.sites > 1) uniform = uniform && same_pick(t.wan_bandwidth);
         // Host links capped by host_bandwidth, and a node preset's own links between machines' parts (a GPU's PCIe
         // link to its NIC), are picked for by their own speed too.
         for (const auto& [name, bw] : s.host_bandwidth) uniform = uniform && same_pick(bw);

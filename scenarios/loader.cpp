@@ -138,9 +138,19 @@ double job_events(const Scenario& s, const JobSpec& j) {
                                            ? std::floor(s.iterations / static_cast<double>(j.sync.period)) /
                                                  std::max(1.0, static_cast<double>(s.iterations)) * j.sync.period
                                            : 1.0;
+    // DiLoCo's outer steps: per fragment an all-reduce across the islands (2 (R - 1) transfers per worker) and an
+    // all-gather inside them (g - 1), counted like any round; its inner rounds are counted as BSP's over every worker
+    // (an upper estimate of rings inside the islands).
+    double outer = 0.0;
+    if (j.sync.kind == models::SyncKind::diloco) {
+        const double launches = std::floor(s.iterations / static_cast<double>(j.sync.period / j.sync.fragments));
+        const double islands = j.sync.islands, g = j.workers / islands;
+        outer = launches * (4.0 * j.workers * (2.0 * (islands - 1.0) + g - 1.0) + 8.0 * j.workers);
+    }
     return s.iterations * (syncs_per_iteration * rounds_per_iteration(j) *
                                (4.0 * round_transfers(j, machine_of(s.topology), explicit_dag) + 4.0 * j.workers) +
-                           layers);
+                           layers) +
+           outer;
 }
 
 // The cost of an event over the base rate when F flows share links and each event re-solves them:
@@ -517,6 +527,10 @@ Scenario load_scenario_unlogged(const json& j, const std::string& base_dir) {
         job.name = "job0";
         job.convergence = convergence;
         if (convergence) {
+            if (job.sync.kind == models::SyncKind::diloco)
+                throw ScenarioError("$.sync.kind",
+                                    "convergence replay runs the schemes of one model per worker; "
+                                    "\"diloco\" is simulated but not replayed (drop \"convergence\")");
             // What the replay can execute for real (validate/replay.hpp): the compressors marked replayable.
             const models::CompressorInfo& info = models::compressor_info(job.compression);
             if (!info.replayable) {

@@ -253,6 +253,28 @@ def findings(study, rows):
                 out.append(f"MLPerf's reference points fit E(B) = E_min (1 + B / B_crit) with B_crit = {crit:.0f}: past "
                            f"a global batch of about that, each doubling of the batch nearly doubles the samples, so "
                            f"more GPUs buy little time and cost more.")
+    elif name == "diloco":
+        # Per cluster size and WAN: each series' step, and DiLoCo's time to the token budget against the fastest
+        # scheme that synchronises every step (the ones that fit in memory).
+        every_step = [s for s in series if "DiLoCo" not in s]
+        for p in panels:
+            for xv in xs:
+                got = {s: value(rows, s, **{panel: p, x: xv}) for s in series}
+                got = {s: r for s, r in got.items() if r and r.get(metric) not in (None, "")}
+                if not got:
+                    continue
+                steps = "; ".join(f"{s} {fmt_s(float(r['iteration_time_s']))}" + ("" if fits(r) else " (does not fit)")
+                                  for s, r in got.items())
+                sync = [s for s in every_step if s in got and fits(got[s])]
+                text = f"{p} GPUs, WAN {xv} — per step: {steps}"
+                if sync:
+                    best = min(sync, key=lambda s: float(got[s][metric]))
+                    bt = float(got[best][metric])
+                    for s in series:
+                        if "DiLoCo" in s and s in got and fits(got[s]):
+                            text += (f"; {s} trains in {fmt_hm(float(got[s][metric]))}, {bt / float(got[s][metric]):.2f}× "
+                                     f"faster than {best} ({fmt_hm(bt)})")
+                out.append(text + ".")
     elif name == "overlap":
         for p in panels:
             for xv in xs:

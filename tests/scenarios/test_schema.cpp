@@ -253,6 +253,7 @@ std::vector<json> default_contexts() {
          {"stragglers", {{"distribution", "lognormal"}}}});
     add({{"architecture", {{"kind", "ps"}, {"style", "byteps"}, {"servers", 1}}}, {"compression", {{"kind", "fp16"}}}});
     add({{"architecture", {{"kind", "ps"}}}, {"sync", {{"kind", "fedavg"}}}, {"compression", {{"kind", "powersgd"}}}});
+    add({{"architecture", {{"kind", "allreduce"}}}, {"sync", {{"kind", "diloco"}, {"period", 2}, {"islands", 2}}}});
     add({{"model",
           {{"name", nullptr},
            {"transformer", {{"layers", 2}, {"hidden", 256}, {"heads", 4}, {"seq_len", 128}, {"vocab", 1000}}}}}});

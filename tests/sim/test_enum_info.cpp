@@ -57,7 +57,7 @@ TEST_CASE("enum tables: unique names, descriptions, round trips") {
     check_table<topo::NodeKind>(2);
     check_table<topo::Routing>(2);
     check_table<topo::TransportKind>(5);
-    check_table<models::SyncKind>(5);
+    check_table<models::SyncKind>(6);
     check_table<models::Fusion>(3);
     check_table<models::StragglerDistribution>(3);
     check_table<models::Precision>(5);
@@ -110,12 +110,15 @@ TEST_CASE("enum tables: the loader maps every algorithm and sync name to its own
         nlohmann::json sync{{"kind", std::string(e.name)}};
         if (e.value == models::SyncKind::ssp) sync["staleness"] = 2;
         if (e.value == models::SyncKind::local_sgd) sync["period"] = 4;
+        const bool diloco = e.value == models::SyncKind::diloco;  // islands of all-reduce workers
+        if (diloco) sync.update({{"period", 4}, {"islands", 2}});
         const nlohmann::json j{{"workers", 4},
                                {"model", "resnet50"},
                                {"batch_size", 32},
                                {"device", "V100"},
                                {"network", ddlsim::testing::star_network({.latency = "1us"})},
-                               {"architecture", {{"kind", "ps"}, {"servers", 1}}},
+                               {"architecture", diloco ? nlohmann::json{{"kind", "allreduce"}}
+                                                       : nlohmann::json{{"kind", "ps"}, {"servers", 1}}},
                                {"sync", sync}};
         INFO(e.name);
         CHECK(scenario::load_scenario(j).jobs.at(0).sync.kind == e.value);
