@@ -47,7 +47,7 @@ OuterPlan::OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const s
         const sim::Bytes s{f.bytes};
         if (groups.size() > 1)
             f.across = topo::make_shard_collective(topo::ShardCollective::replica_allreduce, groups, job.workers, s);
-        if (island_size_ > 1.0)
+        if (island_size_ > 1.0 && job.sharding.stage < 3)  // stage 3 keeps the slice sharded until its next gather
             f.gather = topo::make_shard_collective(topo::ShardCollective::all_gather, groups, job.workers, s, node_of);
         for (const topo::Collective* c : {f.across.get(), f.gather.get()}) {
             if (c == nullptr) continue;

@@ -3,16 +3,20 @@
 // overlapping communication", arXiv 2501.18512, 2025, §2).
 //
 // The job's workers form `islands` equal groups of consecutive workers. Inside an island the workers train by BSP
-// with DDP: every step's gradients are all-reduced in the island only (models/comm_plan.cpp builds the collectives
-// per island). Every period / fragments steps one fragment of the model (consecutive layers, the fragments of about
-// equal size, taken in turn) gets its outer step:
+// with DDP (every step's gradients all-reduced in the island only: models/comm_plan.cpp builds the collectives per
+// island) or sharded inside the island (models/trainer_sharded.cpp: the shard groups are the islands). Every period /
+// fragments steps one fragment of the model (consecutive layers, the fragments of about equal size, taken in turn) gets
+// its outer step:
 //   1. outer gradient   the island's change of the fragment since its last outer step, identical on the island's
 //                       g workers after BSP; worker j takes its 1/g slice and all-reduces it with rank j of every
 //                       other island (rings across the islands, HSDP's replica all-reduce: 2(R-1)/R x S_f/g per
 //                       worker for R islands, at the gradients' width)
 //   2. outer update     Nesterov momentum on that slice: the inner optimizer's update time scaled to S_f / S and
 //                       divided by g (memory-bound, like the inner update)
-//   3. all-gather       the island's workers gather the updated fragment from their slices (a ring over the island)
+//   3. all-gather       the island's workers gather the updated fragment from their slices (a ring over the island);
+//                       not with sharded islands of stage 3, whose next forward gathers the parameters anyway
+// Islands may shard their model state (sharding stage 1-3 over the island's workers, INTELLECT-1's FSDP islands:
+// Jaghouar et al., arXiv 2412.01152): their workers then hold the slices the outer step works on.
 // With overlap_steps = tau the workers run tau more inner steps while it travels and apply it before the next one
 // (Streaming DiLoCo's overlap); with tau = 0 they wait for it.
 #pragma once

@@ -396,6 +396,9 @@ FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& job
         }
     }
     for (auto& t : trainers) t->start();
+    if (options.progress)
+        engine.set_progress(
+            [&engine, &options] { options.progress(engine.events_processed(), engine.now().seconds()); });
     engine.run();
     FlowRun run;
     run.events = engine.events_processed();

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "models/job.hpp"
@@ -47,6 +48,8 @@ struct SimOptions {
     /// a collective round its closed-form time once every endpoint has joined.
     bool analytic = false;
     sim::Trace* trace = nullptr;  ///< record a timeline here when set
+    /// Called every sim::Engine::kProgressEvents events with the events so far and the simulated seconds.
+    std::function<void(std::uint64_t events, double simulated_s)> progress;
 };
 
 /// Runs the jobs together on `fabric`.

@@ -43,6 +43,7 @@
 #include "models/compression.hpp"
 #include "models/stragglers.hpp"
 #include "models/trainer_detail.hpp"
+#include "models/trainer_outer.hpp"
 #include "topologies/sharded_collectives.hpp"
 
 namespace ddlsim::models::detail {
@@ -54,11 +55,16 @@ class ShardedTrainer final : public TrainerBase {
 public:
     explicit ShardedTrainer(const TrainerEnv& env)
         : TrainerBase(env, false),
-          groups_(
-              topo::shard_groups(plan_.context().node_of, env.job.workers, env.job.sharding.group == ShardGroup::node)),
+          groups_(env.job.sync.kind == SyncKind::diloco  // DiLoCo: each island shards over its own workers
+                      ? env.job.sync.island_groups(env.job.workers)
+                      : topo::shard_groups(plan_.context().node_of, env.job.workers,
+                                           env.job.sharding.group == ShardGroup::node)),
           ws_(env.job.workers) {
         group_size_ = static_cast<std::uint32_t>(groups_.front().size());
-        hybrid_ = groups_.size() > 1;
+        hybrid_ = groups_.size() > 1 && env.job.sync.kind != SyncKind::diloco;  // islands meet in outer steps only
+        if (env.job.sync.kind == SyncKind::diloco)
+            outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, plan_.context().node_of,
+                                                  [this](std::uint32_t w) { begin_iteration(w); });
         const ShardingSpec& sh = env.job.sharding;
         if (sh.hpz(env.job.workers))
             for (std::uint32_t w = 0; w < env.job.workers; ++w) {
@@ -96,6 +102,7 @@ public:
         r.collectives_per_iteration = collectives_;
         r.rounds = job_.iterations;
         r.model_versions = job_.iterations;
+        if (outer_) outer_->add_to(r);
         r.schedule = schedule_;
         // The update runs on the local shard only.
         const sim::Time update = shard_update(job_.compute);
@@ -427,6 +434,7 @@ private:
         ++clocks_[w].iterations;
         ++clocks_[w].updates;
         ++ws_[w].iter;
+        if (outer_ && !outer_->step_done(w, ws_[w].iter - 1)) return;  // DiLoCo: an outer step is due first
         begin_iteration(w);
     }
 
@@ -502,8 +510,9 @@ private:
     std::vector<std::vector<std::uint32_t>> groups_;
     std::uint32_t group_size_ = 1;
     bool hybrid_ = false;
-    std::uint32_t all_ = 0;     ///< the all-workers set of the schedule (convergence replay)
-    std::uint32_t synced_ = 0;  ///< iterations whose update the schedule holds
+    std::unique_ptr<OuterSteps> outer_;  ///< DiLoCo's outer steps (null for the other schemes)
+    std::uint32_t all_ = 0;              ///< the all-workers set of the schedule (convergence replay)
+    std::uint32_t synced_ = 0;           ///< iterations whose update the schedule holds
     std::vector<Op> ops_;
     std::vector<Step> steps_;
     std::uint32_t reduces_ = 0;

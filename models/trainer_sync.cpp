@@ -8,10 +8,10 @@
 #include <memory>
 #include <unordered_map>
 
-#include "models/diloco.hpp"
 #include "models/message_scheduler.hpp"
 #include "models/stragglers.hpp"
 #include "models/trainer_detail.hpp"
+#include "models/trainer_outer.hpp"
 
 namespace ddlsim::models::detail {
 namespace {
@@ -66,7 +66,8 @@ public:
             all_ = schedule_->add_set(std::move(everyone));
         }
         if (job_.sync.kind == SyncKind::diloco)
-            outer_ = std::make_unique<OuterPlan>(job_, env.fabric, plan_.context().node_of);
+            outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, plan_.context().node_of,
+                                                  [this](std::uint32_t w) { begin(w); });
         by_front_.resize(job_.workload.layers.size());
         for (std::uint32_t m = 0; m < msgs.size(); ++m) by_front_[msgs[m].front_layer].push_back(m);
         // Distinct layers per message (priority: a message completes these layers' pieces).
@@ -94,14 +95,7 @@ public:
         r.algorithm_picks = plan_.algorithm_picks();
         r.schedule = schedule_;
         r.model_versions = cfg_.averaging ? sync_count() : job_.iterations;
-        if (outer_) {  // DiLoCo: the outer steps add their bytes; they make the global model's versions
-            const double n = job_.iterations;
-            r.bytes_on_wire_per_iteration += outer_->wire_bytes(job_.iterations) / n;
-            r.machine_bytes_per_iteration += outer_->machine_bytes(job_.iterations) / n;
-            r.collectives_per_iteration += outer_->collectives(job_.iterations) / n;
-            r.rounds = outer_->launches(job_.iterations);
-            r.model_versions = r.rounds;
-        }
+        if (outer_) outer_->add_to(r);  // DiLoCo: the outer steps' bytes; they make the global model's versions
         // Waiting: a worker whose gradients are ready waits for the last worker of its round (stragglers, slower
         // devices) before its bytes can finish; sum over rounds of (last ready - own ready), mean over workers.
         double waiting = 0.0;
@@ -161,14 +155,6 @@ private:
         /// front of the first one with parameters still compute).
         bool bwd_running = false;
         bool update_waits = false;  ///< every message is done; the update starts when backward ends
-        // DiLoCo: outer steps on their way, and whether the next inner step waits for one of them.
-        struct OuterStep {
-            std::uint32_t launch = 0;
-            std::uint32_t deadline = 0;  ///< applied before this inner step begins
-            sim::Time start;
-        };
-        std::vector<OuterStep> outer;
-        bool outer_blocked = false;
     };
     struct RoundState {
         std::unique_ptr<sim::Round> runner;
@@ -384,80 +370,8 @@ private:
         const std::uint32_t k = ws_[w].iter;
         ++ws_[w].iter;
         ++clocks_[w].iterations;
-        if (!outer_) {
-            begin(w);
-            return;
-        }
-        if (outer_->launches_after(k)) {
-            const std::uint32_t launch = outer_->launch_after(k);
-            ws_[w].outer.push_back({launch, std::min(k + 1 + outer_->overlap_steps(), job_.iterations), engine_.now()});
-            clocks_[w].comm_begin(engine_.now());
-            outer_phase(w, launch, 0);
-        }
-        gate(w);
-    }
-
-    // DiLoCo: the next inner step begins unless an outer step due before it is still on its way.
-    void gate(std::uint32_t w) {
-        W& s = ws_[w];
-        s.outer_blocked =
-            std::any_of(s.outer.begin(), s.outer.end(), [&](const W::OuterStep& o) { return o.deadline <= s.iter; });
-        if (!s.outer_blocked) begin(w);
-    }
-
-    // Worker w's part of outer step `launch` (models/diloco.hpp): 0 the all-reduce across islands, 1 the outer
-    // update of its slice, 2 the all-gather inside its island.
-    void outer_phase(std::uint32_t w, std::uint32_t launch, std::uint32_t p) {
-        const OuterPlan::Fragment& f = outer_->fragment_of(launch);
-        if (p == 0 && f.across) {
-            outer_round(launch, 0, *f.across).runner->open(w);
-            return;
-        }
-        if (p <= 1) {
-            const sim::Time u = outer_->update_time(f, w);
-            env_.timeline.span(Timeline::comm(w), "outer update", "update", engine_.now(), engine_.now() + u);
-            clocks_[w].busy += u;
-            engine_.after(u, [this, w, launch] { outer_phase(w, launch, 2); });
-            return;
-        }
-        if (f.gather) {
-            outer_round(launch, 1, *f.gather).runner->open(w);
-            return;
-        }
-        outer_done(w, launch);
-    }
-
-    RoundState& outer_round(std::uint32_t launch, std::uint32_t part, const topo::Collective& c) {
-        const std::uint64_t key = (static_cast<std::uint64_t>(launch) << 1) | part;
-        auto it = outer_rounds_.find(key);
-        if (it != outer_rounds_.end()) return it->second;
-        RoundState& r = outer_rounds_[key];
-        r.endpoints_left = c.endpoints();
-        r.runner = comm_.start_round(
-            c,
-            [this, launch, part, key](std::uint32_t e) {
-                if (--outer_rounds_[key].endpoints_left == 0)
-                    engine_.after(sim::Time::zero(), [this, key] { outer_rounds_.erase(key); });
-                if (part == 0) {
-                    outer_phase(e, launch, 1);
-                } else {
-                    outer_done(e, launch);
-                }
-            },
-            launch);
-        return r;
-    }
-
-    void outer_done(std::uint32_t w, std::uint32_t launch) {
-        W& s = ws_[w];
-        clocks_[w].comm_end(engine_.now());
-        const auto it =
-            std::find_if(s.outer.begin(), s.outer.end(), [&](const W::OuterStep& o) { return o.launch == launch; });
-        env_.timeline.span(Timeline::comm(w),
-                           fmt::format("outer step {} ({:.3g} MB)", launch, outer_->fragment_of(launch).bytes / 1e6),
-                           "communication", it->start, engine_.now());
-        s.outer.erase(it);
-        if (s.outer_blocked) gate(w);
+        if (outer_ && !outer_->step_done(w, k)) return;  // DiLoCo: an outer step is due first
+        begin(w);
     }
 
     void message_ready(std::uint32_t w, std::uint32_t i, std::uint32_t m) { scheduler_->ready(w, i, m); }
@@ -596,8 +510,7 @@ private:
     bool priority_ = false;
     std::unique_ptr<MessageScheduler> scheduler_;  ///< fifo, concurrent or credit (models/message_scheduler.hpp)
     std::unordered_map<std::uint64_t, RoundState> rounds_;
-    std::unique_ptr<OuterPlan> outer_;  ///< DiLoCo's outer steps (null for the other schemes)
-    std::unordered_map<std::uint64_t, RoundState> outer_rounds_;
+    std::unique_ptr<OuterSteps> outer_;  ///< DiLoCo's outer steps (null for the other schemes)
     std::uint32_t all_ = 0;
     std::uint32_t recorded_rounds_ = 0;
 };

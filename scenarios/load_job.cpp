@@ -207,11 +207,17 @@ models::ShardingSpec read_sharding(const json& j, const std::string& path, const
                                         "groups of that many consecutive workers), got {}",
                                         job.workers, s.hpz_partition_size));
     r.finish();
-    if (job.sync.kind == models::SyncKind::diloco)
+    // DiLoCo's islands may shard inside themselves (models/diloco.hpp), over every worker of the island.
+    if (job.sync.kind == models::SyncKind::diloco && s.group != models::ShardGroup::all)
+        throw ScenarioError(r.path("group"),
+                            "DiLoCo shards inside each island; expected group \"all\" (the "
+                            "island's workers) with sync \"diloco\"");
+    if (job.sync.kind == models::SyncKind::diloco &&
+        (s.quantized_weights || s.quantized_gradients || s.hpz_partition_size > 1))
         throw ScenarioError(path,
-                            "DiLoCo's islands train with DDP (sharded islands are not modelled); expected no "
-                            "sharding with sync \"diloco\"");
-    if (job.sync.kind != models::SyncKind::bsp)
+                            "ZeRO++ is not modelled inside DiLoCo's islands; expected no quantized_weights, "
+                            "quantized_gradients or hpz_partition_size with sync \"diloco\"");
+    if (job.sync.kind != models::SyncKind::bsp && job.sync.kind != models::SyncKind::diloco)
         throw ScenarioError(path, fmt::format("sharded data parallelism synchronises every step; expected sync "
                                               "\"bsp\", got \"{}\"",
                                               sim::enum_name(job.sync.kind)));

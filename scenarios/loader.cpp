@@ -125,11 +125,21 @@ double rounds_per_iteration(const JobSpec& s) {
 // Events the flow model processes for one job (an estimate: about four per transfer, four per worker and round).
 // With overlap, backward runs layer by layer on the event clock (one event per layer and worker).
 double job_events(const Scenario& s, const JobSpec& j) {
+    // DiLoCo's outer steps: per fragment an all-reduce across the islands (2 (R - 1) transfers per worker) and an
+    // all-gather inside them (g - 1), counted like any round; its inner rounds are counted as over every worker
+    // (an upper estimate of rounds inside the islands).
+    double outer = 0.0;
+    if (j.sync.kind == models::SyncKind::diloco) {
+        const double launches = std::floor(s.iterations / static_cast<double>(j.sync.period / j.sync.fragments));
+        const double islands = j.sync.islands, g = j.workers / islands;
+        outer = launches * (4.0 * j.workers * (2.0 * (islands - 1.0) + g - 1.0) + 8.0 * j.workers);
+    }
     if (j.sharding.any()) {
         const double m = machine_of(s.topology).gpus;
-        return s.iterations *
-               models::sharded_step_events({&j.workload, j.sharding, static_cast<double>(j.workers), m,
-                                            static_cast<double>(j.gradient_accumulation), messages_per_iteration(j)});
+        return s.iterations * models::sharded_step_events({&j.workload, j.sharding, static_cast<double>(j.workers), m,
+                                                           static_cast<double>(j.gradient_accumulation),
+                                                           messages_per_iteration(j)}) +
+               outer;
     }
     bool explicit_dag = false;
     const double layers = j.overlap.any() ? static_cast<double>(j.workload.layers.size()) * j.workers : 0.0;
@@ -138,15 +148,6 @@ double job_events(const Scenario& s, const JobSpec& j) {
                                            ? std::floor(s.iterations / static_cast<double>(j.sync.period)) /
                                                  std::max(1.0, static_cast<double>(s.iterations)) * j.sync.period
                                            : 1.0;
-    // DiLoCo's outer steps: per fragment an all-reduce across the islands (2 (R - 1) transfers per worker) and an
-    // all-gather inside them (g - 1), counted like any round; its inner rounds are counted as BSP's over every worker
-    // (an upper estimate of rings inside the islands).
-    double outer = 0.0;
-    if (j.sync.kind == models::SyncKind::diloco) {
-        const double launches = std::floor(s.iterations / static_cast<double>(j.sync.period / j.sync.fragments));
-        const double islands = j.sync.islands, g = j.workers / islands;
-        outer = launches * (4.0 * j.workers * (2.0 * (islands - 1.0) + g - 1.0) + 8.0 * j.workers);
-    }
     return s.iterations * (syncs_per_iteration * rounds_per_iteration(j) *
                                (4.0 * round_transfers(j, machine_of(s.topology), explicit_dag) + 4.0 * j.workers) +
                            layers) +
@@ -444,7 +445,9 @@ void resolve_shard_groups(Scenario& s, const topo::Fabric& fabric, const std::ve
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         JobSpec& job = s.jobs[i];
         if (!job.sharding.any()) continue;
-        job.sharding.group_size = job.workers;
+        // DiLoCo shards inside each island (models/diloco.hpp).
+        job.sharding.group_size =
+            job.sync.kind == models::SyncKind::diloco ? job.workers / job.sync.islands : job.workers;
         const auto& sh = job.sharding;
         if ((sh.quantized_weights || sh.quantized_gradients) && !(job.device.memory_bandwidth.bytes_per_s() > 0.0))
             throw ScenarioError(

@@ -381,7 +381,8 @@ nlohmann::json ComputeAssumptions::to_json() const {
     return out;
 }
 
-RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
+RunResult run_scenario(const Scenario& s, sim::Trace* trace,
+                       const std::function<void(std::uint64_t, double)>& progress) {
     const auto t0 = std::chrono::steady_clock::now();
     topo::Fabric fabric;
     try {
@@ -404,16 +405,16 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace) {
             for (const auto& job : jobs) {
                 if (models::closed_form_applies(job)) {
                     r.jobs.push_back(models::simulate_closed_form(fabric, job));
-                    if (trace != nullptr) (void)models::simulate(fabric, {job}, {true, trace});
+                    if (trace != nullptr) (void)models::simulate(fabric, {job}, {true, trace, {}});
                 } else {
-                    const models::FlowRun run = models::simulate(fabric, {job}, {true, trace});
+                    const models::FlowRun run = models::simulate(fabric, {job}, {true, trace, progress});
                     r.jobs.push_back(run.jobs.front());
                     r.events += run.events;
                 }
                 r.simulated_time_s = std::max(r.simulated_time_s, r.jobs.back().makespan_s);
             }
         } else {
-            const models::FlowRun run = models::simulate(fabric, jobs, {false, trace});
+            const models::FlowRun run = models::simulate(fabric, jobs, {false, trace, progress});
             r.jobs = run.jobs;
             r.events = run.events;
             r.transfers = run.transfers;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,9 @@ struct RunResult {
 /// Builds the fabric and the jobs and simulates them; throws ScenarioError for
 /// inconsistent combinations found only once the pieces meet.
 /// With `trace`, also records a Chrome-trace timeline of the run there.
-[[nodiscard]] RunResult run_scenario(const Scenario& s, sim::Trace* trace = nullptr);
+/// `progress` (when given) is called during flow runs with the events so far and the simulated seconds.
+[[nodiscard]] RunResult run_scenario(const Scenario& s, sim::Trace* trace = nullptr,
+                                     const std::function<void(std::uint64_t, double)>& progress = {});
 
 /// The result JSON: for one job the docs/CONTRACT.md §3 keys at the top level; with a "jobs"
 /// list, one such object per job under "jobs". Plus events, wall time and links.

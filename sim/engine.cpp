@@ -60,6 +60,7 @@ void Engine::run() {
         now_ = Time::ps(e.time);
         ++processed_;
         action();
+        if (progress_ && processed_ % kProgressEvents == 0) progress_();
     }
 }
 

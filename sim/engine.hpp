@@ -35,6 +35,9 @@ public:
     void stop() { stopped_ = true; }
     /// Events executed so far.
     [[nodiscard]] std::uint64_t events_processed() const { return processed_; }
+    /// Calls `f` every kProgressEvents events during run() (progress reports; empty: none).
+    void set_progress(Action f) { progress_ = std::move(f); }
+    static constexpr std::uint64_t kProgressEvents = 1U << 16;
     /// Events pending.
     [[nodiscard]] std::size_t pending() const { return live_; }
 
@@ -62,6 +65,7 @@ private:
     std::uint64_t next_seq_ = 0;
     std::uint64_t processed_ = 0;
     std::size_t live_ = 0;
+    Action progress_;
     bool stopped_ = false;
 };
 

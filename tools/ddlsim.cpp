@@ -139,7 +139,7 @@ constexpr double kTraceMergeGap = 100e-6;  // 100 us: a transport's per-message 
 
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
                 const std::string& trace, bool trace_full, const std::string& plot, const std::string& report,
-                std::uint32_t seeds) {
+                std::uint32_t seeds, int progress) {
     // `--out -`: the result JSON is standard output, so the summary goes to standard error.
     const bool out_stdout = out == "-";
     if (out_stdout && (trace == "-" || plot == "-"))
@@ -189,7 +189,12 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
     // back-to-back spans of one kind merged (docs/SCENARIOS.md#timelines); --trace-full keeps every span.
     if (timeline && !trace_full)
         timeline->set_compaction(kTraceDetailedSpans, ddlsim::sim::Time::seconds(kTraceMergeGap));
-    auto run = ddlsim::tools::run_full(scenario, timeline.get());
+    // Progress on standard error: on a terminal unless --quiet (progress < 0), always with --progress (> 0).
+    const bool terminal = ::isatty(STDERR_FILENO) != 0;
+    ddlsim::tools::RunProgress meter(progress > 0 || (progress == 0 && terminal), terminal,
+                                     ddlsim::scenario::estimated_events(scenario), std::cerr);
+    auto run = ddlsim::tools::run_full(scenario, timeline.get(), meter.callback());
+    meter.finish();
     std::ostream& text = out_stdout ? std::cerr : std::cout;
     const std::string summary = ddlsim::tools::run_summary(file, scenario, run.result, sets);
     text << summary << std::flush;
@@ -321,6 +326,11 @@ Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 
                     "run N seeds (seed, seed + 1, ...): mean, stddev, min and max of iteration time and throughput")
         ->check(CLI::Range(1U, 10000U));
 
+    bool run_progress = false, run_quiet = false;
+    run->add_flag("--progress", run_progress,
+                  "print progress and a time estimate on standard error once a run takes over 2 s, even when it is "
+                  "not a terminal (a line every 5 s, for logs)");
+    run->add_flag("--quiet", run_quiet, "no progress line, even on a terminal")->excludes("--progress");
     run->footer(R"(Examples:
   ddlsim run scenarios/examples/resnet50_ring_16xV100.json
   ddlsim run s.json --set workers=64 --set network.bandwidth=100Gbps --out result.json --report result.html
@@ -425,7 +435,11 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
 
     try {
         if (const auto code = ddlsim::tools::run_validate_commands(validate_opts)) return *code;
-        if (run->parsed()) return run_command(file, sets, out, trace, trace_full, plot, report, seeds);
+        if (run->parsed())
+            return run_command(file, sets, out, trace, trace_full, plot, report, seeds,
+                               run_quiet      ? -1
+                               : run_progress ? 1
+                                              : 0);
         if (compare->parsed()) return compare_command(compare_files, sets, variants, compare_out, report, compare_jobs);
         if (sweep->parsed()) {
             sweep_opts.extra_keys = [](const ddlsim::scenario::Scenario& s, const ddlsim::scenario::RunResult& r) {

@@ -3,16 +3,18 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "validate/convergence.hpp"
 
 namespace ddlsim::tools {
 
-FullRun run_full(const scenario::Scenario& s, sim::Trace* trace) {
+FullRun run_full(const scenario::Scenario& s, sim::Trace* trace,
+                 const std::function<void(std::uint64_t, double)>& progress) {
     const bool converge = s.jobs.size() == 1 && s.jobs[0].convergence.has_value();
     if (converge) validate::require_task_data(s);
     FullRun out;
-    out.result = scenario::run_scenario(s, trace);
+    out.result = scenario::run_scenario(s, trace, progress);
     if (converge) {  // time to accuracy (docs/CONTRACT.md §6): the schedule replayed on the proxy task
         out.convergence = validate::convergence_result(s, out.result);
         // A time to train whose scheme has no published factor takes the proxy's ratio to BSP instead of 1: the
@@ -29,6 +31,37 @@ FullRun run_full(const scenario::Scenario& s, sim::Trace* trace) {
     out.json = scenario::result_json(s, out.result);
     if (converge) out.json.update(out.convergence);
     return out;
+}
+
+RunProgress::RunProgress(bool enabled, bool terminal, double estimated_events, std::ostream& err)
+    : enabled_(enabled), terminal_(terminal), estimate_(estimated_events), after_(2.0), err_(err) {
+    if (const char* a = std::getenv("DDLSIM_PROGRESS_AFTER"); a != nullptr) after_ = std::atof(a);
+}
+
+std::function<void(std::uint64_t, double)> RunProgress::callback() {
+    if (!enabled_) return {};
+    return [this](std::uint64_t events, double simulated_s) { report(events, simulated_s); };
+}
+
+void RunProgress::report(std::uint64_t events, double simulated_s) {
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    if (elapsed < after_ || now - last_ < std::chrono::milliseconds(terminal_ ? 250 : 5000)) return;
+    last_ = now;
+    const auto done = static_cast<double>(events);
+    // The loader's estimate is an upper one (scenario::estimated_events), so what is left is "at most".
+    std::string left = "past the estimate";
+    if (done < estimate_) left = "at most ~" + duration_text(elapsed * (estimate_ - done) / done) + " left";
+    err_ << fmt::format("{}run: {} of at most ~{} events ({:.0f} %), simulated {}, {} elapsed, {}{}",
+                        terminal_ ? "\r" : "", si_text(done, ""), si_text(estimate_, ""),
+                        std::min(100.0, 100.0 * done / std::max(1.0, estimate_)), duration_text(simulated_s),
+                        duration_text(elapsed), left, terminal_ ? "\033[K" : "\n")
+         << std::flush;
+    printed_ = true;
+}
+
+void RunProgress::finish() {
+    if (printed_ && terminal_) err_ << "\n" << std::flush;
 }
 
 std::string si_text(double v, const char* unit) {

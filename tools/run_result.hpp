@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,7 +30,30 @@ struct FullRun {
 };
 
 /// Throws ScenarioError for bad input found once the pieces meet (and when the replay's task data is missing).
-[[nodiscard]] FullRun run_full(const scenario::Scenario& s, sim::Trace* trace = nullptr);
+/// `progress` is scenario::run_scenario's.
+[[nodiscard]] FullRun run_full(const scenario::Scenario& s, sim::Trace* trace = nullptr,
+                               const std::function<void(std::uint64_t, double)>& progress = {});
+
+/// A run's progress on standard error once it has taken `after` seconds (DDLSIM_PROGRESS_AFTER overrides the
+/// default 2): on a terminal one line rewritten every quarter second, else (forced, for logs) a line every 5 s;
+/// events so far against the loader's upper estimate (scenario::estimated_events), simulated time, wall time and
+/// at most what is left at the rate so far.
+class RunProgress {
+public:
+    RunProgress(bool enabled, bool terminal, double estimated_events, std::ostream& err);
+    /// The callback for run_full (empty when disabled).
+    [[nodiscard]] std::function<void(std::uint64_t, double)> callback();
+    /// Ends the line a terminal was rewriting.
+    void finish();
+
+private:
+    void report(std::uint64_t events, double simulated_s);
+    bool enabled_, terminal_;
+    double estimate_, after_;
+    std::ostream& err_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
+    bool printed_ = false;
+};
 
 /// A duration for people (below 1 ns: "0 s"): "850 us", "12.34 ms", "4.213 s", "2 min 54 s", "3 h 12 min", "2 d 5 h".
 [[nodiscard]] std::string duration_text(double seconds);

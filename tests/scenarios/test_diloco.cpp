@@ -84,6 +84,27 @@ TEST_CASE("diloco: a blocking outer step costs 2 L_wan + S / B_wan across the si
     CHECK(r.iteration_time_s * 4 - faster == doctest::Approx(2 * kS / (2 * B)).epsilon(1e-3));
 }
 
+TEST_CASE("diloco: sharded islands train as FSDP on one island, and their outer step gathers nothing") {
+    json fsdp = diloco(1000, 3);
+    fsdp["sharding"] = {{"stage", 3}};
+    const models::JobResult d = run_first_job(fsdp);
+    json alone = fsdp;
+    alone["workers"] = 8;
+    alone["network"] = {{"topology", "two_tier"}, {"node", "dgx_h100"}, {"num_nodes", 1}, {"transport", "ideal"}};
+    alone["sync"] = {{"kind", "bsp"}};
+    CHECK(d.iteration_time_s == doctest::Approx(run_first_job(alone).iteration_time_s).epsilon(1e-9));
+    CHECK(d.machine_bytes_per_iteration == 0.0);
+    // Each GPU holds its slice already: the outer step is the WAN's all-reduce alone, 2 L_wan + S / B_wan (plus the
+    // sub-microsecond links), and no all-gather inside the node follows it.
+    const double B = 10e9 / 8.0, L = 0.03;
+    json with_outer = fsdp;
+    with_outer["sync"]["period"] = 2;
+    with_outer["iterations"] = 4;
+    const double outer = (run_first_job(with_outer).iteration_time_s * 4 - inner_only(with_outer)) / 2;
+    CHECK(outer >= 2 * L + kS / B);
+    CHECK(outer <= 2 * L + kS / B + 10e-6);
+}
+
 TEST_CASE("diloco: streaming fragments move the same bytes and hide their outer steps behind inner steps") {
     // Two layers of S/2 whose backward takes 40 ms each: an inner step is 80 ms plus the island's ring. A fragment's
     // outer step is 2 L_wan + (S/2) / B_wan = 2 ms + 40 ms, shorter than one inner step.
@@ -130,9 +151,12 @@ TEST_CASE("diloco: refused at the key where its islands, fragments or overlap ca
     json bsp_islands = diloco(4, 8);
     bsp_islands["sync"] = {{"kind", "bsp"}, {"islands", 2}};
     CHECK(refused_at(bsp_islands) == "$.sync.islands");
-    json sharded = diloco(4, 8);
-    sharded["sharding"] = {{"stage", 3}};
-    CHECK(refused_at(sharded) == "$.sharding");
+    json hybrid = diloco(4, 8);
+    hybrid["sharding"] = {{"stage", 3}, {"group", "node"}};
+    CHECK(refused_at(hybrid) == "$.sharding.group");
+    json zero_pp = diloco(4, 8);
+    zero_pp["sharding"] = {{"stage", 3}, {"quantized_weights", true}};
+    CHECK(refused_at(zero_pp) == "$.sharding");
     json compressed = diloco(4, 8);
     compressed["compression"] = {{"kind", "fp16"}};
     CHECK(refused_at(compressed) == "$.compression.kind");

@@ -73,3 +73,14 @@ TEST_CASE("engine: stop ends run after the current event") {
     e.run();
     CHECK(ran == 2);
 }
+
+TEST_CASE("engine: the progress callback runs once every kProgressEvents events, after the event") {
+    Engine e;
+    const std::uint64_t n = 3 * Engine::kProgressEvents + 5;
+    for (std::uint64_t i = 0; i < n; ++i) e.at(Time::ps(static_cast<std::int64_t>(i)), [] {});
+    std::vector<std::uint64_t> seen;
+    e.set_progress([&] { seen.push_back(e.events_processed()); });
+    e.run();
+    CHECK(seen == std::vector<std::uint64_t>{Engine::kProgressEvents, 2 * Engine::kProgressEvents,
+                                             3 * Engine::kProgressEvents});
+}

@@ -234,6 +234,22 @@ TEST_CASE("cli: run --out writes the result JSON") {
     CHECK(read_file(out) != before);  // 10 Gbit/s instead of 25: a different iteration time
 }
 
+TEST_CASE("cli: run --progress reports events against the estimate on stderr; --quiet and a pipe keep it silent") {
+    // The DiLoCo example processes about 400,000 events: a report is due every 65,536 once the threshold (here 0 s
+    // instead of 2) has passed. Standard error is a file here, not a terminal.
+    const std::string example =
+        (fs::path(DDLSIM_SOURCE_DIR) / "scenarios" / "examples" / "diloco_gpt2_xl_two_sites.json").string();
+    const testing::CliOptions now{.env = "DDLSIM_PROGRESS_AFTER=0", .timeout_s = 60, .stdin_file = ""};
+    const CliRun forced = testing::run_ddlsim({"run", example, "--progress"}, now);
+    CHECK(forced.code == 0);
+    CHECK(forced.err.find("run: ") != std::string::npos);
+    CHECK(forced.err.find(" events (") != std::string::npos);
+    CHECK(forced.err.find('\r') == std::string::npos);  // not a terminal: whole lines for a log
+    CHECK(testing::run_ddlsim({"run", example}, now).err.find("run: ") == std::string::npos);
+    CHECK(testing::run_ddlsim({"run", example, "--quiet"}, now).err.find("run: ") == std::string::npos);
+    CHECK(testing::run_ddlsim({"run", example, "--quiet", "--progress"}, now).code == 2);
+}
+
 TEST_CASE("cli: an interrupted run leaves no output file and dies of the signal") {
     // A 2,048-worker ring takes seconds to simulate; SIGINT arrives after 0.3 s, before the result
     // exists: the process ends by the signal, and neither the --out file nor a temporary is left.
