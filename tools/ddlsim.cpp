@@ -366,7 +366,12 @@ Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 
         ->check(file_name);
     sweep->add_option("--relative-to", sweep_opts.relative_to,
                       "KEY=VALUE: plot every point divided by the point with KEY=VALUE and the same other values");
-    sweep->add_flag("!--no-progress", sweep_opts.progress, "no progress line, even on a terminal");
+    auto* no_progress =
+        sweep->add_flag("!--no-progress,!--quiet", sweep_opts.progress, "no progress line, even on a terminal");
+    sweep
+        ->add_flag("--progress", sweep_opts.force_progress,
+                   "progress on standard error even when it is not a terminal (a line every 5 s, for logs)")
+        ->excludes(no_progress);
     sweep->add_option("--report", report, "also write a self-contained HTML page with the plot and the rows")
         ->check(file_name);
     sweep->add_option("--objective", sweep_opts.objective,

@@ -151,26 +151,29 @@ private:
     int fd_;
 };
 
-// The progress line: points done / total, rate, ETA; only on a terminal.
+// The progress line: points done / total, rate, ETA; rewritten on a terminal, else (forced, for logs) a whole line
+// every 5 s.
 class Progress {
 public:
-    Progress(bool enabled, std::size_t total, std::ostream& err) : enabled_(enabled), total_(total), err_(err) {}
+    Progress(bool enabled, bool terminal, std::size_t total, std::ostream& err)
+        : enabled_(enabled), terminal_(terminal), total_(total), err_(err) {}
     void update(std::size_t done, bool final = false) {
         if (!enabled_) return;
         const auto now = Clock::now();
-        if (!final && now - last_ < std::chrono::milliseconds(100)) return;
+        if (!final && now - last_ < std::chrono::milliseconds(terminal_ ? 100 : 5000)) return;
         last_ = now;
         const double elapsed = std::chrono::duration<double>(now - start_).count();
         const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0;
         const std::string eta =
             rate > 0 ? fmt::format("{:.0f}s", static_cast<double>(total_ - done) / rate) : std::string("?");
-        err_ << fmt::format("\rsweep: {}/{} points, {:.1f} points/s, {} {}\033[K", done, total_, rate,
-                            final ? "took" : "ETA", final ? fmt::format("{:.1f}s", elapsed) : eta)
-             << (final ? "\n" : "") << std::flush;
+        err_ << fmt::format("{}sweep: {}/{} points, {:.1f} points/s, {} {}{}", terminal_ ? "\r" : "", done, total_,
+                            rate, final ? "took" : "ETA", final ? fmt::format("{:.1f}s", elapsed) : eta,
+                            terminal_ ? "\033[K" : "\n")
+             << (final && terminal_ ? "\n" : "") << std::flush;
     }
 
 private:
-    bool enabled_;
+    bool enabled_, terminal_;
     std::size_t total_;
     std::ostream& err_;
     Clock::time_point start_ = Clock::now();
@@ -540,7 +543,8 @@ int sweep(const SweepOptions& opts, std::ostream& err, const Ranks& ranks) {
             if (!journal || pr.failed) return;
             if (!journal->write(sweep_detail::journal_line(pr.point, pr.rows) + "\n")) write_failed = true;
         };
-        Progress progress(root && opts.progress && ::isatty(STDERR_FILENO) != 0, todo.size(), err);
+        const bool terminal = ::isatty(STDERR_FILENO) != 0;
+        Progress progress(root && opts.progress && (terminal || opts.force_progress), terminal, todo.size(), err);
         run_points(plan, todo, opts.jobs, [&](PointResult pr) {
             if (appender) {
                 std::string text;

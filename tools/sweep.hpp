@@ -54,7 +54,8 @@ struct SweepOptions {
     std::string relative_to;
     /// With `plot`: also write the plot's title, axes, labels and legend as JSON to this file (tests, scripts).
     std::string plot_describe;
-    bool progress = true;  ///< progress line on stderr (only ever when stderr is a terminal)
+    bool progress = true;         ///< progress line on stderr when it is a terminal
+    bool force_progress = false;  ///< progress on stderr even when it is not a terminal: a line every 5 s (logs)
     /// More result keys per point, merged into its result (the CLI adds the convergence replay's; this library
     /// does not link it). May run on several threads at once.
     std::function<nlohmann::json(const scenario::Scenario&, const scenario::RunResult&)> extra_keys;

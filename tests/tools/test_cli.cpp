@@ -248,6 +248,23 @@ TEST_CASE("cli: run --progress reports events against the estimate on stderr; --
     CHECK(testing::run_ddlsim({"run", example}, now).err.find("run: ") == std::string::npos);
     CHECK(testing::run_ddlsim({"run", example, "--quiet"}, now).err.find("run: ") == std::string::npos);
     CHECK(testing::run_ddlsim({"run", example, "--quiet", "--progress"}, now).code == 2);
+    // A sweep likewise: forced, whole lines ending with the time taken; --quiet (or --no-progress) silences it.
+    const TempDir dir;
+    const std::vector<std::string> sweep{"sweep", example,        "--vary", "network.wan_bandwidth=10Gbps,20Gbps",
+                                         "--set", "iterations=4", "--jobs", "1"};
+    auto with = [&](const std::vector<std::string>& extra, const std::string& out) {
+        std::vector<std::string> args = sweep;
+        args.insert(args.end(), {"--out", dir.file(out)});
+        args.insert(args.end(), extra.begin(), extra.end());
+        return testing::run_ddlsim(args, {.env = "", .timeout_s = 60, .stdin_file = ""});
+    };
+    const CliRun logged = with({"--progress"}, "a.csv");
+    CHECK(logged.code == 0);
+    CHECK(logged.err.find("sweep: 2/2 points") != std::string::npos);
+    CHECK(logged.err.find('\r') == std::string::npos);
+    CHECK(with({}, "b.csv").err.find("sweep: ") == std::string::npos);
+    CHECK(with({"--quiet"}, "c.csv").err.find("sweep: ") == std::string::npos);
+    CHECK(with({"--quiet", "--progress"}, "d.csv").code == 2);
 }
 
 TEST_CASE("cli: an interrupted run leaves no output file and dies of the signal") {
