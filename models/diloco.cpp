@@ -21,7 +21,6 @@ OuterPlan::OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const s
     const auto n_layers = static_cast<std::uint32_t>(layers.size());
     for (std::uint32_t f = 0; f < count && count <= n_layers; ++f) {
         Fragment frag;
-        frag.first_layer = first;
         std::uint32_t last = first;
         double bytes = static_cast<double>(layers[last].params());
         const double target = total * (f + 1) / count;
@@ -30,7 +29,6 @@ OuterPlan::OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const s
             bytes += static_cast<double>(layers[last].params());
         }
         running += bytes;
-        frag.last_layer = last;
         frag.bytes = bytes * job.bytes_per_param;
         first = last + 1;
         fragments_.push_back(std::move(frag));

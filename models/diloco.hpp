@@ -34,7 +34,6 @@ namespace ddlsim::models {
 class OuterPlan {
 public:
     struct Fragment {
-        std::uint32_t first_layer = 0, last_layer = 0;
         double bytes = 0.0;  ///< S_f: the fragment's parameters at the gradients' width
         /// The collectives in order, before and after the outer update (null where nothing moves: one island, or
         /// one worker per island).

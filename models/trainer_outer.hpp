@@ -23,7 +23,7 @@ public:
     /// Worker w ended inner step k (0-based): the outer step due after it starts; returns whether w may begin its
     /// next inner step now (otherwise `resume` begins it later).
     [[nodiscard]] bool step_done(std::uint32_t w, std::uint32_t k);
-    /// The outer steps' bytes, collectives and rounds added to a result of `iterations` inner steps.
+    /// The outer steps' bytes, collectives and rounds of the job's run added to its result.
     void add_to(JobResult& r) const;
 
 private:
