@@ -48,7 +48,8 @@ topo::CollectiveContext island_context(const topo::CollectiveContext& ctx, const
     topo::CollectiveContext c = ctx;
     c.workers = static_cast<std::uint32_t>(members.size());
     c.tensor_server.clear();
-    c.switch_reduction = 0.0;  // the loader refuses nvls with islands
+    c.switch_reduction = 0.0;  // the loader refuses nvls and collnet with islands
+    c.network_reduction = 0.0;
     if (!ctx.node_of.empty()) {
         std::map<std::uint32_t, std::uint32_t> dense;
         c.node_of.clear();

@@ -274,5 +274,10 @@ struct JobResult {
 /// order of CollectiveContext::node_of); empty unless every such node has one. An all-reduce job appends their
 /// vertices to endpoint_hosts so that nvls can end flows at them.
 [[nodiscard]] std::vector<topo::ReducingSwitch> reducing_switches(const TrainingJob& job, const topo::Fabric& fabric);
+/// The SHARP switch of each rail of the job's nodes (InfiniBand SHARP, algorithm collnet): rail j is the j-th worker
+/// of every node in worker order, its switch the one that worker's host reaches first (topo::Fabric::sharp_switch).
+/// Empty unless the fabric has SHARP switches, the workers sit on at least two nodes of equal size and every rail's
+/// workers reach the same switch. An all-reduce job appends them to endpoint_hosts after the reducing switches.
+[[nodiscard]] std::vector<topo::Vertex> sharp_switches(const TrainingJob& job, const topo::Fabric& fabric);
 
 }  // namespace ddlsim::models

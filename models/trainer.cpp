@@ -43,12 +43,22 @@ topo::CollectiveContext collective_context(const TrainingJob& job, const topo::F
     if (job.architecture.kind == topo::ArchKind::allreduce) {
         const auto switches = reducing_switches(job, fabric);
         const std::size_t nodes = dense.size();
-        if (!switches.empty() && job.endpoint_hosts.size() == job.workers + nodes) {
+        if (!switches.empty() && job.endpoint_hosts.size() >= job.workers + nodes) {
             ctx.switch_reduction = 1.0;
             for (std::size_t j = 0; j < nodes; ++j) {
                 if (job.endpoint_hosts[job.workers + j] != switches[j].vertex) ctx.switch_reduction = 0.0;
                 ctx.switch_reduction = std::min(ctx.switch_reduction, switches[j].efficiency);
             }
+        }
+    }
+    // collnet: the rails' SHARP switches are the last endpoints (sharp_switches).
+    if (job.architecture.kind == topo::ArchKind::allreduce) {
+        const auto rails = sharp_switches(job, fabric);
+        const std::size_t base = job.endpoint_hosts.size() - rails.size();
+        if (!rails.empty() && base >= job.workers &&
+            std::equal(rails.begin(), rails.end(), job.endpoint_hosts.begin() + static_cast<std::ptrdiff_t>(base))) {
+            ctx.network_reduction = fabric.sharp_efficiency();
+            ctx.network_switches = static_cast<std::uint32_t>(base);
         }
     }
     if (job.architecture.kind == topo::ArchKind::allreduce &&
@@ -68,6 +78,30 @@ std::vector<topo::ReducingSwitch> reducing_switches(const TrainingJob& job, cons
         out.push_back(*sw);
     }
     return out;
+}
+
+std::vector<topo::Vertex> sharp_switches(const TrainingJob& job, const topo::Fabric& fabric) {
+    if (fabric.sharp_efficiency() <= 0.0) return {};
+    std::vector<std::vector<topo::Vertex>> nodes;  // per node, in order of its first worker: its workers' hosts
+    std::unordered_map<std::uint32_t, std::size_t> index;
+    for (std::uint32_t w = 0; w < job.workers && w < job.endpoint_hosts.size(); ++w) {
+        const topo::Vertex host = job.endpoint_hosts[w];
+        const auto [it, fresh] = index.emplace(fabric.node_of(host), nodes.size());
+        if (fresh) nodes.emplace_back();
+        nodes[it->second].push_back(host);
+    }
+    if (nodes.size() < 2) return {};
+    std::vector<topo::Vertex> rails;
+    for (const auto& node : nodes) {
+        if (node.size() != nodes.front().size()) return {};
+        for (std::size_t j = 0; j < node.size(); ++j) {
+            const std::optional<topo::Vertex> sw = fabric.sharp_switch(node[j]);
+            if (!sw) return {};
+            if (rails.size() == j) rails.push_back(*sw);
+            if (rails[j] != *sw) return {};
+        }
+    }
+    return rails;
 }
 
 namespace detail {

@@ -52,6 +52,7 @@ struct NetworkBlock {
     std::optional<std::uint64_t> sites;           ///< two_tier: datacenters
     std::optional<sim::Bandwidth> wan_bandwidth;  ///< two_tier with sites > 1
     std::optional<sim::Time> wan_latency;         ///< two_tier with sites > 1
+    std::optional<bool> sharp;                    ///< two_tier (one site), rail_optimized: InfiniBand SHARP
     std::vector<std::uint64_t> dims;
     std::optional<topo::CustomSpec> custom;  ///< nodes and links, inline or from the topology file
     bool custom_inline = false;              ///< nodes or links given in the block

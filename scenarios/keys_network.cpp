@@ -71,6 +71,19 @@ Rule<N> multi_site() {
     return {is_multi_site, [](const N&) { return std::string("used only by topology \"two_tier\" with sites > 1"); }};
 }
 
+// The node topologies within one site (SHARP's switches reduce inside one fabric).
+Rule<N> single_site_nodes() {
+    auto pred = [](const N& n) { return on(n, kNodeTopologies) && !is_multi_site(n); };
+    auto message = [](const N& n) {
+        if (is_multi_site(n))
+            return std::string(
+                "SHARP reduces inside one site's fabric, not across a WAN: expected a two_tier with "
+                "sites = 1");
+        return fmt::format("not used by topology \"{}\" (it takes: {})", n.topology, keys_taken_by(n.topology));
+    };
+    return {pred, message};
+}
+
 // Required by the topologies `topologies` ("required by topology "fat_tree"").
 std::function<std::string(const N&)> required_by_topology() {
     return [](const N& n) { return fmt::format("required by topology \"{}\"", n.topology); };
@@ -310,6 +323,11 @@ const KeyTable<N>& network_keys() {
                 "(required there; 10-100 ms between regions)")
                 .when(multi_site())
                 .required_when(is_multi_site, "required by topology \"two_tier\" with sites > 1"),
+            key("sharp", &N::sharp,
+                "two_tier (one site), rail_optimized: InfiniBand SHARP, the switches between nodes reduce (the top "
+                "switch of a two_tier, each rail leaf of a rail_optimized; NCCL's CollNet): all-reduce algorithm "
+                "\"collnet\" runs, and auto weighs it (default false)")
+                .when(single_site_nodes()),
             key("nics_per_node", &N::nics_per_node,
                 "two_tier: parallel NIC links from each node to the switch (default 1; ECMP spreads flows); "
                 "rail_optimized: 1 (a NIC on the node switch, rail 0) or gpus_per_node (NIC k beside GPU k, on rail "

@@ -79,10 +79,12 @@ void check_diloco(const ObjectReader& r, const models::SyncSpec& s, const JobSpe
                             fmt::format("expected an integer in 0 .. {} (fewer than the period / fragments = {} steps "
                                         "between two outer steps), got {}",
                                         spacing - 1, spacing, s.overlap_steps));
-    if (job.architecture.algorithm == topo::AllreduceAlgorithm::nvls)
+    if (job.architecture.algorithm == topo::AllreduceAlgorithm::nvls ||
+        job.architecture.algorithm == topo::AllreduceAlgorithm::collnet)
         throw ScenarioError(r.path("kind"),
-                            "DiLoCo's islands run their own collectives, which do not use nvls; "
-                            "expected another architecture.algorithm with \"diloco\"");
+                            fmt::format("DiLoCo's islands run their own collectives, which do not use {}; "
+                                        "expected another architecture.algorithm with \"diloco\"",
+                                        sim::enum_name(job.architecture.algorithm)));
 }
 
 }  // namespace

@@ -105,6 +105,7 @@ topo::TopologySpec build_two_tier(const TopologyInput& in) {
                 fmt::format("expected a number of sites that divides num_nodes = {}, got {}", s.nodes, s.sites));
     }
     s.extra_hosts = in.hosts_needed - in.gpus_hint;
+    s.sharp = n.sharp.value_or(false);
     return s;
 }
 
@@ -120,6 +121,7 @@ topo::TopologySpec build_rail_optimized(const TopologyInput& in) {
     s.nodes = in.node_count(s.node.gpus);
     s.spines = *n.spines;
     s.oversubscription = in.oversubscription(s.bandwidth, s.nodes, s.spines);
+    s.sharp = n.sharp.value_or(false);
     if (in.hosts_needed > in.gpus_hint)
         throw ScenarioError(TopologyInput::path("topology"),
                             "rail_optimized has no host for dedicated servers; use colocated "
@@ -184,12 +186,14 @@ struct EchoVisitor {
                 n.wan_bandwidth = t.wan_bandwidth;
                 n.wan_latency = t.wan_latency;
             }
+            if (t.sharp) n.sharp = true;
         } else if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) {
             node(t.node.preset, t.node.gpus, t.node.nics, t.node.gpu_bandwidth);
             n.num_nodes = t.nodes;
             n.intra_latency = t.intra_latency;
             n.spines = t.spines;
             n.oversubscription = t.oversubscription;
+            if (t.sharp) n.sharp = true;
         } else if constexpr (std::is_same_v<T, topo::FatTreeSpec>) {
             n.k = t.k;
         } else if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) {

@@ -68,7 +68,8 @@ struct TopologyReader {
 };
 [[nodiscard]] const std::vector<TopologyReader>& topology_readers();
 
-/// Refuses "nvls" where a job's nodes have no reducing switch or hold unequal numbers of workers (after placement).
+/// Refuses "nvls" where a job's nodes have no reducing switch or hold unequal numbers of workers, and "collnet" where
+/// the fabric has no SHARP switches or the nodes or their rails do not match (after placement).
 void check_in_network(const Scenario& s, const topo::Fabric& fabric, const std::vector<std::string>& paths);
 
 [[nodiscard]] NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t hosts_needed,

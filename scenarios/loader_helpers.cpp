@@ -64,31 +64,71 @@ json read_profile_member(const json& name, const std::string& path, const std::s
     return profile.at(member);
 }
 
-void check_in_network(const Scenario& s, const topo::Fabric& fabric, const std::vector<std::string>& paths) {
+namespace {
+
+// nvls: every node of the job reduces in its NVSwitch and holds the same number of workers, at least two.
+void check_nvls(const JobSpec& job, const topo::Fabric& fabric, const std::string& path) {
     std::vector<std::string> presets;
     for (const topo::NodeType& t : topo::node_presets())
         if (t.switch_reduction > 0.0) presets.push_back(t.preset);
+    std::map<std::uint32_t, std::size_t> per_node;
+    for (const std::string& h : job.placement) {
+        const std::uint32_t node = fabric.node_of(*fabric.find(h));
+        if (fabric.reducing_switch(node) == nullptr)
+            throw ScenarioError(path, fmt::format("\"nvls\" reduces inside the node's NVSwitch; worker host \"{}\" "
+                                                  "is on a node whose switch cannot reduce (expected a node "
+                                                  "preset with NVLink SHARP: {})",
+                                                  h, list(presets)));
+        ++per_node[node];
+    }
+    const std::size_t g = per_node.begin()->second;
+    if (g < 2 || std::any_of(per_node.begin(), per_node.end(), [g](const auto& kv) { return kv.second != g; }))
+        throw ScenarioError(path, fmt::format("\"nvls\" needs the same number of workers, at least two, on every "
+                                              "node it uses; the {} workers sit {} on {} nodes",
+                                              job.workers, g < 2 ? "one per node" : "unevenly", per_node.size()));
+}
+
+// collnet: the fabric's switches between nodes reduce; the workers sit on at least two nodes of equal size, and the
+// j-th worker of every node reaches the same SHARP switch (its rail's).
+void check_collnet(const JobSpec& job, const topo::Fabric& fabric, const std::string& path) {
+    if (fabric.sharp_efficiency() <= 0.0)
+        throw ScenarioError(path,
+                            "\"collnet\" reduces in the switches between nodes (InfiniBand SHARP); expected "
+                            "network.sharp true on a two_tier or rail_optimized fabric");
+    std::map<std::uint32_t, std::vector<topo::Vertex>> per_node;
+    std::vector<std::uint32_t> order;
+    for (const std::string& h : job.placement) {
+        const topo::Vertex v = *fabric.find(h);
+        auto& hosts = per_node[fabric.node_of(v)];
+        if (hosts.empty()) order.push_back(fabric.node_of(v));
+        hosts.push_back(v);
+    }
+    const std::size_t g = per_node.begin()->second.size();
+    if (per_node.size() < 2 ||
+        std::any_of(per_node.begin(), per_node.end(), [g](const auto& kv) { return kv.second.size() != g; }))
+        throw ScenarioError(path, fmt::format("\"collnet\" needs the same number of workers on at least two nodes; "
+                                              "the {} workers sit on {} node{}{}",
+                                              job.workers, per_node.size(), per_node.size() == 1 ? "" : "s",
+                                              per_node.size() < 2 ? "" : ", unevenly"));
+    const std::vector<topo::Vertex>& first = per_node[order.front()];
+    for (std::uint32_t node : order)
+        for (std::size_t j = 0; j < g; ++j)
+            if (fabric.sharp_switch(per_node[node][j]) != fabric.sharp_switch(first[j]))
+                throw ScenarioError(path, fmt::format("\"collnet\" sums rail by rail: worker {} of each node must "
+                                                      "reach the same SHARP switch, but \"{}\" and \"{}\" reach "
+                                                      "different rail leaves (place the same GPUs on every node)",
+                                                      j, fabric.name(first[j]), fabric.name(per_node[node][j])));
+}
+
+}  // namespace
+
+void check_in_network(const Scenario& s, const topo::Fabric& fabric, const std::vector<std::string>& paths) {
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         const JobSpec& job = s.jobs[i];
-        if (job.architecture.kind != topo::ArchKind::allreduce ||
-            job.architecture.algorithm != topo::AllreduceAlgorithm::nvls)
-            continue;
+        if (job.architecture.kind != topo::ArchKind::allreduce) continue;
         const std::string path = paths[i] + "architecture.algorithm";
-        std::map<std::uint32_t, std::size_t> per_node;
-        for (const std::string& h : job.placement) {
-            const std::uint32_t node = fabric.node_of(*fabric.find(h));
-            if (fabric.reducing_switch(node) == nullptr)
-                throw ScenarioError(path, fmt::format("\"nvls\" reduces inside the node's NVSwitch; worker host \"{}\" "
-                                                      "is on a node whose switch cannot reduce (expected a node "
-                                                      "preset with NVLink SHARP: {})",
-                                                      h, list(presets)));
-            ++per_node[node];
-        }
-        const std::size_t g = per_node.begin()->second;
-        if (g < 2 || std::any_of(per_node.begin(), per_node.end(), [g](const auto& kv) { return kv.second != g; }))
-            throw ScenarioError(path, fmt::format("\"nvls\" needs the same number of workers, at least two, on every "
-                                                  "node it uses; the {} workers sit {} on {} nodes",
-                                                  job.workers, g < 2 ? "one per node" : "unevenly", per_node.size()));
+        if (job.architecture.algorithm == topo::AllreduceAlgorithm::nvls) check_nvls(job, fabric, path);
+        if (job.architecture.algorithm == topo::AllreduceAlgorithm::collnet) check_collnet(job, fabric, path);
     }
 }
 

@@ -179,9 +179,12 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     for (const auto& h : j.placement) job.endpoint_hosts.push_back(*fabric.find(h));
     for (const auto& h : j.server_placement) job.endpoint_hosts.push_back(*fabric.find(h));
     // NVLink SHARP: the nodes' reducing switches, endpoints after the workers (models::reducing_switches).
-    if (j.architecture.kind == topo::ArchKind::allreduce)
+    // InfiniBand SHARP: the rails' switches, endpoints after those (models::sharp_switches).
+    if (j.architecture.kind == topo::ArchKind::allreduce) {
         for (const topo::ReducingSwitch& sw : models::reducing_switches(job, fabric))
             job.endpoint_hosts.push_back(sw.vertex);
+        for (const topo::Vertex sw : models::sharp_switches(job, fabric)) job.endpoint_hosts.push_back(sw);
+    }
     return job;
 }
 

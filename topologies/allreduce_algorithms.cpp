@@ -202,7 +202,7 @@ std::unique_ptr<Collective> make_torus2d(const ArchitectureSpec& spec, const Col
 
 // One line per algorithm (its name and description: k_allreduce_algorithms in collectives.hpp). Hierarchical and
 // torus2d run rings of fewer workers, so the ring's count bounds theirs.
-constexpr std::array<AllreduceAlgorithmInfo, 7> k_algorithms{{
+constexpr std::array<AllreduceAlgorithmInfo, 8> k_algorithms{{
     {AllreduceAlgorithm::ring, make_ring, ring_transfers, [](double seg) { return seg > 0.0; }},
     {AllreduceAlgorithm::tree, make_tree, tree_transfers, always_dag},
     {AllreduceAlgorithm::double_tree, make_double_tree, tree_transfers, always_dag},
@@ -210,6 +210,7 @@ constexpr std::array<AllreduceAlgorithmInfo, 7> k_algorithms{{
     {AllreduceAlgorithm::hierarchical, make_hierarchical, ring_transfers, always_dag},
     {AllreduceAlgorithm::torus2d, make_torus2d, ring_transfers, always_dag},
     {AllreduceAlgorithm::nvls, make_nvls, nvls_transfers, always_dag},
+    {AllreduceAlgorithm::collnet, make_collnet, collnet_transfers, always_dag},
 }};
 
 }  // namespace

@@ -24,6 +24,7 @@ std::vector<AllreduceAlgorithm> auto_candidates(const CollectiveContext& ctx) {
         if (a != AllreduceAlgorithm::ring && ctx.workers < 2) continue;  // nothing moves: the ring will do
         if (a == AllreduceAlgorithm::hierarchical && !uniform_multi_gpu_nodes(ctx)) continue;
         if (a == AllreduceAlgorithm::nvls && !nvls_applies(ctx)) continue;
+        if (a == AllreduceAlgorithm::collnet && !collnet_applies(ctx)) continue;
         out.push_back(a);
     }
     return out;

@@ -26,8 +26,11 @@
 //   nvls          NCCL's NVLS (NVLink SHARP, topologies/in_network.hpp), only where every node's switch reduces (the
 //                 node preset says so) and the nodes hold equal numbers of workers, at least two; NCCL's NVLSTree
 //                 among nodes is modelled by rings along the rails.
+//   collnet       NCCL's CollNetDirect (InfiniBand SHARP, topologies/in_network.hpp), only where the fabric's switches
+//                 between nodes reduce (network.sharp) and the workers sit on at least two nodes of equal size.
 // Not candidates: the single binary tree (NCCL's tree algorithm is always the double tree), halving-doubling and
-// torus2d (NCCL has neither); CollNet (InfiniBand SHARP, reduction in the switches between nodes) is not modelled.
+// torus2d (NCCL has neither); NCCL's CollNetChain (used where no NVSwitch joins a node's GPUs) and NVLS with
+// CollNet among nodes are not modelled: collnet's direct scatter and gather stand for them.
 // PAT is NCCL's all-gather/reduce-scatter only. A pick is a pure function of the message size, the workers, their nodes
 // and the fabric, so equal runs pick equally.
 #pragma once
@@ -47,7 +50,8 @@ struct AutoCandidate {
 
 /// Every algorithm auto may weigh, in preference order for ties (auto_candidates picks those that apply).
 inline constexpr AllreduceAlgorithm k_auto_pool[]{AllreduceAlgorithm::ring, AllreduceAlgorithm::double_tree,
-                                                  AllreduceAlgorithm::hierarchical, AllreduceAlgorithm::nvls};
+                                                  AllreduceAlgorithm::hierarchical, AllreduceAlgorithm::nvls,
+                                                  AllreduceAlgorithm::collnet};
 
 /// The algorithms auto weighs for `ctx` (its workers and node_of), in preference order for ties.
 [[nodiscard]] std::vector<AllreduceAlgorithm> auto_candidates(const CollectiveContext& ctx);

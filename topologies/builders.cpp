@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "topologies/in_network.hpp"
+
 namespace ddlsim::topo {
 namespace {
 
@@ -18,9 +20,18 @@ Fabric build(const StarSpec& s) {
     return f;
 }
 
+Fabric build_two_tier(const TwoTierSpec& s);
+
 Fabric build(const TwoTierSpec& s) {
     if (s.sites < 1 || s.nodes % s.sites != 0)
         throw std::invalid_argument("two_tier: the nodes must split evenly into the sites");
+    if (s.sharp && s.sites > 1) throw std::invalid_argument("two_tier: SHARP reduces inside one site's fabric");
+    Fabric f = build_two_tier(s);
+    if (s.sharp) f.set_sharp({*f.find("switch")}, kCollnetEfficiency);
+    return f;
+}
+
+Fabric build_two_tier(const TwoTierSpec& s) {
     Fabric f;
     // One top switch per site; several sites meet at the WAN core.
     auto site_switch = [&s](std::size_t site) {
@@ -149,6 +160,11 @@ Fabric build(const RailOptimizedSpec& s) {
         const std::vector<std::string> nics = add_node(f, s.node, n, s.intra_latency);
         for (std::size_t k = 0; k < nics.size(); ++k)
             f.add_link(nics[k], fmt::format("rail{}", k), s.bandwidth, s.latency);
+    }
+    if (s.sharp) {
+        std::vector<Vertex> rails;
+        for (std::size_t k = 0; k < s.node.nics; ++k) rails.push_back(*f.find(fmt::format("rail{}", k)));
+        f.set_sharp(std::move(rails), kCollnetEfficiency);
     }
     return f;
 }

@@ -58,6 +58,8 @@ struct TwoTierSpec {
     std::size_t sites = 1;
     sim::Bandwidth wan_bandwidth{};
     sim::Time wan_latency{};
+    /// InfiniBand SHARP: the top switch reduces (algorithm collnet); one site only.
+    bool sharp = false;
 };
 
 /// Rail-optimized leaf-spine (NVIDIA's DGX SuperPOD compute fabric): NIC k of every node on rail
@@ -77,6 +79,8 @@ struct RailOptimizedSpec {
     sim::Time intra_latency;   ///< every link inside a node
     std::size_t spines = 1;
     double oversubscription = 1.0;
+    /// InfiniBand SHARP: every rail leaf reduces its rail (algorithm collnet).
+    bool sharp = false;
 };
 
 /// k-ary fat-tree (Al-Fares et al., SIGCOMM 2008): k pods of k/2 edge and k/2

@@ -34,7 +34,17 @@ namespace ddlsim::topo {
 
 enum class ArchKind { allreduce, ps, gossip };
 /// `automatic` ("auto") is no algorithm of its own: each collective picks one (allreduce_auto.hpp).
-enum class AllreduceAlgorithm { ring, tree, double_tree, halving_doubling, hierarchical, torus2d, nvls, automatic };
+enum class AllreduceAlgorithm {
+    ring,
+    tree,
+    double_tree,
+    halving_doubling,
+    hierarchical,
+    torus2d,
+    nvls,
+    collnet,
+    automatic
+};
 enum class ServerPlacement { dedicated, colocated };
 enum class PsSharding { bytes, round_robin, balanced };
 enum class PsStyle { standard, byteps };
@@ -61,8 +71,12 @@ inline constexpr sim::EnumEntry<AllreduceAlgorithm> k_allreduce_algorithms[]{
     {AllreduceAlgorithm::nvls, "nvls",
      "NVLink SHARP: the node's NVSwitch sums and multicasts; rings along rails between nodes (nodes whose "
      "preset says the switch reduces)"},
+    {AllreduceAlgorithm::collnet, "collnet",
+     "InfiniBand SHARP (NCCL's CollNetDirect): the node's GPUs reduce-scatter, each sends its share to its rail's "
+     "switch, which sums the nodes' shares and returns them; the node all-gathers (fabrics with network.sharp)"},
     {AllreduceAlgorithm::automatic, "auto",
-     "per message, the fastest of NCCL's algorithms (ring, double binary tree, hierarchical, nvls where the "
+     "per message, the fastest of NCCL's algorithms (ring, double binary tree, hierarchical, nvls and collnet where "
+     "the "
      "switches reduce) on this fabric"}};
 constexpr std::span<const sim::EnumEntry<AllreduceAlgorithm>> enum_entries(AllreduceAlgorithm) {
     return k_allreduce_algorithms;
@@ -140,6 +154,10 @@ struct CollectiveContext {
     /// nvls: the efficiency of every node's reducing switch (topo::ReducingSwitch; 0 when some node of the job has
     /// none). Node j's switch (j as in node_of) is then endpoint workers + j.
     double switch_reduction = 0.0;
+    /// collnet: the efficiency of the SHARP switches between nodes (0 when the fabric has none, or some rail of the
+    /// job's nodes reaches none or several); rail j's switch is then endpoint network_switches + j.
+    double network_reduction = 0.0;
+    std::uint32_t network_switches = 0;
     /// algorithm auto: the time one round of a candidate takes alone on the job's fabric (empty: auto refuses).
     std::function<sim::Time(const Collective&)> round_time;
 };

@@ -4,6 +4,7 @@
 #include <deque>
 #include <limits>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "sim/rng.hpp"
 
@@ -14,7 +15,9 @@ Vertex Fabric::add_node(std::string name, NodeKind kind) {
     const Vertex v = boost::add_vertex(NodeInfo{name, kind}, g_);
     by_name_.emplace(std::move(name), v);
     host_index_.push_back(static_cast<std::uint32_t>(hosts_.size()));
-    node_of_.push_back(static_cast<std::uint32_t>(v));
+    // Its own machine until set_node says otherwise: an id above any node a builder numbers (0, 1, ...), so that a
+    // switch or a lone host never shares a machine with node v's GPUs.
+    node_of_.push_back(kOwnNode + static_cast<std::uint32_t>(v));
     transit_.push_back(1);
     if (kind == NodeKind::host) hosts_.push_back(v);
     return v;
@@ -194,6 +197,25 @@ const sim::Route& Fabric::route(Vertex a, Vertex b, std::uint64_t flow_key) cons
         clear_bfs();
     }
     return flow_routes_.emplace(fk, std::move(r)).first->second;
+}
+
+std::optional<Vertex> Fabric::sharp_switch(Vertex host) const {
+    if (sharp_.empty()) return std::nullopt;
+    // Breadth first through switches only, level by level, until a level holds a SHARP switch.
+    std::vector<Vertex> level{host}, next;
+    std::unordered_set<Vertex> seen{host};  // a host's neighbourhood, not the whole fabric
+    while (!level.empty()) {
+        next.clear();
+        for (Vertex v : level)
+            for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e) {
+                const Vertex u = boost::target(*e, g_);
+                if (g_[u].kind == NodeKind::switch_ && seen.insert(u).second) next.push_back(u);
+            }
+        for (Vertex sw : sharp_)
+            if (seen.contains(sw)) return sw;
+        level.swap(next);
+    }
+    return std::nullopt;
 }
 
 std::uint64_t Fabric::path_count(Vertex a, Vertex b) const {

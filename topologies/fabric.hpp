@@ -84,6 +84,8 @@ struct ReducingSwitch {
 
 class Fabric {
 public:
+    /// The first node id of vertices set_node has not placed (builders number their nodes from 0, below it).
+    static constexpr std::uint32_t kOwnNode = 0x80000000U;
     /// Adds a node; throws std::invalid_argument on a duplicate name.
     Vertex add_node(std::string name, NodeKind kind);
     /// Adds a full-duplex link; throws on unknown names, self-loops, non-positive bandwidth.
@@ -120,7 +122,7 @@ public:
     [[nodiscard]] std::size_t node_count() const { return boost::num_vertices(g_); }
     [[nodiscard]] const LinkInfo& link_info(std::uint32_t id) const { return link_info_[id]; }
     /// The node (machine) a host belongs to: hosts of one node share a fast local fabric
-    /// (two_tier: the GPUs of a node). By default every host is its own node.
+    /// (two_tier: the GPUs of a node). By default every vertex is its own node, kOwnNode + its index.
     [[nodiscard]] std::uint32_t node_of(Vertex host) const { return node_of_[host]; }
     void set_node(Vertex host, std::uint32_t node) { node_of_[host] = node; }
     /// Whether routes may pass through `v` on their way elsewhere (default: yes). The GPUs of a node
@@ -134,6 +136,17 @@ public:
         const auto it = reducing_.find(node);
         return it == reducing_.end() ? nullptr : &it->second;
     }
+    /// Marks `switches` as switches between nodes that reduce (InfiniBand SHARP, network.sharp) at `efficiency` of
+    /// their links' rate: collnet's flows end at them.
+    void set_sharp(std::vector<Vertex> switches, double efficiency) {
+        sharp_ = std::move(switches);
+        sharp_efficiency_ = efficiency;
+    }
+    /// The SHARP switches' efficiency, 0 when the fabric has none.
+    [[nodiscard]] double sharp_efficiency() const { return sharp_.empty() ? 0.0 : sharp_efficiency_; }
+    /// The SHARP switch `host` reaches in the fewest hops (a rail leaf through the host's own NIC; ties: the first
+    /// marked), walking through switches only; none when the fabric has none.
+    [[nodiscard]] std::optional<Vertex> sharp_switch(Vertex host) const;
     /// Sum of link latencies (plus the largest per-transfer overhead) and the smallest bandwidth
     /// (or flow cap) on the route from a to b: what one transfer alone sees.
     [[nodiscard]] sim::Time path_latency(Vertex a, Vertex b) const;
@@ -162,6 +175,8 @@ private:
     std::vector<std::uint32_t> node_of_;                ///< by vertex: node (machine) id
     std::vector<std::uint8_t> transit_;                 ///< by vertex: 1 when routes may pass through it
     std::map<std::uint32_t, ReducingSwitch> reducing_;  ///< by node: its switch that reduces, if any
+    std::vector<Vertex> sharp_;                         ///< switches between nodes that reduce (SHARP)
+    double sharp_efficiency_ = 0.0;
     Routing routing_ = Routing::ecmp;
     mutable std::unordered_map<std::uint64_t, Cached> pair_routes_;
     mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> flow_routes_;

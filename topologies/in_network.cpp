@@ -1,4 +1,4 @@
-// In-network aggregation (NVLink SHARP); the model and its sources in the header.
+// In-network aggregation (NVLink SHARP, InfiniBand SHARP); the models and their sources in the header.
 #include "topologies/in_network.hpp"
 
 #include <algorithm>
@@ -34,6 +34,11 @@ std::vector<Steps> nodes_of(const std::vector<std::uint32_t>& node_of, std::uint
 // Segments of a round: `segment` bytes each, or by default one loop of NCCL's channels for g GPUs per node.
 std::uint32_t nvls_segments(sim::Bytes bytes, sim::Bytes segment, std::uint32_t g) {
     return segment_count(bytes, segment.value() > 0.0 ? segment : nvls_default_segment(g));
+}
+
+// Segments of a collnet round: `segment` bytes each, or by default one CollNetDirect loop of g heads.
+std::uint32_t collnet_segments(sim::Bytes bytes, sim::Bytes segment, std::uint32_t g) {
+    return segment_count(bytes, segment.value() > 0.0 ? segment : sim::Bytes{g * kCollnetChunk});
 }
 
 }  // namespace
@@ -172,6 +177,129 @@ double nvls_transfers(double n, double bytes, double segment) {
     // Per GPU and segment: four transfers inside the node and at most two in its rail's tree (each rail of m has
     // 2(m - 1) edge crossings, up and down).
     return k * n * 6.0;
+}
+
+sim::Plan collnet_allreduce_plan(const std::vector<std::uint32_t>& node_of, std::uint32_t n, sim::Bytes bytes,
+                                 sim::Bytes segment, std::uint32_t base, double efficiency) {
+    if (!(efficiency > 0.0 && efficiency <= 1.0))
+        throw std::invalid_argument("collnet: the switches' efficiency must lie in (0, 1]");
+    const std::vector<Steps> nodes = nodes_of(node_of, n);
+    if (base < n) throw std::invalid_argument("collnet: the switches' endpoints must follow the workers");
+    const auto g = static_cast<std::uint32_t>(nodes.front().size());
+    sim::Plan plan;
+    plan.endpoints = base + g;
+    if (nodes.size() < 2) return plan;
+    const std::uint32_t k = collnet_segments(bytes, segment, g);
+    const sim::Bytes chunk = bytes / k / g;         // a head's share of a segment
+    const sim::Bytes charged = chunk / efficiency;  // as the switch's transfers charge it
+    const std::size_t m = nodes.size();
+    auto window = [](const Steps& chain, std::uint32_t c, Steps after) {
+        if (c >= kNvlsWindow) after.push_back(chain[c - kNvlsWindow]);
+        return after;
+    };
+    // Per [node * g + head][segment]: the head's transfer up to its rail's switch and the total back to it.
+    std::vector<Steps> up(m * g, Steps(k)), down(m * g, Steps(k));
+    // Per [node * g + gpu][segment]: the GPU's last scatter and gather sends (its window).
+    std::vector<Steps> scatter(m * g, Steps(k)), gather(m * g, Steps(k));
+    for (std::uint32_t c = 0; c < k; ++c) {
+        for (std::uint32_t j = 0; j < g; ++j) {
+            const std::uint32_t sw = base + j;
+            Steps all_in;
+            for (std::size_t a = 0; a < m; ++a) {
+                // Scatter: every other GPU of the node sends head j its share of the segment.
+                Steps in;
+                for (std::uint32_t i = 0; i < g; ++i) {
+                    if (i == j) continue;
+                    const std::size_t r = a * g + i;
+                    const Steps prior = window(scatter[r], c, {});
+                    in.push_back(plan.add(nodes[a][i], nodes[a][j], chunk, prior));
+                    scatter[r][c] = in.back();
+                }
+                const std::size_t h = a * g + j;
+                up[h][c] = plan.add(nodes[a][j], sw, charged, window(up[h], c, in));
+                all_in.push_back(up[h][c]);
+            }
+            const std::uint32_t summed = plan.add_work(sw, sim::Time::zero(), all_in);
+            for (std::size_t a = 0; a < m; ++a) {
+                const std::size_t h = a * g + j;
+                down[h][c] = plan.add(sw, nodes[a][j], charged, window(down[h], c, {summed}));
+                // Gather: head j hands every other GPU of its node the total share.
+                for (std::uint32_t i = 0; i < g; ++i)
+                    if (i != j)
+                        gather[h][c] = plan.add(nodes[a][j], nodes[a][i], chunk, window(gather[h], c, {down[h][c]}));
+            }
+        }
+    }
+    return plan;
+}
+
+namespace {
+
+// The collnet plan, run as a DAG; its closed form is its own (as nvls's: a switch returning to m heads at once).
+class CollnetCollective final : public PlanCollective {
+public:
+    CollnetCollective(const ArchitectureSpec& spec, const CollectiveContext& ctx)
+        : PlanCollective(collnet_allreduce_plan(ctx.node_of, ctx.workers, ctx.bytes, spec.segment_size,
+                                                ctx.network_switches, ctx.network_reduction)),
+          nodes_(nodes_of(ctx.node_of, ctx.workers)),
+          base_(ctx.network_switches),
+          bytes_(ctx.bytes.value()),
+          f_(1.0 / ctx.network_reduction),
+          k_(collnet_segments(ctx.bytes, spec.segment_size, static_cast<std::uint32_t>(nodes_.front().size()))) {}
+    /// Two stages pipelined over the segments, the longer plus one segment of the shorter: inside the node each GPU
+    /// sends 2 (g-1)/g S over its link (scatter and gather) and pays two latencies; each head moves f S/g each way
+    /// over its route to its rail's switch and pays its latency twice.
+    [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override {
+        if (nodes_.size() < 2) return sim::Time::zero();
+        const double g = static_cast<double>(nodes_.front().size());
+        double intra = 0.0, net = 0.0;
+        for (const Steps& node : nodes_)
+            for (std::size_t j = 0; j < node.size(); ++j) {
+                const sim::PathCost up = cost(node[j], base_ + static_cast<std::uint32_t>(j));
+                net = std::max(net, 2.0 * up.latency.seconds() + f_ * bytes_ / g / up.bandwidth.bytes_per_s());
+                if (node.size() < 2) continue;
+                const sim::PathCost peer = cost(node[j], node[(j + 1) % node.size()]);
+                intra = std::max(
+                    intra, 2.0 * peer.latency.seconds() + 2.0 * (g - 1.0) / g * bytes_ / peer.bandwidth.bytes_per_s());
+            }
+        return sim::Time::seconds(std::max(intra, net) + std::min(intra, net) / k_);
+    }
+    /// The bytes moved: a transfer to or from a switch is charged f times its bytes but moves them once.
+    [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override {
+        sim::Bytes total;
+        for (std::size_t s = 0; s < plan().size(); ++s) {
+            const sim::PlanStep& step = plan().step(s);
+            if (step.src == step.dst || !remote(step.src, step.dst)) continue;
+            total += std::max(step.src, step.dst) >= base_ ? step.bytes / f_ : step.bytes;
+        }
+        return total;
+    }
+
+private:
+    std::vector<Steps> nodes_;
+    std::uint32_t base_;
+    double bytes_, f_;
+    double k_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_collnet(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
+    if (!(ctx.network_reduction > 0.0))
+        throw std::invalid_argument("collnet: the job's fabric has no switches that reduce between nodes (SHARP)");
+    return std::make_unique<CollnetCollective>(spec, ctx);
+}
+
+double collnet_transfers(double n, double bytes, double segment) {
+    // Per GPU and segment of g heads' chunks: 2(g - 1) transfers inside the node and two to and from its switch, so
+    // ceil(bytes / (g c)) 2g <= 2 bytes / c + 2g per GPU; g is at most n and at most 1,024 (network.gpus_per_node).
+    const double per_head = segment > 0.0 ? std::ceil(bytes / segment) * std::min(n, 1024.0)
+                                          : std::ceil(bytes / kCollnetChunk) + std::min(n, 1024.0);
+    return n * 2.0 * std::max(1.0, per_head);
+}
+
+bool collnet_applies(const CollectiveContext& ctx) {
+    return ctx.network_reduction > 0.0 && node_shape(ctx).nodes >= 2 && node_shape(ctx).per_node >= 1;
 }
 
 bool nvls_applies(const CollectiveContext& ctx) {

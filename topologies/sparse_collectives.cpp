@@ -187,8 +187,9 @@ sim::Plan powersgd_plan(std::uint32_t n, sim::Bytes p_bytes, sim::Bytes q_bytes,
 
 namespace {
 bool ring_allgather(AllreduceAlgorithm a) {
-    // NVLS sums; the gathers of sparse payloads fall back to NCCL's ring, as under auto.
-    return a == AllreduceAlgorithm::ring || a == AllreduceAlgorithm::automatic || a == AllreduceAlgorithm::nvls;
+    // NVLS and CollNet sum; the gathers of sparse payloads fall back to NCCL's ring, as under auto.
+    return a == AllreduceAlgorithm::ring || a == AllreduceAlgorithm::automatic || a == AllreduceAlgorithm::nvls ||
+           a == AllreduceAlgorithm::collnet;
 }
 }  // namespace
 

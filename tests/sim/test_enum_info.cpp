@@ -49,7 +49,7 @@ TEST_CASE("enum tables: unique names, descriptions, round trips") {
     // Expected sizes: the number of enumerators each enum declares (none of StragglerDistribution is the absence
     // of the key and has no name), so an enumerator added without a table entry fails here.
     check_table<topo::ArchKind>(3);
-    check_table<topo::AllreduceAlgorithm>(8);
+    check_table<topo::AllreduceAlgorithm>(9);
     check_table<topo::ServerPlacement>(2);
     check_table<topo::PsSharding>(3);
     check_table<topo::PsStyle>(2);
@@ -99,6 +99,10 @@ TEST_CASE("enum tables: the loader maps every algorithm and sync name to its own
         if (e.value == topo::AllreduceAlgorithm::nvls)  // the node switch must reduce (NVLink SHARP)
             j["network"] = {
                 {"topology", "two_tier"}, {"node", "dgx_h100"}, {"bandwidth", "400Gbps"}, {"latency", "1us"}};
+        if (e.value == topo::AllreduceAlgorithm::collnet)  // the switches between nodes must reduce (SHARP)
+            j["network"] = {{"topology", "rail_optimized"}, {"gpus_per_node", 2}, {"nics_per_node", 2},
+                            {"bandwidth", "100Gbps"},       {"latency", "1us"},   {"intra_bandwidth", "100GBps"},
+                            {"intra_latency", "1us"},       {"sharp", true}};
         if (e.value == topo::AllreduceAlgorithm::hierarchical)
             j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2},           {"bandwidth", "10Gbps"},
                             {"latency", "1us"},       {"intra_bandwidth", "100GBps"}, {"intra_latency", "1us"}};

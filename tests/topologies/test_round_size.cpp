@@ -38,8 +38,11 @@ TEST_CASE("round size: every all-reduce algorithm's estimate bounds its real rou
                 ctx.bytes = sim::Bytes{4e6};
                 ctx.tensor_bytes = {4e6};
                 for (std::uint32_t w = 0; w < n; ++w) ctx.node_of.push_back(w / 2);
-                ctx.switch_reduction = 0.85;  // every node's switch reduces (only nvls reads it)
+                ctx.switch_reduction = 0.85;   // every node's switch reduces (only nvls reads it)
+                ctx.network_reduction = 0.85;  // and the switches between them (only collnet reads it)
+                ctx.network_switches = n;
                 if (info.algorithm == topo::AllreduceAlgorithm::nvls && n % 2 != 0) continue;  // nodes of two
+                if (info.algorithm == topo::AllreduceAlgorithm::collnet && (n % 2 != 0 || n < 4)) continue;  // nodes
                 const auto c = topo::make_collective(spec, ctx);
                 topo::RoundShape shape;
                 shape.workers = n;
