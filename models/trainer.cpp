@@ -39,7 +39,8 @@ topo::CollectiveContext collective_context(const TrainingJob& job, const topo::F
             for (sim::LinkIndex l : fabric.route(job.endpoint_hosts[by_node[0][j]], job.endpoint_hosts[by_node[1][j]]))
                 if (++used[l] > 1) ctx.ring_channels = false;
     }
-    // nvls: the nodes' reducing switches follow the workers among the endpoints (reducing_switches).
+    // In-network reduction: the nodes' reducing switches follow the workers among the endpoints (nvls,
+    // reducing_switches), the rails' SHARP switches come last (collnet, sharp_switches).
     if (job.architecture.kind == topo::ArchKind::allreduce) {
         const auto switches = reducing_switches(job, fabric);
         const std::size_t nodes = dense.size();
@@ -50,9 +51,6 @@ topo::CollectiveContext collective_context(const TrainingJob& job, const topo::F
                 ctx.switch_reduction = std::min(ctx.switch_reduction, switches[j].efficiency);
             }
         }
-    }
-    // collnet: the rails' SHARP switches are the last endpoints (sharp_switches).
-    if (job.architecture.kind == topo::ArchKind::allreduce) {
         const auto rails = sharp_switches(job, fabric);
         const std::size_t base = job.endpoint_hosts.size() - rails.size();
         if (!rails.empty() && base >= job.workers &&
