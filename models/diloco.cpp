@@ -6,7 +6,7 @@
 
 namespace ddlsim::models {
 
-OuterPlan::OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const std::vector<std::uint32_t>& node_of)
+OuterPlan::OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const topo::CollectiveContext& ctx)
     : job_(job),
       spacing_(job.sync.period / job.sync.fragments),
       overlap_steps_(job.sync.overlap_steps),
@@ -46,7 +46,7 @@ OuterPlan::OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const s
         if (groups.size() > 1)
             f.across = topo::make_shard_collective(topo::ShardCollective::replica_allreduce, groups, job.workers, s);
         if (island_size_ > 1.0 && job.sharding.stage < 3)  // stage 3 keeps the slice sharded until its next gather
-            f.gather = topo::make_shard_collective(topo::ShardCollective::all_gather, groups, job.workers, s, node_of);
+            f.gather = topo::make_shard_collective(topo::ShardCollective::all_gather, groups, job.workers, s, &ctx);
         for (const topo::Collective* c : {f.across.get(), f.gather.get()}) {
             if (c == nullptr) continue;
             f.wire_bytes += c->wire_bytes(remote).value();

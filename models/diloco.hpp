@@ -41,8 +41,8 @@ public:
         double wire_bytes = 0.0, machine_bytes = 0.0;  ///< one outer step of this fragment
     };
 
-    /// `node_of`: per worker its node (collective_context's), for the all-gather's channels.
-    OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const std::vector<std::uint32_t>& node_of);
+    /// `ctx`: collective_context's, for the all-gather's channels.
+    OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const topo::CollectiveContext& ctx);
 
     /// Whether an outer step starts after inner step k (0-based), and which launch it is.
     [[nodiscard]] bool launches_after(std::uint32_t k) const { return !fragments_.empty() && (k + 1) % spacing_ == 0; }

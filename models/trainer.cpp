@@ -26,18 +26,22 @@ topo::CollectiveContext collective_context(const TrainingJob& job, const topo::F
         const std::uint32_t node = fabric.node_of(job.endpoint_hosts[w]);
         ctx.node_of.push_back(dense.emplace(node, static_cast<std::uint32_t>(dense.size())).first->second);
     }
-    // Ring channels: the first node's workers reach their rank-mates on the second node by link-disjoint routes.
+    // Ring channels: one per link the first node's workers spread over to reach their rank-mates on the second node (a
+    // NIC per GPU, or k NICs each serving m / k GPUs); with one NIC every channel would cross it, so one ring moves as
+    // much.
     std::vector<std::vector<std::uint32_t>> by_node;
     for (std::uint32_t w = 0; w < job.workers && by_node.size() <= 2; ++w) {
         if (ctx.node_of[w] >= by_node.size()) by_node.resize(ctx.node_of[w] + 1);
         if (ctx.node_of[w] < 2) by_node[ctx.node_of[w]].push_back(w);
     }
     if (by_node.size() >= 2 && by_node[0].size() >= 2 && by_node[0].size() == by_node[1].size()) {
-        std::unordered_map<sim::LinkIndex, int> used;
-        ctx.ring_channels = true;
-        for (std::size_t j = 0; j < by_node[0].size() && ctx.ring_channels; ++j)
+        const std::size_t m = by_node[0].size();
+        std::unordered_map<sim::LinkIndex, std::size_t> used;
+        std::size_t most = 0;
+        for (std::size_t j = 0; j < m; ++j)
             for (sim::LinkIndex l : fabric.route(job.endpoint_hosts[by_node[0][j]], job.endpoint_hosts[by_node[1][j]]))
-                if (++used[l] > 1) ctx.ring_channels = false;
+                most = std::max(most, ++used[l]);
+        ctx.ring_channels = static_cast<std::uint32_t>(m % most == 0 ? m / most : m);
     }
     // In-network reduction: the nodes' reducing switches follow the workers among the endpoints (nvls,
     // reducing_switches), the rails' SHARP switches come last (collnet, sharp_switches).

@@ -8,12 +8,12 @@
 namespace ddlsim::models::detail {
 
 OuterSteps::OuterSteps(const TrainerEnv& env, Comm& comm, std::vector<WorkerClock>& clocks,
-                       const std::vector<std::uint32_t>& node_of, std::function<void(std::uint32_t)> resume)
+                       const topo::CollectiveContext& ctx, std::function<void(std::uint32_t)> resume)
     : env_(env),
       job_(env.job),
       comm_(comm),
       clocks_(clocks),
-      plan_(env.job, env.fabric, node_of),
+      plan_(env.job, env.fabric, ctx),
       resume_(std::move(resume)),
       next_(env.job.workers, 0),
       pending_(env.job.workers),

@@ -17,8 +17,8 @@ namespace ddlsim::models::detail {
 class OuterSteps {
 public:
     /// `resume(w)` begins worker w's next inner step once an outer step it waited for has landed.
-    OuterSteps(const TrainerEnv& env, Comm& comm, std::vector<WorkerClock>& clocks,
-               const std::vector<std::uint32_t>& node_of, std::function<void(std::uint32_t)> resume);
+    OuterSteps(const TrainerEnv& env, Comm& comm, std::vector<WorkerClock>& clocks, const topo::CollectiveContext& ctx,
+               std::function<void(std::uint32_t)> resume);
 
     /// Worker w ended inner step k (0-based): the outer step due after it starts; returns whether w may begin its
     /// next inner step now (otherwise `resume` begins it later).

@@ -63,7 +63,7 @@ public:
         group_size_ = static_cast<std::uint32_t>(groups_.front().size());
         hybrid_ = groups_.size() > 1 && env.job.sync.kind != SyncKind::diloco;  // islands meet in outer steps only
         if (env.job.sync.kind == SyncKind::diloco)
-            outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, plan_.context().node_of,
+            outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, plan_.context(),
                                                   [this](std::uint32_t w) { begin_iteration(w); });
         const ShardingSpec& sh = env.job.sharding;
         if (sh.hpz(env.job.workers))
@@ -185,12 +185,12 @@ private:
         std::unique_ptr<topo::Collective> c;
         if (kind == kSecondaryGather)
             c = topo::make_shard_collective(ShardCollective::all_gather, hpz_groups_, job_.workers, sim::Bytes{bytes},
-                                            plan_.context().node_of);
+                                            &plan_.context());
         else if (kind == kQuantizedReduce)
             c = topo::make_hierarchical_all_to_all(nodes_, job_.workers, sim::Bytes{bytes}, sim::Bytes{bytes2});
         else
             c = topo::make_shard_collective(static_cast<ShardCollective>(kind), groups_, job_.workers,
-                                            sim::Bytes{bytes}, plan_.context().node_of);
+                                            sim::Bytes{bytes}, &plan_.context());
         return cache_.emplace(key, std::move(c)).first->second.get();
     }
     const topo::Collective* collective(ShardCollective kind, double bytes) {

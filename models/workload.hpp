@@ -168,8 +168,8 @@ struct TransformerConfig {
 /// consecutive layers) a unit of its own kind.
 [[nodiscard]] std::vector<std::pair<std::uint32_t, std::uint32_t>> shard_units(const Workload& w, std::uint32_t wrap);
 
-/// Per layer, whether full activation checkpointing recomputes it: the layers inside transformer blocks (Megatron-LM's and
-/// torchtitan's full checkpointing wrap each block; Chen et al., "Training Deep Nets with Sublinear Memory Cost",
+/// Per layer, whether full activation checkpointing recomputes it: the layers inside transformer blocks (Megatron-LM's
+/// and torchtitan's full checkpointing wrap each block; Chen et al., "Training Deep Nets with Sublinear Memory Cost",
 /// arXiv 1604.06174, checkpoints segments), every layer of a model without blocks.
 [[nodiscard]] std::vector<bool> checkpointed_layers(const Workload& w);
 

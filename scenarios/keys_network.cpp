@@ -329,7 +329,8 @@ const KeyTable<N>& network_keys() {
                 "\"collnet\" runs, and auto weighs it (default false)")
                 .when(single_site_nodes()),
             key("nics_per_node", &N::nics_per_node,
-                "two_tier: parallel NIC links from each node to the switch (default 1; ECMP spreads flows); "
+                "two_tier: parallel NIC links from each node to the switch (default 1; GPU r of m uses NIC r k / m, and rings run a "
+                "channel per NIC); "
                 "rail_optimized: 1 (a NIC on the node switch, rail 0) or gpus_per_node (NIC k beside GPU k, on rail "
                 "k); fixed by node",
                 {1, 64})

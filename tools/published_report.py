@@ -2,8 +2,10 @@
 """Runs every published measurement in validate/published/ through ddlsim and reports predicted vs measured.
 
 Each row is one JSON file, validate/published/<source>/<row>.json, holding `source` (citation), `setup`
-(prose), `kind` (single_gpu | scaling_given_single_gpu | end_to_end | collective | time_to_train), `measured`
-{metric, value, unit} and `scenario` (a ddlsim scenario written as a new user would). A dotted metric names a
+(prose), `kind` (single_gpu | scaling_given_single_gpu | end_to_end | collective | time_to_train | speedup),
+`measured` {metric, value, unit} and `scenario` (a ddlsim scenario written as a new user would). A speedup row also
+holds `baseline`, a second scenario: its predicted value is the baseline's iteration time over the scenario's
+(metric `speedup`, the measured ratio of the two setups' throughputs). A dotted metric names a
 nested result key. A time_to_train row states the samples its source
 needed (`training.samples_to_target` as a number); the report also reruns it with `"builtin"` samples (MLPerf's
 reference convergence points) and lists, per row, how far that would be, apart from the main table. The report runs `ddlsim run` on each
@@ -39,12 +41,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "validate", "published")
 TABLE_DOC = os.path.join(ROOT, "docs", "ACCURACY.md")  # holds the generated table
 BEGIN, END = "<!-- published:begin -->", "<!-- published:end -->"
-KINDS = ("single_gpu", "scaling_given_single_gpu", "end_to_end", "collective", "time_to_train")
+KINDS = ("single_gpu", "scaling_given_single_gpu", "end_to_end", "collective", "time_to_train", "speedup")
 METRICS = {  # result-JSON key -> how to print it
     "throughput_samples_per_s": ("samples/s", 1.0),
     "iteration_time_s": ("ms", 1e3),
     "scaling_efficiency": ("%", 100.0),
     "time_to_train_s": ("min", 1.0 / 60.0),
+    "speedup": ("×", 1.0),
 }
 REQUIRED = ("source", "setup", "kind", "measured", "scenario")
 
@@ -116,6 +119,20 @@ def self_test():
     drop_key(sc, "network.transport")
     drop_key(sc, "architecture.local_aggregation")                    # absent: no error
     assert sc == {"network": {"bandwidth": "10Gbps"}, "jobs": [{"network": {}}]}
+    assert fmt_value(1.3, "speedup") == "1.30×"
+    # A speedup row runs both scenarios: a stand-in ddlsim whose iteration time is the scenario's worker count.
+    tmp = tempfile.mkdtemp(prefix="ddlsim_published_selftest_")
+    try:
+        fake = os.path.join(tmp, "ddlsim")
+        with open(fake, "w", encoding="utf-8") as fh:
+            fh.write(f"#!{sys.executable}\nimport json, sys\nsc = json.load(open(sys.argv[2]))\n"
+                     "json.dump({'iteration_time_s': sc['workers']}, open(sys.argv[4], 'w'))\n")
+        os.chmod(fake, 0o755)
+        row = {"id": "z/r", "path": os.path.join(tmp, "r.json"), "kind": "speedup", "metric": "speedup",
+               "doc": {"baseline": {"workers": 6}, "scenario": {"workers": 2}}}
+        assert run_row(fake, tmp, row)["predicted"] == 3.0                # baseline 6 s over scenario 2 s
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     print("published_report self-test: ok")
 
 
@@ -141,6 +158,10 @@ def load_rows(only=None):
                 sys.exit(f"published_report: {path}: missing {', '.join(missing)}")
             if doc["kind"] not in KINDS:
                 sys.exit(f"published_report: {path}: kind {doc['kind']!r}; expected one of {', '.join(KINDS)}")
+            if (doc["kind"] == "speedup") != ("baseline" in doc) or (doc["kind"] == "speedup") != (
+                    doc["measured"].get("metric") == "speedup"):
+                sys.exit(f"published_report: {path}: a speedup row, and only it, holds a baseline scenario and "
+                         "metric speedup")
             m = doc["measured"]
             if m.get("metric") not in METRICS or not isinstance(m.get("value"), (int, float)) or m["value"] <= 0:
                 sys.exit(f"published_report: {path}: measured needs metric in {sorted(METRICS)} and a value > 0")
@@ -178,10 +199,22 @@ ROW_TIMEOUT_S = 600
 
 
 def run_row(ddlsim, tmp, row):
-    base = os.path.join(tmp, row["id"].replace("/", "__").replace(" ", "_"))
+    if row["kind"] == "speedup":  # the baseline's iteration time over the scenario's
+        t0 = time.time()
+        parts = [run_scenario(ddlsim, tmp, row, row["doc"][key], "iteration_time_s", key)
+                 for key in ("baseline", "scenario")]
+        failed = next((p for p in parts if "failure" in p), None)
+        if failed:
+            return {"failure": failed["failure"], "seconds": time.time() - t0}
+        return {"predicted": parts[0]["predicted"] / parts[1]["predicted"], "seconds": time.time() - t0}
+    return run_scenario(ddlsim, tmp, row, row["doc"]["scenario"], row["metric"], "scenario")
+
+
+def run_scenario(ddlsim, tmp, row, scenario, metric, name):
+    base = os.path.join(tmp, row["id"].replace("/", "__").replace(" ", "_") + "." + name)
     scen, out = base + ".scenario.json", base + ".result.json"
     with open(scen, "w", encoding="utf-8") as fh:
-        json.dump(row["doc"]["scenario"], fh)
+        json.dump(scenario, fh)
     t0 = time.time()
     try:
         # A guard against a hang, not a speed check (tools/bench measures speed): its largest rows take tens of seconds
@@ -198,10 +231,10 @@ def run_row(ddlsim, tmp, row):
         return {"failure": first, "seconds": time.time() - t0}
     try:
         with open(out, encoding="utf-8") as fh:
-            value = lookup(json.load(fh), row["metric"])
+            value = lookup(json.load(fh), metric)
         return {"predicted": float(value), "seconds": time.time() - t0}
     except (OSError, ValueError, KeyError, TypeError) as e:
-        return {"failure": f"result has no {row['metric']}: {e}", "seconds": time.time() - t0}
+        return {"failure": f"result has no {metric}: {e}", "seconds": time.time() - t0}
 
 
 def run_all(ddlsim, rows, jobs):
@@ -223,6 +256,8 @@ def fmt_value(v, metric):
     x = v * scale
     if unit == "%":
         return f"{x:.1f} %"
+    if unit == "×":
+        return f"{x:.2f}×"
     if abs(x) >= 100:
         return f"{x:.0f} {unit}"
     if abs(x) >= 10:
@@ -348,7 +383,9 @@ def main():
     rows = load_rows(args.only)
     for r in rows:
         for k in args.drop:
-            drop_key(r["doc"]["scenario"], k)
+            for key in ("scenario", "baseline"):
+                if key in r["doc"]:
+                    drop_key(r["doc"][key], k)
     variants = [builtin_variant(r) for r in rows if r["kind"] == "time_to_train"]
     done = run_all(os.path.abspath(args.ddlsim), rows + variants, max(1, args.jobs))
     rows, variants = done[:len(rows)], done[len(rows):]

@@ -165,14 +165,14 @@ bool always_dag(double) {
 
 // NCCL's ring all-reduce runs on several channels, one ring each, built so that each ring enters and leaves a node
 // through a different GPU and NIC (src/graph/search.cc of NVIDIA/nccl searches one ring per channel; NCCL user guide,
-// "NCCL_MIN_NCHANNELS"): on nodes of m >= 2 workers with a NIC each (ctx.ring_channels), m rings of S/m
-// (ring_channels, as sharded data parallelism's reduce-scatter and all-gather), so a multi-NIC node sends over all its
-// NICs. One node, one worker per node, or one NIC per node: one ring.
+// "NCCL_MIN_NCHANNELS"): on nodes of m >= 2 workers with k >= 2 NICs, one ring of S/k per NIC (ctx.ring_channels: m
+// where every GPU has its own; ring_channels, as sharded data parallelism's reduce-scatter and all-gather), so a
+// multi-NIC node sends over all its NICs. One node, one worker per node, or one NIC per node: one ring.
 std::unique_ptr<Collective> make_ring(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
     if (spec.segment_size.value() <= 0.0) {
         std::vector<std::uint32_t> all(ctx.workers);
         std::iota(all.begin(), all.end(), 0U);
-        auto rings = ring_channels({all}, ctx.ring_channels ? ctx.node_of : std::vector<std::uint32_t>{});
+        auto rings = ring_channels({all}, ctx.node_of, ctx.ring_channels);
         if (rings.size() == 1) return std::make_unique<RingAllreduce>(ctx.workers, ctx.bytes);
         const double c = static_cast<double>(rings.size());
         const std::uint32_t n = ctx.workers;
@@ -252,11 +252,12 @@ RoundSize allreduce_round_size(const ArchitectureSpec& spec, const RoundShape& s
     const AllreduceAlgorithmInfo& info = allreduce_algorithm(spec.algorithm);
     const double seg = spec.segment_size.value();
     if (shape.workers <= 1.0) return {0.0, info.explicit_dag(seg)};  // one worker alone: no traffic
-    // The unsegmented ring runs one channel per GPU of a node when the job spans several nodes (make_ring).
+    // The unsegmented ring runs one channel per NIC of a node when the job spans several nodes (make_ring, m where
+    // every GPU has one; m also where k does not divide m).
     const double g = std::max(1.0, shape.machine_gpus);
-    const double channels = spec.algorithm == AllreduceAlgorithm::ring && seg <= 0.0 && g >= 2.0 &&
-                                    shape.machine_nics >= g && shape.workers > g
-                                ? g
+    const double k = std::min(g, shape.machine_nics);
+    const double channels = spec.algorithm == AllreduceAlgorithm::ring && seg <= 0.0 && k >= 2.0 && shape.workers > g
+                                ? (std::fmod(g, k) == 0.0 ? k : g)
                                 : 1.0;
     return {channels * info.transfers(shape.workers, shape.bytes.value(), seg), info.explicit_dag(seg)};
 }

@@ -37,7 +37,7 @@ struct StarSpec {
 
 /// Nodes of `gpus_per_node` GPUs on an intra-node fabric (a node switch, links of
 /// intra_bandwidth / intra_latency); each node reaches the top switch through
-/// `nics_per_node` parallel NIC links of bandwidth / latency (ECMP spreads flows).
+/// `nics_per_node` parallel NIC links of bandwidth / latency (GPU r of m uses link r k / m: Fabric::nic_choice).
 struct TwoTierSpec {
     static constexpr std::string_view kName = "two_tier";
     static constexpr std::string_view kDescription = "GPU nodes on an intra-node fabric, NICs to one top switch";

@@ -147,10 +147,11 @@ struct CollectiveContext {
     /// whole model (kCutOverAll: cut over every server). Empty: this round's tensors are the whole model.
     std::vector<std::uint32_t> tensor_server;
     std::uint64_t seed = 0;  ///< for seeded choices (random matchings)
-    /// A ring all-reduce may run one channel per GPU of a node (topo::ring_channels): the workers of a node reach
-    /// another node's by link-disjoint routes (a NIC per GPU, rails). False where they share a link (one NIC per
-    /// node): one ring, as the closed form cannot share a link among channels.
-    bool ring_channels = false;
+    /// Rings run this many channels (topo::ring_channels), one per NIC a node's workers use to reach another node's:
+    /// m workers whose routes to their rank-mates share each link at most u times run m / u (m with a NIC per GPU,
+    /// k with k NICs each serving m / k GPUs); 1 where one link carries them all (one NIC per node), as a closed form
+    /// cannot share a link among channels.
+    std::uint32_t ring_channels = 1;
     /// nvls: the efficiency of every node's reducing switch (topo::ReducingSwitch; 0 when some node of the job has
     /// none). Node j's switch (j as in node_of) is then endpoint workers + j.
     double switch_reduction = 0.0;

@@ -114,7 +114,9 @@ sim::Route Fabric::walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& u
                 options.emplace_back(u, g_[*e].id);
         }
         std::size_t pick = 0;
-        if (options.size() > 1) {
+        if (const auto nic = nic_choice(a, b, v, options); nic) {
+            pick = *nic;  // a node's NICs: fixed by the GPU's place in its node, not hashed
+        } else if (options.size() > 1) {
             unique = false;
             if (routing_ == Routing::dmodk) {
                 pick = digits % options.size();
@@ -130,6 +132,29 @@ sim::Route Fabric::walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& u
     }
     std::reverse(r.begin(), r.end());
     return r;
+}
+
+void Fabric::index_nodes() const {
+    if (node_rank_.size() == boost::num_vertices(g_)) return;
+    node_rank_.assign(boost::num_vertices(g_), 0);
+    node_size_.clear();
+    for (Vertex h : hosts_) node_rank_[h] = node_size_[node_of_[h]]++;
+}
+
+std::optional<std::size_t> Fabric::nic_choice(Vertex a, Vertex b, Vertex v,
+                                              const std::vector<std::pair<Vertex, std::uint32_t>>& options) const {
+    if (options.size() < 2) return std::nullopt;
+    const Vertex u = options.front().first;
+    for (const auto& o : options)
+        if (o.first != u) return std::nullopt;  // not parallel links: a switch's choice of port
+    index_nodes();
+    // The bundle leaves a's first switch (u is one hop from a) or enters b's (v is one hop before b).
+    for (const auto& [host, near] : {std::pair{a, dist_[u] == 1}, std::pair{b, dist_[v] == dist_[b] - 1}}) {
+        if (!near) continue;
+        const std::uint32_t m = node_size_.at(node_of_[host]);
+        if (m >= options.size()) return static_cast<std::size_t>(node_rank_[host]) * options.size() / m;
+    }
+    return std::nullopt;
 }
 
 // Shortest routes of one or two hops found from the endpoints' own (small) adjacency, without

@@ -124,7 +124,10 @@ public:
     /// The node (machine) a host belongs to: hosts of one node share a fast local fabric
     /// (two_tier: the GPUs of a node). By default every vertex is its own node, kOwnNode + its index.
     [[nodiscard]] std::uint32_t node_of(Vertex host) const { return node_of_[host]; }
-    void set_node(Vertex host, std::uint32_t node) { node_of_[host] = node; }
+    void set_node(Vertex host, std::uint32_t node) {
+        node_of_[host] = node;
+        node_rank_.clear();
+    }
     /// Whether routes may pass through `v` on their way elsewhere (default: yes). The GPUs of a node
     /// preset do not: a GPU is an endpoint, not a switch, so its NIC carries only its own traffic.
     void set_transit(Vertex v, bool transit) { transit_[v] = transit ? 1 : 0; }
@@ -165,6 +168,14 @@ private:
     void clear_bfs() const;
     bool short_route(Vertex a, Vertex b, std::uint64_t flow_key, sim::Route& r, bool& unique) const;
     sim::Route walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& unique) const;
+    /// Which of the parallel links `options` (all to one predecessor of v) a route from a to b takes when they are a
+    /// node's NICs: the bundle leaves a's first switch or enters b's, and that host's node has at least as many hosts
+    /// as the bundle has links. Host r of a node of m then uses link r * k / m, as a GPU uses the NIC beside it (NCCL
+    /// binds each GPU's channels to its nearest NIC). None otherwise (hashed or D-mod-k, as any switch's choice).
+    [[nodiscard]] std::optional<std::size_t> nic_choice(
+        Vertex a, Vertex b, Vertex v, const std::vector<std::pair<Vertex, std::uint32_t>>& options) const;
+    /// Fills node_rank_ and node_size_ (a host's place among its node's hosts, in host order) when stale.
+    void index_nodes() const;
 
     Graph g_;
     std::map<std::string, Vertex> by_name_;
@@ -180,6 +191,8 @@ private:
     Routing routing_ = Routing::ecmp;
     mutable std::unordered_map<std::uint64_t, Cached> pair_routes_;
     mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> flow_routes_;
+    mutable std::vector<std::uint32_t> node_rank_;                        ///< by vertex (index_nodes)
+    mutable std::unordered_map<std::uint32_t, std::uint32_t> node_size_;  ///< hosts per node id (index_nodes)
     mutable std::vector<std::int32_t> dist_;
     mutable std::vector<Vertex> touched_;
 };

@@ -58,9 +58,10 @@ private:
 }  // namespace
 
 std::vector<std::vector<std::vector<std::uint32_t>>> ring_channels(
-    const std::vector<std::vector<std::uint32_t>>& groups, const std::vector<std::uint32_t>& node_of) {
+    const std::vector<std::vector<std::uint32_t>>& groups, const std::vector<std::uint32_t>& node_of,
+    std::uint32_t channels) {
     std::vector<std::vector<std::vector<std::uint32_t>>> out{groups};
-    if (node_of.empty()) return out;
+    if (node_of.empty() || channels < 2) return out;
     std::size_t m = 0;
     std::vector<std::vector<std::vector<std::uint32_t>>> by_node;  // per group: its nodes' workers
     for (const auto& group : groups) {
@@ -78,12 +79,14 @@ std::vector<std::vector<std::vector<std::uint32_t>>> ring_channels(
         }
     }
     if (m < 2) return out;
-    out.assign(m, {});
-    for (std::size_t k = 0; k < m; ++k)
+    const std::size_t c = m % channels == 0 ? channels : m;
+    out.assign(c, {});
+    for (std::size_t i = 0; i < c; ++i)
         for (const auto& nodes : by_node) {
-            auto& ring = out[k].emplace_back();
+            auto& ring = out[i].emplace_back();
+            const std::size_t rotation = i * m / c;
             for (const auto& node : nodes)
-                for (std::size_t j = 0; j < m; ++j) ring.push_back(node[(j + k) % m]);
+                for (std::size_t j = 0; j < m; ++j) ring.push_back(node[(j + rotation) % m]);
         }
     return out;
 }
@@ -140,11 +143,11 @@ std::unique_ptr<Collective> make_hierarchical_all_to_all(const std::vector<std::
 
 std::unique_ptr<Collective> make_shard_collective(ShardCollective op,
                                                   const std::vector<std::vector<std::uint32_t>>& groups,
-                                                  std::uint32_t n, sim::Bytes bytes,
-                                                  const std::vector<std::uint32_t>& node_of) {
+                                                  std::uint32_t n, sim::Bytes bytes, const CollectiveContext* ctx) {
     const auto g = static_cast<std::uint32_t>(groups.empty() ? 1 : groups.front().size());
     if (op != ShardCollective::replica_allreduce) {
-        auto rings = ring_channels(groups, node_of);
+        auto rings =
+            ctx == nullptr ? ring_channels(groups, {}, 1) : ring_channels(groups, ctx->node_of, ctx->ring_channels);
         if (rings.size() == 1) return std::make_unique<RingCollective>(n, groups, bytes / g, g - 1);
         const double c = static_cast<double>(rings.size());
         std::vector<std::unique_ptr<Collective>> parts;

@@ -38,12 +38,12 @@ enum class ShardCollective { reduce_scatter, all_gather, replica_allreduce };
 [[nodiscard]] std::vector<std::vector<std::uint32_t>> shard_groups(const std::vector<std::uint32_t>& node_of,
                                                                    std::uint32_t n, bool by_node);
 
-/// The collective `op` of `bytes` (S, the full tensor size per worker) over `groups` among n endpoints; `node_of`
-/// (per worker, may be empty) sets the channels.
+/// The collective `op` of `bytes` (S, the full tensor size per worker) over `groups` among n endpoints; `ctx` (may be
+/// null: one ring per group) sets the channels (ring_channels with its node_of and ring_channels).
 [[nodiscard]] std::unique_ptr<Collective> make_shard_collective(ShardCollective op,
                                                                 const std::vector<std::vector<std::uint32_t>>& groups,
                                                                 std::uint32_t n, sim::Bytes bytes,
-                                                                const std::vector<std::uint32_t>& node_of = {});
+                                                                const CollectiveContext* ctx = nullptr);
 
 /// ZeRO++ qgZ's gradient reduction (Wang et al., arXiv 2306.10209, §3.3; DeepSpeed's all_to_all_quant_reduce in
 /// deepspeed/runtime/comm/coalesced_collectives.py at 38327e07f6cd39b63418f60cedd1651b0be3e7c3): a direct all-to-all
@@ -55,10 +55,13 @@ enum class ShardCollective { reduce_scatter, all_gather, replica_allreduce };
     const std::vector<std::vector<std::uint32_t>>& nodes, std::uint32_t n, sim::Bytes intra, sim::Bytes inter);
 
 /// The channels of a ring over `groups`: one ring order per channel. Where every group spans several nodes with the
-/// same number m >= 2 of its workers on each (`node_of`: per worker), m rings, ring k visiting each node's workers
-/// rotated by k (so each ring crosses between nodes through a different GPU, and NIC); else the groups themselves.
+/// same number m >= 2 of its workers on each (`node_of`: per worker) and `channels` >= 2 divides m, `channels` rings,
+/// ring i visiting each node's workers rotated by i m / channels (so each ring enters a node through a GPU m / channels
+/// places after the previous ring's, on a different NIC where GPU r of m uses NIC r k / m); `channels` >= 2 not
+/// dividing m: m rings, rotated by 1. Else (one channel, one node, unequal nodes) the groups themselves.
 [[nodiscard]] std::vector<std::vector<std::vector<std::uint32_t>>> ring_channels(
-    const std::vector<std::vector<std::uint32_t>>& groups, const std::vector<std::uint32_t>& node_of);
+    const std::vector<std::vector<std::uint32_t>>& groups, const std::vector<std::uint32_t>& node_of,
+    std::uint32_t channels);
 
 /// Several collectives over the same endpoints run at once as one (channels): an endpoint is done once it is done
 /// in every part; bytes on the wire add up, the closed form is the slowest part's.

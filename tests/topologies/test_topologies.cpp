@@ -146,21 +146,24 @@ TEST_CASE("ring and torus2d: direct-connect shortest paths") {
     CHECK(t.route(host(t, "h0_0"), host(t, "h3_0")).size() == 1);  // wrap-around link
 }
 
-TEST_CASE("two_tier: parallel NICs spread flows and add capacity") {
-    // 2 nodes x 4 GPUs, 2 NIC links per node. D-mod-k walks back from the destination: the digit
-    // d mod 2 picks the NIC link into node 1, (d / 2) mod 2 the one out of node 0. Destinations
-    // n1g0 (host index 4: digits 0, 0) and n1g3 (index 7: digits 1, 1) get disjoint NICs on both
-    // sides, so each flow runs alone at B; with one NIC per node they share it at B/2.
+TEST_CASE("two_tier: parallel NICs serve their GPUs and add capacity") {
+    // 2 nodes x 4 GPUs, 2 NIC links per node: GPU r uses NIC r * 2 / 4 on both sides (Fabric::nic_choice), under
+    // either routing. n0g0 -> n1g0 (NIC 0 out, NIC 0 in) and n0g2 -> n1g3 (NIC 1, NIC 1) get disjoint NICs, so each
+    // flow runs alone at B; with one NIC per node they share it at B/2; n0g0 -> n1g0 and n0g1 -> n1g1 share NIC 0.
     // Route: intra (L) + NIC (L) + NIC (L) + intra (L) = 4L; intra links are 10x faster.
     topo::TwoTierSpec spec{2, 4, k10G, kL, sim::Bandwidth::bytes_per_s(10 * kB), kL, 2, 0};
-    auto f = topo::build_fabric(spec);
-    f.set_routing(topo::Routing::dmodk);
     const double S = 1e6;
-    for (double t : run_flows(f, {{"n0g0", "n1g0"}, {"n0g1", "n1g3"}}, S))
-        CHECK(t == doctest::Approx(4e-6 + S / kB).epsilon(1e-9));
+    for (const auto routing : {topo::Routing::ecmp, topo::Routing::dmodk}) {
+        auto f = topo::build_fabric(spec);
+        f.set_routing(routing);
+        for (double t : run_flows(f, {{"n0g0", "n1g0"}, {"n0g2", "n1g3"}}, S))
+            CHECK(t == doctest::Approx(4e-6 + S / kB).epsilon(1e-9));
+        for (double t : run_flows(f, {{"n0g0", "n1g0"}, {"n0g1", "n1g1"}}, S))
+            CHECK(t == doctest::Approx(4e-6 + 2 * S / kB).epsilon(1e-9));
+    }
     spec.nics_per_node = 1;
     const auto g = topo::build_fabric(spec);
-    for (double t : run_flows(g, {{"n0g0", "n1g0"}, {"n0g1", "n1g3"}}, S))
+    for (double t : run_flows(g, {{"n0g0", "n1g0"}, {"n0g2", "n1g3"}}, S))
         CHECK(t == doctest::Approx(4e-6 + 2 * S / kB).epsilon(1e-9));
 }
 
