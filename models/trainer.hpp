@@ -70,6 +70,7 @@ struct ShardedShape {
     double gpus_per_node = 1.0;  ///< of the topology (1 where it has no nodes)
     double accumulation = 1.0;   ///< micro-batches per step
     double messages = 1.0;       ///< gradient messages per step (stages 1 and 2: the overlap's grouping)
+    double nics_per_node = 1.0;  ///< of the topology: rings across nodes run a channel per NIC
 };
 /// The flow model's events for one step of a sharded job (models/trainer_sharded.cpp's schedule): an estimate
 /// of four events per ring transfer and per worker and collective, one per compute step.

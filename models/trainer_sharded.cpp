@@ -541,12 +541,13 @@ namespace ddlsim::models {
 double sharded_step_events(const ShardedShape& s) {
     // Stage 1/2: a reduce-scatter and an all-gather per message; stage 3: per unit an all-gather per micro-batch
     // pass (forward and backward) and one reduce-scatter. Each is a ring of n (g - 1) transfers, across nodes of
-    // m GPUs as m channels (topologies/sharded_collectives.hpp), plus the hybrid replica all-reduce's
+    // m GPUs and k NICs as k channels (topologies/sharded_collectives.hpp), plus the hybrid replica all-reduce's
     // 2n (n / g - 1); compute steps run on the event clock.
     const double n = s.workers;
     const double m = std::clamp(s.gpus_per_node, 1.0, n);
+    const double k = std::clamp(s.nics_per_node, 1.0, m);  // channels: one per NIC, m where k does not divide m
     const bool by_node = s.sharding.group == ShardGroup::node;
-    const double g = by_node ? m : n, channels = by_node || m >= n ? 1.0 : m;
+    const double g = by_node ? m : n, channels = by_node || m >= n || k < 2.0 ? 1.0 : (std::fmod(m, k) == 0.0 ? k : m);
     const bool stage3 = s.sharding.stage >= 3;
     const double units = stage3 ? static_cast<double>(shard_units(*s.workload, s.sharding.wrap).size()) : s.messages;
     const double gathers = stage3 ? units * 2.0 * s.accumulation : units, reduces = units;

@@ -92,6 +92,14 @@ const KeyTable<topo::ArchitectureSpec>& architecture_keys() {
                     ps, [](const A& a) { return a.style == topo::PsStyle::byteps && a.per_tensor; },
                     "applies to style \"byteps\" with per-partition push/pull (per_tensor true)"))
                 .with_default("4096000B"),
+            key("switch_aggregation", &A::switch_aggregation,
+                "ps: the workers' pushes are summed in the switch they all reach (network.sharp), which hands each "
+                "server one sum and multicasts the server's reply to every worker, segment by segment (SwitchML, "
+                "ATP); synchronous schemes only (default false)")
+                .when(keys::also<A>(
+                    ps, [](const A& a) { return a.style == topo::PsStyle::standard; },
+                    "applies to style \"standard\" (BytePS sums on its own servers)"))
+                .echo_when([](const A& a) { return a.switch_aggregation; }),
             key("graph", &A::graph,
                 "gossip: ring (default), torus, exponential (peers at distance 2^i) or random_matching (a seeded "
                 "random matching per step)")

@@ -71,9 +71,11 @@ Rule<N> multi_site() {
     return {is_multi_site, [](const N&) { return std::string("used only by topology \"two_tier\" with sites > 1"); }};
 }
 
-// The node topologies within one site (SHARP's switches reduce inside one fabric).
+// The node topologies within one site and the star (SHARP's switches reduce inside one fabric).
 Rule<N> single_site_nodes() {
-    auto pred = [](const N& n) { return on(n, kNodeTopologies) && !is_multi_site(n); };
+    auto pred = [](const N& n) {
+        return (on(n, kNodeTopologies) && !is_multi_site(n)) || n.topology == topo::StarSpec::kName;
+    };
     auto message = [](const N& n) {
         if (is_multi_site(n))
             return std::string(
@@ -324,12 +326,14 @@ const KeyTable<N>& network_keys() {
                 .when(multi_site())
                 .required_when(is_multi_site, "required by topology \"two_tier\" with sites > 1"),
             key("sharp", &N::sharp,
-                "two_tier (one site), rail_optimized: InfiniBand SHARP, the switches between nodes reduce (the top "
-                "switch of a two_tier, each rail leaf of a rail_optimized; NCCL's CollNet): all-reduce algorithm "
-                "\"collnet\" runs, and auto weighs it (default false)")
+                "two_tier (one site), rail_optimized, star: InfiniBand SHARP, the switches between nodes reduce (the "
+                "top switch of a two_tier or star, each rail leaf of a rail_optimized; NCCL's CollNet): all-reduce "
+                "algorithm \"collnet\" runs, auto weighs it, and parameter servers may sum in the switch "
+                "(architecture.switch_aggregation) (default false)")
                 .when(single_site_nodes()),
             key("nics_per_node", &N::nics_per_node,
-                "two_tier: parallel NIC links from each node to the switch (default 1; GPU r of m uses NIC r k / m, and rings run a "
+                "two_tier: parallel NIC links from each node to the switch (default 1; GPU r of m uses NIC r k / m, "
+                "and rings run a "
                 "channel per NIC); "
                 "rail_optimized: 1 (a NIC on the node switch, rail 0) or gpus_per_node (NIC k beside GPU k, on rail "
                 "k); fixed by node",

@@ -70,7 +70,8 @@ topo::CustomSpec read_topology_file(const std::string& file, const std::string& 
 }
 
 topo::TopologySpec build_star(const TopologyInput& in) {
-    return topo::StarSpec{in.n.hosts.value_or(in.hosts_needed), *in.n.bandwidth, *in.n.latency};
+    return topo::StarSpec{in.n.hosts.value_or(in.hosts_needed), *in.n.bandwidth, *in.n.latency,
+                          in.n.sharp.value_or(false)};
 }
 
 topo::TopologySpec build_ring(const TopologyInput& in) {
@@ -177,6 +178,8 @@ struct EchoVisitor {
         n.latency = t.latency;
         if constexpr (std::is_same_v<T, topo::StarSpec> || std::is_same_v<T, topo::RingSpec>) {
             n.hosts = t.hosts;
+            if constexpr (std::is_same_v<T, topo::StarSpec>)
+                if (t.sharp) n.sharp = true;
         } else if constexpr (std::is_same_v<T, topo::TwoTierSpec>) {
             node(t.node ? t.node->preset : "", t.gpus_per_node, t.nics_per_node, t.intra_bandwidth);
             n.num_nodes = t.nodes;

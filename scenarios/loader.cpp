@@ -78,7 +78,11 @@ Machine machine_of(const topo::TopologySpec& topology) {
         [&](const auto& t) {
             if constexpr (requires { t.gpus_per_node; }) {
                 m.gpus = static_cast<double>(t.gpus_per_node);
-                if (t.node) m.nics = static_cast<double>(t.node->nics);
+                if (t.node) {
+                    m.nics = static_cast<double>(t.node->nics);
+                } else if constexpr (requires { t.nics_per_node; }) {
+                    m.nics = static_cast<double>(t.nics_per_node);  // two_tier's NIC links, each serving m / k GPUs
+                }
             } else if constexpr (requires { t.node.gpus; }) {  // rail_optimized: its node type
                 m.gpus = static_cast<double>(t.node.gpus);
                 m.nics = static_cast<double>(t.node.nics);
@@ -135,10 +139,10 @@ double job_events(const Scenario& s, const JobSpec& j) {
         outer = launches * (4.0 * j.workers * (2.0 * (islands - 1.0) + g - 1.0) + 8.0 * j.workers);
     }
     if (j.sharding.any()) {
-        const double m = machine_of(s.topology).gpus;
-        return s.iterations * models::sharded_step_events({&j.workload, j.sharding, static_cast<double>(j.workers), m,
-                                                           static_cast<double>(j.gradient_accumulation),
-                                                           messages_per_iteration(j)}) +
+        const Machine machine = machine_of(s.topology);
+        return s.iterations * models::sharded_step_events({&j.workload, j.sharding, static_cast<double>(j.workers),
+                                                           machine.gpus, static_cast<double>(j.gradient_accumulation),
+                                                           messages_per_iteration(j), machine.nics}) +
                outer;
     }
     bool explicit_dag = false;

@@ -120,11 +120,39 @@ void check_collnet(const JobSpec& job, const topo::Fabric& fabric, const std::st
                                                       j, fabric.name(first[j]), fabric.name(per_node[node][j])));
 }
 
+// ps switch aggregation: one SHARP switch that every worker and server reaches sums dense gradients of a synchronous
+// scheme.
+void check_switch_aggregation(const JobSpec& job, const topo::Fabric& fabric, const std::string& path) {
+    if (fabric.sharp_efficiency() <= 0.0)
+        throw ScenarioError(path,
+                            "switch aggregation sums in a switch that can reduce; expected network.sharp true on a "
+                            "star, a one-site two_tier or a rail_optimized fabric");
+    if (job.sync.kind != models::SyncKind::bsp && job.sync.kind != models::SyncKind::local_sgd)
+        throw ScenarioError(path, fmt::format("switch aggregation sums every worker's push of one round; expected "
+                                              "sync \"bsp\" or \"local_sgd\", got \"{}\"",
+                                              sim::enum_name(job.sync.kind)));
+    if (job.compression.kind != "none")
+        throw ScenarioError(path, fmt::format("switch aggregation sums dense gradients; expected compression "
+                                              "\"none\", got \"{}\"",
+                                              job.compression.kind));
+    const std::optional<topo::Vertex> first = fabric.sharp_switch(*fabric.find(job.placement.front()));
+    std::vector<std::string> hosts = job.placement;
+    hosts.insert(hosts.end(), job.server_placement.begin(), job.server_placement.end());
+    for (const std::string& h : hosts)
+        if (fabric.sharp_switch(*fabric.find(h)) != first)
+            throw ScenarioError(path, fmt::format("switch aggregation needs one switch that sums for every worker "
+                                                  "and server, but \"{}\" and \"{}\" reach different SHARP "
+                                                  "switches (rail leaves)",
+                                                  job.placement.front(), h));
+}
+
 }  // namespace
 
 void check_in_network(const Scenario& s, const topo::Fabric& fabric, const std::vector<std::string>& paths) {
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         const JobSpec& job = s.jobs[i];
+        if (job.architecture.kind == topo::ArchKind::ps && job.architecture.switch_aggregation)
+            check_switch_aggregation(job, fabric, paths[i] + "architecture.switch_aggregation");
         if (job.architecture.kind != topo::ArchKind::allreduce) continue;
         const std::string path = paths[i] + "architecture.algorithm";
         if (job.architecture.algorithm == topo::AllreduceAlgorithm::nvls) check_nvls(job, fabric, path);

@@ -185,6 +185,9 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
             job.endpoint_hosts.push_back(sw.vertex);
         for (const topo::Vertex sw : models::sharp_switches(job, fabric)) job.endpoint_hosts.push_back(sw);
     }
+    // Switch aggregation: the SHARP switch the workers reach, after the servers (check_in_network made sure it is one).
+    if (j.architecture.kind == topo::ArchKind::ps && j.architecture.switch_aggregation && !job.endpoint_hosts.empty())
+        if (const auto sw = fabric.sharp_switch(job.endpoint_hosts.front())) job.endpoint_hosts.push_back(*sw);
     return job;
 }
 

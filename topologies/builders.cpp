@@ -17,6 +17,7 @@ Fabric build(const StarSpec& s) {
         f.add_node(h, NodeKind::host);
         f.add_link(h, "switch", s.bandwidth, s.latency);
     }
+    if (s.sharp) f.set_sharp({*f.find("switch")}, kCollnetEfficiency);
     return f;
 }
 

@@ -33,6 +33,8 @@ struct StarSpec {
     std::size_t hosts = 0;
     sim::Bandwidth bandwidth;
     sim::Time latency;
+    /// The switch aggregates (network.sharp): parameter-server pushes sum in it (architecture.switch_aggregation).
+    bool sharp = false;
 };
 
 /// Nodes of `gpus_per_node` GPUs on an intra-node fabric (a node switch, links of

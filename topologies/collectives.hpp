@@ -130,6 +130,7 @@ struct ArchitectureSpec {
     bool local_aggregation = true;         ///< ps: GPUs of a machine reduce inside it, one push/pull per machine
     sim::Bytes partition_size{4096000.0};  ///< byteps per_tensor: partitions (BYTEPS_PARTITION_BYTES)
     GossipGraph graph = GossipGraph::ring;
+    bool switch_aggregation = false;  ///< ps: pushes are summed in the SHARP switch on their way (SwitchML, ATP)
 };
 
 /// A tensor cut evenly over every server rather than held whole by one.
@@ -159,6 +160,8 @@ struct CollectiveContext {
     /// job's nodes reaches none or several); rail j's switch is then endpoint network_switches + j.
     double network_reduction = 0.0;
     std::uint32_t network_switches = 0;
+    /// ps with switch_aggregation: the endpoint of the switch that sums the pushes (0: none; endpoint 0 is a worker).
+    std::uint32_t aggregation_switch = 0;
     /// algorithm auto: the time one round of a candidate takes alone on the job's fabric (empty: auto refuses).
     std::function<sim::Time(const Collective&)> round_time;
 };

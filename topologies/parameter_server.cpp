@@ -11,6 +11,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "topologies/in_network.hpp"
+
 namespace ddlsim::topo {
 
 namespace {
@@ -152,7 +154,45 @@ std::vector<std::uint32_t> local_ring(sim::Plan& plan, const std::vector<std::ui
     return received;
 }
 
+// Switch aggregation of server e's messages (PsLayout::switch_endpoint): per segment every worker pushes its part to
+// the switch, the switch sends the sum up to e, e sends it back down, the switch multicasts it; each leg follows the
+// previous segment's on its stream. last_push / last_pull end as each worker's last push and pull.
+void switch_legs(sim::Plan& plan, const PsLayout& l, std::uint32_t e, const std::vector<double>& messages,
+                 const std::vector<double>& share, const std::vector<std::vector<std::uint32_t>>& ready,
+                 std::vector<std::uint32_t>& last_push, std::vector<std::uint32_t>& last_pull) {
+    const std::uint32_t a = *l.switch_endpoint;
+    const std::uint32_t n = l.workers;
+    std::uint32_t last_up = kNone, last_down = kNone;
+    std::vector<std::uint32_t> deps;
+    for (double bytes : messages) {
+        const double count = l.segment > 0.0 ? std::max(1.0, std::ceil(bytes / l.segment)) : 1.0;
+        const double seg = bytes / count;
+        for (double i = 0; i < count; ++i) {
+            deps.clear();
+            for (std::uint32_t w = 0; w < n; ++w) {
+                const std::vector<std::uint32_t> after =
+                    last_push[w] == kNone ? ready[w] : std::vector<std::uint32_t>{last_push[w]};
+                last_push[w] = plan.add(w, a, sim::Bytes{seg * share[w]}, after);
+                deps.push_back(last_push[w]);
+            }
+            if (last_up != kNone) deps.push_back(last_up);
+            last_up = plan.add(a, e, sim::Bytes{seg}, deps);
+            last_down = plan.add(e, a, sim::Bytes{seg},
+                                 last_down == kNone ? std::vector<std::uint32_t>{last_up}
+                                                    : std::vector<std::uint32_t>{last_up, last_down});
+            for (std::uint32_t w = 0; w < n; ++w)
+                last_pull[w] = plan.add(a, w, sim::Bytes{seg * share[w]},
+                                        last_pull[w] == kNone ? std::vector<std::uint32_t>{last_down}
+                                                              : std::vector<std::uint32_t>{last_down, last_pull[w]});
+        }
+    }
+}
+
 }  // namespace
+
+double switch_aggregation_segment() {
+    return kCollnetChunk;
+}
 
 sim::Plan ps_plan(const PsLayout& l) {
     if (l.server_endpoint.size() != l.pieces.size())
@@ -191,6 +231,12 @@ sim::Plan ps_plan(const PsLayout& l) {
         std::fill(last_push.begin(), last_push.end(), kNone);
         std::fill(last_pull.begin(), last_pull.end(), kNone);
         std::uint32_t last_sum = kNone;
+        if (l.switch_endpoint) {
+            switch_legs(plan, l, e, messages, share, ready, last_push, last_pull);
+            for (std::uint32_t w = 0; w < n; ++w)
+                if (last_pull[w] != kNone) pulls[w].push_back(last_pull[w]);
+            continue;
+        }
         for (double bytes : messages) {
             // One stream per (worker, server) pair: a message follows the previous one on it.
             deps.clear();
@@ -333,7 +379,8 @@ std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, 
         return std::make_unique<PlanCollective>(
             ps_plan(PsLayout{n, n + k, server_endpoint, pieces, spec.per_tensor, spec.aggregation_rate, groups}));
     }
-    if (spec.sharding == PsSharding::bytes && !spec.per_tensor && groups.empty())
+    const bool in_switch = spec.switch_aggregation && ctx.aggregation_switch > 0;
+    if (spec.sharding == PsSharding::bytes && !spec.per_tensor && groups.empty() && !in_switch)
         return std::make_unique<PlanCollective>(parameter_server(n, k, ctx.bytes, spec.aggregation_rate));
     std::vector<std::uint32_t> server_endpoint(k);
     std::iota(server_endpoint.begin(), server_endpoint.end(), n);
@@ -341,8 +388,13 @@ std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, 
     const auto pieces = ctx.tensor_server.empty() || spec.sharding == PsSharding::bytes
                             ? shard_tensors(spec.sharding, tensors, k, options.split_bytes)
                             : shard_by_owner(tensors, ctx.tensor_server, k);
-    return std::make_unique<PlanCollective>(
-        ps_plan(PsLayout{n, n + k, server_endpoint, pieces, spec.per_tensor, spec.aggregation_rate, groups}));
+    PsLayout layout{n, n + k, server_endpoint, pieces, spec.per_tensor, spec.aggregation_rate, groups};
+    if (in_switch) {
+        layout.switch_endpoint = ctx.aggregation_switch;
+        layout.endpoints = std::max(layout.endpoints, ctx.aggregation_switch + 1);
+        layout.segment = switch_aggregation_segment();
+    }
+    return std::make_unique<PlanCollective>(ps_plan(layout));
 }
 
 RoundSize parameter_server_round_size(const ArchitectureSpec& a, const RoundShape& shape) {
@@ -350,6 +402,13 @@ RoundSize parameter_server_round_size(const ArchitectureSpec& a, const RoundShap
     const double k = static_cast<double>(a.servers);
     if (n <= 1.0 && !(k > 0.0)) return {0.0, true};  // one worker alone: no traffic
     if (shape.whole_payload_exchange) return {2.0 * n * std::max(k, 1.0), true};
+    if (a.switch_aggregation) {  // per segment and server: n pushes, one sum up, one reply down, n multicasts
+        const double segments = std::ceil(shape.bytes.value() / switch_aggregation_segment()) +
+                                (a.per_tensor ? shape.tensors : 1.0) * std::max(k, 1.0);
+        const double g = std::min(n, std::max(1.0, shape.machine_gpus));
+        const double local = a.local_aggregation && g > 1.0 ? 2.0 * n * (g - 1.0) : 0.0;
+        return {(2.0 * n + 2.0) * segments + local, true, n * std::max(k, 1.0)};
+    }
     // Local aggregation (ps_plan): a reduce-scatter and an all-gather ring inside each machine of g GPUs, g - 1
     // steps of g transfers each, on every machine: 2 n (g - 1) transfers.
     const double g = std::min(n, std::max(1.0, shape.machine_gpus));

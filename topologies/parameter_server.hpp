@@ -36,6 +36,13 @@
 // per_tensor and many tensors it approaches it. BytePS cuts every tensor over all n + k
 // servers in proportion x : y (its Hash_Mixed_Mode assigns partitions with those odds);
 // `sharding` does not apply. k = 0 is the colocated all-to-all PS: T = 2(n-1)S/(nB).
+//
+// Switch aggregation (architecture.switch_aggregation; SwitchML, Sapio et al. NSDI 2021; ATP, Lao et al. NSDI 2021):
+// the workers' pushes end at the switch they all reach (the SHARP switch of the fabric), which sums them as they pass
+// (no rate factor: every leg runs at its links' rate, as SwitchML's and ATP's switch dataplanes aggregate packets at
+// line rate), hands the server one sum and multicasts its reply, segment by segment (PsLayout::switch_endpoint). A
+// server's link carries S/k each way instead of nS/k: on an idle star with one server, links of rate B and no latency,
+// k segments of s = S/k take (k + 3) s / B (four legs, pipelined), against 2nS/B for the plain PS.
 #pragma once
 
 #include <cstdint>
@@ -108,7 +115,16 @@ struct PsLayout {
     bool per_tensor = false;
     std::optional<sim::Bandwidth> aggregation_rate;
     std::vector<std::vector<std::uint32_t>> groups;
+    /// Switch aggregation (SwitchML, ATP): endpoint of the switch every push goes to (none: pushes go to the servers).
+    /// Each message travels in segments of `segment` bytes: every worker pushes its part of a segment to the switch,
+    /// which, once all have, sends the sum to the server (no summation work there); the server returns the segment to
+    /// the switch, which multicasts it to every worker. Each of the four legs is a stream per pair, in order.
+    std::optional<std::uint32_t> switch_endpoint = std::nullopt;
+    double segment = 0.0;
 };
+/// The default segment of switch aggregation: NCCL's CollNet chunk (kCollnetChunk, in_network.hpp), the unit a SHARP
+/// switch sums for NCCL.
+[[nodiscard]] double switch_aggregation_segment();
 [[nodiscard]] sim::Plan ps_plan(const PsLayout& layout);
 
 /// BytePS partitions: every tensor cut into partitions of at most `partition` bytes (BYTEPS_PARTITION_BYTES,

@@ -210,9 +210,13 @@ TEST_CASE("collnet and network.sharp are refused at the key where no switch betw
     crossed["placement"] = {"n0g0", "n0g1", "n1g2", "n1g3"};
     crossed["network"]["num_nodes"] = 2;
     CHECK(refused_at(crossed) == "$.architecture.algorithm");
-    json star = ok;
+    json star = ok;  // a star's switch sums too: every host is its own head
     star["network"] = {{"topology", "star"}, {"bandwidth", "100Gbps"}, {"latency", "1us"}, {"sharp", true}};
-    CHECK(refused_at(star) == "$.network.sharp");
+    CHECK(refused_at(star) == "accepted");
+    json tree = ok;
+    tree["network"] = {
+        {"topology", "fat_tree"}, {"k", 4}, {"bandwidth", "100Gbps"}, {"latency", "1us"}, {"sharp", true}};
+    CHECK(refused_at(tree) == "$.network.sharp");
     json sites = ok;
     sites["network"] = {{"topology", "two_tier"},     {"node", "dgx_h100"},    {"sites", 2},
                         {"wan_bandwidth", "100Gbps"}, {"wan_latency", "10ms"}, {"sharp", true}};

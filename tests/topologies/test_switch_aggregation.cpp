@@ -1,0 +1,108 @@
+// Parameter servers summing in the switch (architecture.switch_aggregation, topologies/parameter_server.hpp): the
+// pipelined time of the four legs derived by hand on an idle star, the bytes each link carries, the speed-up over the
+// plain PS's incast, and the refusals at the key.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "tests/support/scenario_harness.hpp"
+#include "tests/support/support.hpp"
+#include "topologies/parameter_server.hpp"
+
+using namespace ddlsim;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kB = 1e9;  // bytes/s of every star link
+
+// n workers and one dedicated server on a star whose switch sums (network.sharp), an fp32 buffer of `bytes`, no
+// compute, an ideal transport, links of 1 GB/s and `latency`.
+json star_ps(int n, double bytes, bool in_switch, const std::string& latency = "0s") {
+    return {
+        {"workers", n},
+        {"batch_size", 1},
+        {"iterations", 2},
+        {"model", testing::one_layer_model(bytes)},
+        {"device", {{"name", "A100"}, {"precision", "fp32"}}},
+        {"network",
+         {{"topology", "star"}, {"bandwidth", "1GBps"}, {"latency", latency}, {"transport", "ideal"}, {"sharp", true}}},
+        {"architecture", {{"kind", "ps"}, {"servers", 1}, {"switch_aggregation", in_switch}}}};
+}
+
+}  // namespace
+
+TEST_CASE("switch aggregation on an idle star: k segments of s through four pipelined legs, (k + 3) s / B") {
+    const double seg = topo::switch_aggregation_segment();
+    for (const int n : {2, 4, 8})
+        for (const double k : {1.0, 3.0, 8.0}) {
+            CAPTURE(n);
+            CAPTURE(k);
+            const double S = k * seg;
+            // Push (each worker's own uplink), sum up (the server's downlink), reply (its uplink), multicast (each
+            // worker's downlink): four legs on four sets of directed links, each segment alone on its stream.
+            const models::JobResult r = testing::run_first_job(star_ps(n, S, true));
+            CHECK(r.iteration_time_s == doctest::Approx((k + 3.0) * seg / kB).epsilon(1e-9));
+            // Every worker pushes S and receives S; the server receives one sum and sends one reply.
+            CHECK(r.machine_bytes_per_iteration == doctest::Approx(2.0 * (n + 1.0) * S).epsilon(1e-12));
+            // The plain PS: n pushes of S into the server's link, then n pulls out of it.
+            const models::JobResult plain = testing::run_first_job(star_ps(n, S, false));
+            CHECK(plain.iteration_time_s == doctest::Approx(2.0 * n * S / kB).epsilon(1e-9));
+            CHECK(plain.machine_bytes_per_iteration == doctest::Approx(2.0 * n * S).epsilon(1e-12));
+        }
+}
+
+TEST_CASE("switch aggregation with latency: every leg pays its one link, (k + 3)(L + s / B)") {
+    const double seg = topo::switch_aggregation_segment();
+    constexpr double L = 5e-6;
+    const models::JobResult r = testing::run_first_job(star_ps(4, 4.0 * seg, true, "5us"));
+    // A leg's route is one link (host to switch or back), so each leg pays L: stages of L + s/B, 4 + 3 of them.
+    CHECK(r.iteration_time_s == doctest::Approx(7.0 * (L + seg / kB)).epsilon(1e-9));
+}
+
+TEST_CASE("switch aggregation on a two_tier of multi-GPU nodes: local aggregation first, the top switch sums") {
+    json j = star_ps(8, 8.0 * topo::switch_aggregation_segment(), true);
+    j["network"] = {
+        {"topology", "two_tier"}, {"gpus_per_node", 4},    {"intra_bandwidth", "10GBps"}, {"bandwidth", "1GBps"},
+        {"latency", "0s"},        {"intra_latency", "0s"}, {"transport", "ideal"},        {"intra_transport", "ideal"},
+        {"sharp", true}};
+    const models::JobResult sw = testing::run_first_job(j);
+    j["architecture"]["switch_aggregation"] = false;
+    const models::JobResult plain = testing::run_first_job(j);
+    // Each GPU pushes and receives a quarter of S through its node's one NIC: at least S / B each way on it.
+    const double S = 8.0 * topo::switch_aggregation_segment();
+    CHECK(sw.iteration_time_s >= S / kB);
+    // The plain server's link carries both nodes' S each way (2 S / B per direction); the switch's sums halve it.
+    CHECK(plain.iteration_time_s >= 2.0 * S / kB);
+    CHECK(sw.iteration_time_s < plain.iteration_time_s);
+}
+
+TEST_CASE("switch aggregation is refused at the key without a switch that sums, or for what it cannot sum") {
+    const double S = topo::switch_aggregation_segment();
+    json j = star_ps(4, S, true);
+    CHECK(testing::refused_at(j) == "accepted");
+    j["network"]["sharp"] = false;
+    CHECK(testing::refused_at(j) == "$.architecture.switch_aggregation");
+    j = star_ps(4, S, true);
+    j["sync"] = {{"kind", "asp"}};
+    CHECK(testing::refused_at(j) == "$.architecture.switch_aggregation");
+    j = star_ps(4, S, true);
+    j["compression"] = {{"kind", "topk"}, {"density", 0.01}};
+    CHECK(testing::refused_at(j) == "$.architecture.switch_aggregation");
+    j = star_ps(4, S, true);
+    j["architecture"]["style"] = "byteps";
+    CHECK(testing::refused_at(j) == "$.architecture.switch_aggregation");
+    j = star_ps(4, S, true);
+    j["architecture"] = {{"kind", "allreduce"}, {"switch_aggregation", true}};
+    CHECK(testing::refused_at(j) == "$.architecture.switch_aggregation");
+    j = star_ps(4, S, true);
+    j["network"] = {{"topology", "fat_tree"}, {"k", 4}, {"bandwidth", "1GBps"}, {"latency", "0s"}, {"sharp", true}};
+    CHECK(testing::refused_at(j) == "$.network.sharp");
+    // On rails each GPU reaches its own rail's leaf: no one switch sums them all.
+    j = star_ps(8, S, true);
+    j["architecture"]["placement"] = "colocated";
+    j["network"] = {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"num_nodes", 1}, {"sharp", true}};
+    CHECK(testing::refused_at(j) == "$.architecture.switch_aggregation");
+}
