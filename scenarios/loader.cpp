@@ -117,6 +117,12 @@ double round_transfers(const JobSpec& s, const Machine& machine, bool& explicit_
     return size.transfers;
 }
 
+// Transfers a round's explicit DAG holds in memory: under auto the largest of the candidates built as DAGs (an
+// unsegmented ring keeps O(n) state however many transfers it runs); 0 without one.
+double plan_transfers(const topo::RoundSize& size) {
+    return size.dag_transfers > 0.0 ? size.dag_transfers : size.explicit_dag ? size.transfers : 0.0;
+}
+
 // Collective rounds per iteration (an upper estimate): overlap cuts the gradient into messages,
 // Local SGD synchronises every `period` iterations, PowerSGD runs two collectives.
 double rounds_per_iteration(const JobSpec& s) {
@@ -196,11 +202,11 @@ double job_seconds(const Scenario& s, const JobSpec& j) {
 std::string round_culprit(const JobSpec& j, const Machine& m, const std::string& prefix, double limit) {
     JobSpec plain = j;
     plain.architecture.segment_size = sim::Bytes{0.0};
-    bool dag = false;
-    if (j.architecture.segment_size.value() > 0.0 && round_transfers(plain, m, dag) <= limit)
+    if (j.architecture.segment_size.value() > 0.0 && plan_transfers(round_of(plain, m)) <= limit)
         return prefix + "architecture.segment_size";
     plain.architecture.per_tensor = false;
-    if (j.architecture.per_tensor && round_transfers(plain, m, dag) <= limit) return prefix + "architecture.per_tensor";
+    if (j.architecture.per_tensor && plan_transfers(round_of(plain, m)) <= limit)
+        return prefix + "architecture.per_tensor";
     return prefix + "workers";
 }
 
@@ -243,7 +249,7 @@ double plan_memory_bytes(const JobSpec& j, const Machine& m) {
     const double n = j.workers;
     const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
     const topo::RoundSize size = round_of(j, m);
-    const double steps = size.dag_transfers > 0.0 ? size.dag_transfers : size.explicit_dag ? size.transfers : 0.0;
+    const double steps = plan_transfers(size);
     const auto& a = j.architecture;
     double bytes = steps * (a.kind == topo::ArchKind::ps ? kPsStep : kDagStep);
     const auto aggregation = models::compressor_info(j.compression).aggregation;
@@ -332,10 +338,9 @@ void check_limits(const Scenario& s, const std::string& jobs_path) {
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         const std::string prefix = s.has_jobs_list ? fmt::format("{}[{}].", jobs_path, i) : "$.";
         check_compute(s.jobs[i], prefix);
-        bool explicit_dag = false;
         const Machine m = machine_of(s.topology);
-        const double steps = round_transfers(s.jobs[i], m, explicit_dag);
-        if (explicit_dag && steps > kMaxPlanSteps) {
+        const double steps = plan_transfers(round_of(s.jobs[i], m));
+        if (steps > kMaxPlanSteps) {
             const std::string path = round_culprit(s.jobs[i], m, prefix, kMaxPlanSteps);
             throw ScenarioError(path,
                                 fmt::format("one synchronisation round would hold {:.3g} transfers (limit {:.0e}); "

@@ -62,6 +62,48 @@ sim::Plan segmented_ring_allreduce_plan(std::uint32_t n, sim::Bytes bytes, sim::
     return plan;
 }
 
+std::vector<std::vector<std::uint32_t>> nodes_of(const std::vector<std::uint32_t>& node_of, std::uint32_t n) {
+    std::map<std::uint32_t, std::size_t> index;
+    std::vector<std::vector<std::uint32_t>> nodes;
+    for (std::uint32_t w = 0; w < n; ++w) {
+        const std::uint32_t node = w < node_of.size() ? node_of[w] : w;
+        const auto [it, fresh] = index.try_emplace(node, nodes.size());
+        if (fresh) nodes.emplace_back();
+        nodes[it->second].push_back(w);
+    }
+    return nodes;
+}
+
+sim::Plan node_tree_allreduce_plan(const std::vector<std::vector<std::uint32_t>>& nodes, std::uint32_t n,
+                                   std::uint32_t channels, std::uint32_t trees, sim::Bytes bytes, sim::Bytes segment) {
+    if (channels == 0 || trees == 0 || trees > 2) throw std::invalid_argument("node trees: 1 or 2 trees, >= 1 channel");
+    sim::Plan plan = empty_plan(n);
+    const auto count = static_cast<std::uint32_t>(nodes.size());
+    std::vector<std::vector<std::uint32_t>> among{nccl_btree_parents(count)};
+    if (trees == 2) among.push_back(nccl_second_tree_parents(count));
+    const sim::Bytes share = bytes / static_cast<double>(channels * trees);
+    std::vector<std::uint32_t> members, base(count), parents;
+    for (std::uint32_t c = 0; c < channels; ++c) {
+        members.clear();
+        for (std::uint32_t a = 0; a < count; ++a) {
+            const std::vector<std::uint32_t>& node = nodes[a];
+            const std::size_t m = node.size(), rotation = c * m / channels;
+            base[a] = static_cast<std::uint32_t>(members.size());
+            for (std::size_t i = 0; i < m; ++i) members.push_back(node[(i + rotation) % m]);
+        }
+        for (const std::vector<std::uint32_t>& up : among) {
+            parents.assign(members.size(), kNoParent);
+            for (std::uint32_t a = 0; a < count; ++a) {
+                const std::uint32_t end = a + 1 < count ? base[a + 1] : static_cast<std::uint32_t>(members.size());
+                for (std::uint32_t i = base[a] + 1; i < end; ++i) parents[i] = i - 1;  // the node's chain
+                if (up[a] != kNoParent) parents[base[a]] = base[up[a]];                // its head joins the tree
+            }
+            (void)tree_allreduce(plan, members, parents, share, tree_segment(share, segment), {});
+        }
+    }
+    return plan;
+}
+
 sim::Plan tree_allreduce_plan(std::uint32_t n, sim::Bytes bytes, sim::Bytes segment) {
     sim::Plan plan = empty_plan(n);
     (void)tree_allreduce(plan, iota(n), nccl_btree_parents(n), bytes, tree_segment(bytes, segment), {});
@@ -89,15 +131,7 @@ sim::Plan hierarchical_allreduce_plan(const std::vector<std::uint32_t>& node_of,
         throw std::invalid_argument("hierarchical all-reduce: node_of must name a node for every worker");
     sim::Plan plan = empty_plan(n);
     if (n < 2) return plan;
-    // Nodes in order of their first worker; each node's workers in id order.
-    std::map<std::uint32_t, std::size_t> index;
-    std::vector<std::vector<std::uint32_t>> nodes;
-    for (std::uint32_t w = 0; w < n; ++w) {
-        const std::uint32_t node = node_of.empty() ? w : node_of[w];
-        const auto [it, fresh] = index.try_emplace(node, nodes.size());
-        if (fresh) nodes.emplace_back();
-        nodes[it->second].push_back(w);
-    }
+    const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(node_of, n);
     const bool uniform =
         std::all_of(nodes.begin(), nodes.end(), [&](const auto& node) { return node.size() == nodes.front().size(); });
     if (uniform) {
@@ -168,26 +202,48 @@ bool always_dag(double) {
 // "NCCL_MIN_NCHANNELS"): on nodes of m >= 2 workers with k >= 2 NICs, one ring of S/k per NIC (ctx.ring_channels: m
 // where every GPU has its own; ring_channels, as sharded data parallelism's reduce-scatter and all-gather), so a
 // multi-NIC node sends over all its NICs. One node, one worker per node, or one NIC per node: one ring.
+// With segment_size the channels' rings are cut into segments in one plan.
 std::unique_ptr<Collective> make_ring(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
-    if (spec.segment_size.value() <= 0.0) {
-        std::vector<std::uint32_t> all(ctx.workers);
-        std::iota(all.begin(), all.end(), 0U);
-        auto rings = ring_channels({all}, ctx.node_of, ctx.ring_channels);
-        if (rings.size() == 1) return std::make_unique<RingAllreduce>(ctx.workers, ctx.bytes);
-        const double c = static_cast<double>(rings.size());
-        const std::uint32_t n = ctx.workers;
-        std::vector<std::unique_ptr<Collective>> parts;
-        for (auto& channel : rings)
-            parts.push_back(std::make_unique<RingCollective>(n, std::move(channel), ctx.bytes / c / n, 2 * (n - 1)));
-        return std::make_unique<ParallelCollective>(std::move(parts));
+    const std::uint32_t n = ctx.workers;
+    auto rings = ring_channels({iota(n)}, ctx.node_of, ctx.ring_channels);
+    const double c = static_cast<double>(rings.size());
+    if (spec.segment_size.value() > 0.0) {
+        sim::Plan plan = empty_plan(n);
+        for (const auto& channel : rings)
+            (void)ring_allreduce(plan, channel.front(), ctx.bytes / c, spec.segment_size, {});
+        return std::make_unique<PlanCollective>(std::move(plan));
     }
-    return std::make_unique<PlanCollective>(segmented_ring_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+    if (rings.size() == 1) return std::make_unique<RingAllreduce>(n, ctx.bytes);
+    std::vector<std::unique_ptr<Collective>> parts;
+    for (auto& channel : rings)
+        parts.push_back(std::make_unique<RingCollective>(n, std::move(channel), ctx.bytes / c / n, 2 * (n - 1)));
+    return std::make_unique<ParallelCollective>(std::move(parts));
+}
+// NCCL's trees on multi-GPU nodes (src/graph/connect.cc, connectTrees, @5067397c): per channel the ranks of a node
+// form a chain whose head joins the binary tree among nodes (ncclGetBtree over nodes, not ranks); the double tree
+// runs ncclGetDtree's second tree on a copy of every channel (channel c + nChannels). Channel c's chain starts at the
+// node's worker c m / C, the GPU beside NIC c, so C = ctx.ring_channels trees leave a node by C NICs, as the rings do
+// (ring_channels; 1 where the nodes differ in size). One worker per node (or one node): the tree over workers.
+std::unique_ptr<Collective> make_node_trees(const ArchitectureSpec& spec, const CollectiveContext& ctx,
+                                            std::uint32_t trees) {
+    const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(ctx.node_of, ctx.workers);
+    const bool multi_gpu =
+        nodes.size() >= 2 && std::any_of(nodes.begin(), nodes.end(), [](const auto& node) { return node.size() > 1; });
+    if (!multi_gpu || ctx.node_of.empty())
+        return std::make_unique<PlanCollective>(
+            trees == 2 ? double_tree_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size)
+                       : tree_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+    const bool uniform =
+        std::all_of(nodes.begin(), nodes.end(), [&](const auto& node) { return node.size() == nodes.front().size(); });
+    const std::uint32_t channels = uniform ? std::max<std::uint32_t>(1, ctx.ring_channels) : 1;
+    return std::make_unique<PlanCollective>(
+        node_tree_allreduce_plan(nodes, ctx.workers, channels, trees, ctx.bytes, spec.segment_size));
 }
 std::unique_ptr<Collective> make_tree(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
-    return std::make_unique<PlanCollective>(tree_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+    return make_node_trees(spec, ctx, 1);
 }
 std::unique_ptr<Collective> make_double_tree(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
-    return std::make_unique<PlanCollective>(double_tree_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
+    return make_node_trees(spec, ctx, 2);
 }
 std::unique_ptr<Collective> make_halving_doubling(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
     return std::make_unique<PlanCollective>(halving_doubling_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
@@ -252,14 +308,21 @@ RoundSize allreduce_round_size(const ArchitectureSpec& spec, const RoundShape& s
     const AllreduceAlgorithmInfo& info = allreduce_algorithm(spec.algorithm);
     const double seg = spec.segment_size.value();
     if (shape.workers <= 1.0) return {0.0, info.explicit_dag(seg)};  // one worker alone: no traffic
-    // The unsegmented ring runs one channel per NIC of a node when the job spans several nodes (make_ring, m where
-    // every GPU has one; m also where k does not divide m).
+    // The unsegmented ring and the trees run one channel per NIC of a node when the job spans several nodes
+    // (make_ring, make_node_trees: m where every GPU has one; m also where k does not divide m), each carrying S / c.
     const double g = std::max(1.0, shape.machine_gpus);
     const double k = std::min(g, shape.machine_nics);
-    const double channels = spec.algorithm == AllreduceAlgorithm::ring && seg <= 0.0 && k >= 2.0 && shape.workers > g
-                                ? (std::fmod(g, k) == 0.0 ? k : g)
-                                : 1.0;
-    return {channels * info.transfers(shape.workers, shape.bytes.value(), seg), info.explicit_dag(seg)};
+    const bool per_channel = spec.algorithm == AllreduceAlgorithm::tree ||
+                             spec.algorithm == AllreduceAlgorithm::double_tree ||
+                             spec.algorithm == AllreduceAlgorithm::ring;
+    const double channels = per_channel && k >= 2.0 && shape.workers > g ? (std::fmod(g, k) == 0.0 ? k : g) : 1.0;
+    if (spec.algorithm == AllreduceAlgorithm::hierarchical && g >= 2.0 && shape.workers > g) {
+        // Equal nodes of g: each node's reduce-scatter and all-gather, g(g - 1) transfers each, and g rail rings of
+        // N = n / g nodes, 2 N (N - 1) each: 2 n (g + N - 2), times the segments of the largest chunk (S / g).
+        const double n = shape.workers, nodes = std::ceil(n / g);
+        return {2.0 * n * (g + nodes - 2.0) * segments(shape.bytes.value() / g, seg), true};
+    }
+    return {channels * info.transfers(shape.workers, shape.bytes.value() / channels, seg), info.explicit_dag(seg)};
 }
 
 }  // namespace ddlsim::topo

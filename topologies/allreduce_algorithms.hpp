@@ -8,6 +8,11 @@
 //                     "Two-tree algorithms for full bandwidth broadcast, reduction and scan"): two
 //                     complementary trees (mirror for n even, shift by one for n odd) each all-reduce
 //                     S/2, pipelined (segment_size 0 means 8 segments per tree).
+//   tree, double_tree on two or more nodes with several workers each: NCCL's form (src/graph/connect.cc,
+//                     connectTrees, NVIDIA/nccl @5067397c): per channel the workers of each node form a chain
+//                     whose head joins the tree(s) among nodes (ncclGetBtree / ncclGetDtree over node indices);
+//                     C channels (CollectiveContext::ring_channels, one per NIC) start node a's chain at its
+//                     worker c m / C, and each of the C x trees trees all-reduces S / (C trees).
 //   halving_doubling  Rabenseifner (ICCS 2004) with MPICH's non-power-of-two steps (Thakur,
 //                     Rabenseifner & Gropp, IJHPCA 2005). Idle star, n = 2^m: T = 2 m 2L + 2(n-1)S/(nB).
 //   hierarchical      ring reduce-scatter within each node, ring all-reduce of each S/g shard along
@@ -40,6 +45,15 @@ inline constexpr std::uint32_t kDefaultTreeSegments = 8;
 [[nodiscard]] sim::Plan tree_allreduce_plan(std::uint32_t n, sim::Bytes bytes, sim::Bytes segment);
 /// NCCL's double binary tree: each tree all-reduces half the bytes.
 [[nodiscard]] sim::Plan double_tree_allreduce_plan(std::uint32_t n, sim::Bytes bytes, sim::Bytes segment);
+/// The workers 0..n-1 grouped by node_of (empty or short: a worker is its own node), nodes in order of their first
+/// worker, each node's workers in id order.
+[[nodiscard]] std::vector<std::vector<std::uint32_t>> nodes_of(const std::vector<std::uint32_t>& node_of,
+                                                               std::uint32_t n);
+/// NCCL's trees on nodes: `channels` channels, each running `trees` (1: ncclGetBtree, 2: with ncclGetDtree's second)
+/// trees among the nodes, whose heads are the first workers of the nodes' chains rotated by c m / channels.
+[[nodiscard]] sim::Plan node_tree_allreduce_plan(const std::vector<std::vector<std::uint32_t>>& nodes, std::uint32_t n,
+                                                 std::uint32_t channels, std::uint32_t trees, sim::Bytes bytes,
+                                                 sim::Bytes segment);
 /// Rabenseifner's halving-doubling all-reduce (MPICH treatment of non-powers of two).
 [[nodiscard]] sim::Plan halving_doubling_allreduce_plan(std::uint32_t n, sim::Bytes bytes, sim::Bytes segment);
 /// Hierarchical all-reduce over the nodes given by node_of (empty: every worker its own node).

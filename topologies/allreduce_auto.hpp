@@ -14,11 +14,11 @@
 // on multi-GPU nodes it overrates those candidates by up to the GPUs per node.
 //
 // Candidates, and what they stand for in NCCL:
-//   ring          NCCL's ring (one channel; every rank sends S/n to its successor).
-//   double_tree   NCCL's double binary tree (ncclGetDtree) over all ranks. That is NCCL's tree exactly when every
-//                 node holds one rank; with several ranks per node NCCL >= 2.4 chains the ranks inside a node and
-//                 runs the double tree among nodes (src/graph/connect.cc calls ncclGetDtree(nNodes, node, ...),
-//                 same commit), which ddlsim does not build: its tree crosses nodes more.
+//   ring          NCCL's ring (every rank sends S/n to its successor; one channel per NIC on multi-NIC nodes).
+//   double_tree   NCCL's double binary tree (ncclGetDtree). With several ranks per node, as NCCL >= 2.4 builds it
+//                 (src/graph/connect.cc, connectTrees, same commit): per channel a chain inside each node whose head
+//                 joins the two trees among nodes, one channel per NIC (allreduce_algorithms.hpp); with one rank per
+//                 node, the trees over ranks.
 //   hierarchical  only when there are at least two nodes of equal size above one worker: NCCL's rings on several
 //                 channels, each crossing between nodes on its own NIC (rails), carry a node's inter-node bytes
 //                 over all of its NICs; ddlsim's hierarchical all-reduce (intra-node reduce-scatter, rings along

@@ -18,7 +18,7 @@ using Steps = std::vector<std::uint32_t>;
 constexpr std::uint32_t kNvlsWindow = 2;
 
 /// The workers of each node, by node id; throws unless every id below the largest holds the same number.
-std::vector<Steps> nodes_of(const std::vector<std::uint32_t>& node_of, std::uint32_t n) {
+std::vector<Steps> nodes_by_id(const std::vector<std::uint32_t>& node_of, std::uint32_t n) {
     if (node_of.size() != n) throw std::invalid_argument("nvls: node_of must name a node for every worker");
     std::vector<Steps> nodes;
     for (std::uint32_t w = 0; w < n; ++w) {
@@ -47,7 +47,7 @@ sim::Plan nvls_allreduce_plan(const std::vector<std::uint32_t>& node_of, std::ui
                               sim::Bytes segment, double efficiency) {
     if (!(efficiency > 0.0 && efficiency <= 1.0))
         throw std::invalid_argument("nvls: the switch's efficiency must lie in (0, 1]");
-    const std::vector<Steps> nodes = nodes_of(node_of, n);
+    const std::vector<Steps> nodes = nodes_by_id(node_of, n);
     sim::Plan plan;
     plan.endpoints = n + static_cast<std::uint32_t>(nodes.size());
     if (n < 2) return plan;
@@ -124,7 +124,7 @@ public:
     NvlsCollective(const ArchitectureSpec& spec, const CollectiveContext& ctx)
         : PlanCollective(
               nvls_allreduce_plan(ctx.node_of, ctx.workers, ctx.bytes, spec.segment_size, ctx.switch_reduction)),
-          nodes_(nodes_of(ctx.node_of, ctx.workers)),
+          nodes_(nodes_by_id(ctx.node_of, ctx.workers)),
           n_(ctx.workers),
           bytes_(ctx.bytes.value()),
           f_(1.0 / ctx.switch_reduction),
@@ -183,7 +183,7 @@ sim::Plan collnet_allreduce_plan(const std::vector<std::uint32_t>& node_of, std:
                                  sim::Bytes segment, std::uint32_t base, double efficiency) {
     if (!(efficiency > 0.0 && efficiency <= 1.0))
         throw std::invalid_argument("collnet: the switches' efficiency must lie in (0, 1]");
-    const std::vector<Steps> nodes = nodes_of(node_of, n);
+    const std::vector<Steps> nodes = nodes_by_id(node_of, n);
     if (base < n) throw std::invalid_argument("collnet: the switches' endpoints must follow the workers");
     const auto g = static_cast<std::uint32_t>(nodes.front().size());
     sim::Plan plan;
@@ -241,7 +241,7 @@ public:
     CollnetCollective(const ArchitectureSpec& spec, const CollectiveContext& ctx)
         : PlanCollective(collnet_allreduce_plan(ctx.node_of, ctx.workers, ctx.bytes, spec.segment_size,
                                                 ctx.network_switches, ctx.network_reduction)),
-          nodes_(nodes_of(ctx.node_of, ctx.workers)),
+          nodes_(nodes_by_id(ctx.node_of, ctx.workers)),
           base_(ctx.network_switches),
           bytes_(ctx.bytes.value()),
           f_(1.0 / ctx.network_reduction),

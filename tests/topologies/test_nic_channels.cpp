@@ -1,6 +1,7 @@
-// A plain node's NICs (two_tier nics_per_node): GPU r of m uses NIC r k / m whatever the connection, and rings run one
-// channel per NIC, so a ring all-reduce over k NICs takes 1/k of the one-NIC time, derived by hand.
+// A plain node's NICs (two_tier nics_per_node): GPU r of m uses NIC r k / m whatever the connection, and rings and
+// NCCL's trees run one channel per NIC, so an all-reduce over k NICs takes 1/k of the one-NIC time, derived by hand.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -8,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "sim/transfer_dag.hpp"
 #include "tests/support/scenario_harness.hpp"
 #include "tests/support/support.hpp"
+#include "topologies/allreduce_algorithms.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/sharded_collectives.hpp"
 
@@ -127,5 +130,83 @@ TEST_CASE("a ring all-reduce over k NICs of a plain node: 2 (n-1) S / (n k B), k
         CHECK(r.machine_bytes_per_iteration == doctest::Approx(4.0 * (n - 1.0) / n * S).epsilon(1e-12));
         if (bytes_between >= 0.0) CHECK(r.machine_bytes_per_iteration == doctest::Approx(bytes_between).epsilon(1e-12));
         bytes_between = r.machine_bytes_per_iteration;
+    }
+}
+
+TEST_CASE(
+    "NCCL's trees on nodes: per channel a chain in each node, its head (worker c m / C) in the trees among nodes") {
+    // 3 nodes of 4 workers, node a = workers 4a .. 4a+3; C = 2 channels, both trees (NCCL's double tree).
+    constexpr std::uint32_t N = 3, m = 4, C = 2;
+    std::vector<std::uint32_t> node_of;
+    for (std::uint32_t w = 0; w < N * m; ++w) node_of.push_back(w / m);
+    const auto nodes = topo::nodes_of(node_of, N * m);
+    REQUIRE(nodes.size() == N);
+    constexpr double S = 96e6;
+    for (const std::uint32_t trees : {1U, 2U}) {
+        CAPTURE(trees);
+        const sim::Plan plan = topo::node_tree_allreduce_plan(nodes, N * m, C, trees, sim::Bytes(S), sim::Bytes(0.0));
+        double across = 0.0, within = 0.0;
+        std::set<std::uint32_t> heads;
+        for (std::size_t s = 0; s < plan.size(); ++s) {
+            const sim::PlanStep& st = plan.step(s);
+            if (st.src == st.dst) continue;
+            if (node_of[st.src] == node_of[st.dst]) {
+                within += st.bytes.value();
+                // Chain hops only: neighbours in the channel's rotated order.
+                const std::uint32_t a = st.src % m, b = st.dst % m;
+                CHECK(((a + 1) % m == b || (b + 1) % m == a));
+                continue;
+            }
+            across += st.bytes.value();
+            // Between nodes only the heads talk: worker c m / C of a node, in the same channel (same local rank).
+            CHECK(st.src % m == st.dst % m);
+            CHECK(st.src % (m / C) == 0);
+            heads.insert(st.src % m);
+        }
+        CHECK(heads == std::set<std::uint32_t>{0, m / C});
+        // Every tree (C x trees of them, S / (C trees) each) sends each non-root node's sum up and its result down:
+        // 2 (N - 1) S between nodes whatever the number of trees and channels.
+        CHECK(across == doctest::Approx(2.0 * (N - 1) * S).epsilon(1e-12));
+        // And inside each node a chain of m - 1 hops, up and down: 2 N (m - 1) S.
+        CHECK(within == doctest::Approx(2.0 * N * (m - 1) * S).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("NCCL's trees over k NICs of a plain node: a NIC per channel, S / (k B) per direction, 2 (N-1) S between") {
+    // Two nodes of 8 GPUs, NICs of B = 25 GB/s, NVLink-class links 100x faster, no latency, ideal transport.
+    // Double tree: per channel, node 1 is tree 0's child and tree 1's root, so each direction of channel c's NIC
+    // carries one tree's up-pass and the other's down-pass, S / (2k) each: S / k, at least S / (k B) seconds. The
+    // pipeline of s segments per tree adds at most the fill of one segment per hop that waits on it.
+    constexpr double S = 64e6;
+    constexpr double B = 25e9;
+    constexpr double segments = 64.0;
+    for (const char* algorithm : {"double_tree", "tree"}) {
+        for (const int k : {1, 2, 4, 8}) {
+            CAPTURE(algorithm);
+            CAPTURE(k);
+            json sc = ring_on_plain_nodes(k, S);
+            sc["network"]["intra_bandwidth"] = "2500GBps";
+            const double trees = std::string(algorithm) == "double_tree" ? 2.0 : 1.0;
+            sc["architecture"] = {{"kind", "allreduce"},
+                                  {"algorithm", algorithm},
+                                  {"segment_size", fmt::format("{}B", S / (k * trees) / segments)}};
+            const models::JobResult r = testing::run_first_job(sc);
+            // Single tree: node 1 sends S / k up and receives S / k down on each of k NICs, the two directions at once.
+            const double bound = S / (k * B);
+            CHECK(r.iteration_time_s >= bound * (1.0 - 1e-9));
+            CHECK(r.iteration_time_s <= bound * (1.0 + 4.0 / segments));
+            CHECK(r.machine_bytes_per_iteration == doctest::Approx(2.0 * S).epsilon(1e-9));
+        }
+    }
+}
+
+TEST_CASE("a ring cut into segments runs the same channels: 2 (n-1) S / (n k B) over k NICs") {
+    constexpr double S = 64e6, n = 16.0, B = 25e9;
+    for (const int k : {1, 4}) {
+        CAPTURE(k);
+        json sc = ring_on_plain_nodes(k, S);
+        sc["architecture"]["segment_size"] = "100000B";
+        const models::JobResult r = testing::run_first_job(sc);
+        CHECK(r.iteration_time_s == doctest::Approx(2.0 * (n - 1.0) * S / (n * k * B)).epsilon(1e-6));
     }
 }
