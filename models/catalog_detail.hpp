@@ -53,7 +53,8 @@ inline void add_linear(Layer& layer, const std::string& prefix, std::int64_t in,
 /// Appends a memory-bound part to `layer`: `passes` reads or writes of `elements` activation elements per sample
 /// (an element-wise kernel y = f(x) is 2 passes, x + y -> z is 3, dropout 3 counting its mask).
 inline void add_memory(Layer& layer, PartKind kind, double passes, double elements, bool fp32_under_amp = false) {
-    layer.parts.push_back(LayerPart{.kind = kind, .activations = passes * elements, .fp32_under_amp = fp32_under_amp});
+    layer.parts.push_back(LayerPart{
+        .kind = kind, .activations = passes * elements, .elements = elements, .fp32_under_amp = fp32_under_amp});
 }
 
 /// Appends the learned scale and shift of normalisation `prefix` (LayerNorm or BatchNorm) over `features`.

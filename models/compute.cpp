@@ -107,6 +107,57 @@ double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t b
     return flops / (rate * q) + bytes / bandwidth;
 }
 
+// Kernels beyond the roofline (device.software). Every kernel of a built-in model also pays
+//   kDeviceGap    on the device between dependent kernels on one stream, even when the host is far ahead: CUDA.jl's
+//                 measurement of 80 tiny broadcast kernels launched as one CUDA graph, 70 us (0.875 us each;
+//                 JuliaGPU/CUDA.jl docs/src/usage/graphs.md @75e91794, which also gives 260 us launched one by one)
+//   kHostLaunch   on the host per kernel it launches itself (eager and compiled): "usually, the launch time on the
+//                 CPU side is between 5-20 microseconds" in PyTorch training traces (facebookresearch/
+//                 HolisticTraceAnalysis docs/source/features/cuda_kernel_launch_stats.rst @0c2146a8); the low end,
+//                 as it counts the runtime call alone, not the operator's own dispatch
+// A layer's forward (backward) then takes max(sum over its kernels of (roofline + kDeviceGap), kernels x host
+// launch): the host runs ahead of the device within a layer but cannot launch faster than one kernel per
+// kHostLaunch (a launch-bound small batch). Kernels: one per part forward; backward two per GEMM part (input and
+// weight gradients), one per memory-bound part. Fusion: `compiled` merges each chain of consecutive norm and
+// element-wise parts of a layer into one kernel that keeps what the chain streams except, per boundary, the write of
+// the intermediate tensor and its read back (2 x its elements x element size); `optimized` fuses the same chains
+// -- NVIDIA's NGC layers fuse BatchNorm + ReLU and BatchNorm + add + ReLU into one kernel each, next to cuDNN's
+// convolutions (fuse_bn_relu, fuse_bn_add_relu in HewlettPackard/dlcookbook-dlbs python/mxnet_benchmarks/models/
+// resnet.py @74fdadab, "optimizations ... taken from NVIDIA code from NGC containers") -- and launches nothing from
+// the host (CUDA graphs: one launch per step).
+// Custom layers (no parts) and layers with explicit times have no known kernels and pay none of this.
+constexpr double kDeviceGap = 70e-6 / 80.0;
+constexpr double kHostLaunch = 5e-6;
+
+bool fusible(const LayerPart& p) {
+    return (p.kind == PartKind::norm || p.kind == PartKind::elementwise) && p.elements > 0.0 && p.bytes == 0.0 &&
+           p.weights == 0.0;
+}
+
+/// The kernels one layer runs under `software`: its parts, with chains fused as described above.
+std::vector<LayerPart> kernels_of(const std::vector<LayerPart>& parts, const DeviceSpec& d) {
+    if (d.software == Software::eager) return parts;
+    const double half = activation_bytes(d.precision);
+    const auto tensor_bytes = [&](const LayerPart& p) { return p.elements * (p.fp32_under_amp ? 4.0 : half); };
+    std::vector<LayerPart> out;
+    for (std::size_t i = 0; i < parts.size();) {
+        if (!fusible(parts[i])) {
+            out.push_back(parts[i++]);
+            continue;
+        }
+        // A chain i .. j-1 of fusible parts: its bytes per sample less a write and a read per inner boundary.
+        double bytes = 0.0;
+        std::size_t j = i;
+        for (; j < parts.size() && fusible(parts[j]); ++j) {
+            bytes += parts[j].activations * (parts[j].fp32_under_amp ? 4.0 : half);
+            if (j > i) bytes -= 2.0 * std::min(tensor_bytes(parts[j - 1]), tensor_bytes(parts[j]));
+        }
+        out.push_back(LayerPart{.kind = PartKind::elementwise, .bytes = std::max(0.0, bytes)});
+        i = j;
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string_view optimizer_name(Optimizer o) {
@@ -205,21 +256,30 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
         Tally out;
         out.raw.reserve(w.layers.size());
         for (const Layer& l : w.layers) {
-            double fwd = 0.0, bwd = 0.0;
+            double fwd = 0.0, bwd = 0.0, fwd_kernels = 0.0, bwd_kernels = 0.0;
+            const bool launched = !l.parts.empty();  // built-in kernels (custom layers: unknown)
             const auto account = [&](const LayerPart& part) {
-                const double f = part_seconds(part, d, b, false);
-                const double bk = part_seconds(part, d, b, true);
+                const double gap = launched ? kDeviceGap : 0.0;
+                const double backward_kernels = is_gemm(part.kind) ? 2.0 : 1.0;
+                const double f = part_seconds(part, d, b, false) + gap;
+                const double bk = part_seconds(part, d, b, true) + backward_kernels * gap;
                 fwd += f;
                 bwd += bk;
+                fwd_kernels += 1.0;
+                bwd_kernels += backward_kernels;
                 if (!kinds) return;
                 KindTotals& k = p.kinds[static_cast<std::size_t>(part.kind)];
                 k.flops += 3.0 * part.flops * b;
                 k.seconds += f + bk;
             };
-            if (l.parts.empty()) {
+            if (!launched) {
                 account(LayerPart{.kind = PartKind::matmul, .flops = l.fwd_flops});
             } else {
-                for (const LayerPart& part : l.parts) account(part);
+                for (const LayerPart& part : kernels_of(l.parts, d)) account(part);
+                // The host launches each kernel itself except under CUDA graphs; it cannot launch faster.
+                const double host = d.software == Software::optimized ? 0.0 : kHostLaunch;
+                fwd = std::max(fwd, fwd_kernels * host);
+                bwd = std::max(bwd, bwd_kernels * host);
             }
             Seconds s{};
             s.fwd_fixed = l.fwd_time.has_value();

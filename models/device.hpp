@@ -30,6 +30,19 @@ constexpr std::span<const sim::EnumEntry<Precision>> enum_entries(Precision) {
 /// "fp32", "tf32", ... (the scenario spelling).
 [[nodiscard]] std::string_view precision_name(Precision p);
 
+/// How the framework runs a built-in model's kernels (models/compute.cpp, "Kernels beyond the roofline").
+enum class Software { eager, compiled, optimized };
+inline constexpr sim::EnumEntry<Software> k_softwares[]{
+    {Software::eager, "eager",
+     "PyTorch/TensorFlow eager: every part its own kernel, each launched by the host (the default)"},
+    {Software::compiled, "compiled",
+     "torch.compile / XLA: chains of element-wise and normalisation kernels fused, still launched one by one"},
+    {Software::optimized, "optimized",
+     "MLPerf-class: CUDA graphs (no host launches) and compiled's fused chains (BatchNorm + add + ReLU)"}};
+constexpr std::span<const sim::EnumEntry<Software>> enum_entries(Software) {
+    return k_softwares;
+}
+
 /// Bytes of one activation element moved by memory-bound kernels at this precision (fp32/tf32: 4; AMP: 2;
 /// fp8: 2, since Transformer Engine keeps activations between GEMMs in bf16).
 [[nodiscard]] double activation_bytes(Precision p);
@@ -114,6 +127,7 @@ struct DeviceSpec {
     /// overlap.compute_slowdown for jobs on this device.
     std::optional<double> overlap_slowdown;
     std::optional<double> memory_capacity;  ///< bytes of device memory, when known (built-in profiles, `memory`)
+    Software software = Software::eager;    ///< how the framework runs the kernels (launches, fusion)
 
     /// Whether the per-(generation, precision) fractions apply (a built-in profile and no explicit efficiency).
     [[nodiscard]] bool uses_measured() const {

@@ -60,10 +60,13 @@ struct ConvGeometry {
 /// the tensor rate, bounded below by their own memory traffic); the others only move memory.
 struct LayerPart {
     PartKind kind = PartKind::matmul;
-    double flops = 0.0;           ///< forward FLOPs per sample (2 x MACs)
-    double activations = 0.0;     ///< activation elements read + written per sample
-    double weights = 0.0;         ///< weight elements read once per pass (not per sample)
-    double bytes = 0.0;           ///< bytes per sample given as such (custom layers' fwd_bytes), any precision
+    double flops = 0.0;        ///< forward FLOPs per sample (2 x MACs)
+    double activations = 0.0;  ///< activation elements read + written per sample
+    double weights = 0.0;      ///< weight elements read once per pass (not per sample)
+    double bytes = 0.0;        ///< bytes per sample given as such (custom layers' fwd_bytes), any precision
+    /// Memory-bound parts of the built-in models: elements of the tensor it streams per sample (activations is
+    /// passes x elements); a fused chain saves a write and a read of it per boundary. 0: unknown.
+    double elements = 0.0;
     bool fp32_under_amp = false;  ///< autocast runs it in FP32 (layer_norm, softmax: 4-byte elements)
     // The GEMM's output shape for wave quantization: (rows_per_sample x batch) x cols, `gemms_per_sample` of them
     // (attention heads); 0 when unknown.

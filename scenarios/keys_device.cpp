@@ -142,6 +142,7 @@ const KeyTable<DeviceSpec>& device_keys() {
                 "model takes the measurement to the scenario's batch with its own batch dependence",
                 {1, 10'000'000})
                 .when([](const D& d) { return d.samples_per_s.has_value(); }, "applies with samples_per_s only"),
+            key("software", &D::software, sim::enum_descriptions<models::Software>()).with_default("eager"),
             key("overlap_slowdown", &D::overlap_slowdown,
                 "measured fraction by which compute slows while communication runs beside it (`ddlsim calibrate` "
                 "writes it); the default of overlap.compute_slowdown for jobs on this device, which wins when given",

@@ -342,6 +342,7 @@ ComputeAssumptions compute_assumptions(const JobSpec& j) {
     out.memory_bandwidth_gbps = d.memory_bandwidth.bytes_per_s() / 1e9;
     out.matmul_efficiency = d.matmul_efficiency();
     out.memory_efficiency = d.memory_efficiency();
+    out.software = sim::enum_name(d.software);
     out.efficiency_source = d.samples_per_s     ? std::string("samples_per_s")
                             : d.uses_measured() ? std::string("default")
                                                 : std::string(models::source_name(d.efficiency_source));
@@ -377,6 +378,7 @@ nlohmann::json ComputeAssumptions::to_json() const {
         {"matmul_efficiency", matmul_efficiency},
         {"memory_efficiency", memory_efficiency},
         {"efficiency_source", efficiency_source},
+        {"software", software},
     };
     if (fp32_matmuls) out["matmul_precision"] = "fp32";
     if (!profiled) return out;

@@ -83,6 +83,7 @@ struct ComputeAssumptions {
     double matmul_efficiency = 0.0;
     double memory_efficiency = 0.0;
     std::string efficiency_source;
+    std::string software;  ///< device.software: how the framework runs the kernels
     struct Kind {
         std::string name;
         double seconds = 0.0;

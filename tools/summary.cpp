@@ -113,10 +113,10 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
         const std::string precision =
             c.fp32_matmuls ? fmt::format("{} convolutions, fp32 matmuls", c.precision) : c.precision;
         out += fmt::format(
-            "  compute       {} ({}), optimizer {} ({}); matmul {:.3g} of {:.4g} TFLOPS, memory {:.2g} "
+            "  compute       {} ({}), optimizer {} ({}), {} kernels; matmul {:.3g} of {:.4g} TFLOPS, memory {:.2g} "
             "of {:.4g} GB/s ({}); effective {:.3g} TFLOPS\n",
-            precision, c.precision_source, c.optimizer, c.optimizer_source, c.matmul_efficiency, c.peak_tflops,
-            c.memory_efficiency, c.memory_bandwidth_gbps, c.efficiency_source, c.effective_tflops);
+            precision, c.precision_source, c.optimizer, c.optimizer_source, c.software, c.matmul_efficiency,
+            c.peak_tflops, c.memory_efficiency, c.memory_bandwidth_gbps, c.efficiency_source, c.effective_tflops);
     }
     out += fmt::format("  scheme        {}, sync {}\n", scenario::describe_architecture(spec),
                        scenario::describe_sync(spec));
@@ -172,7 +172,7 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     line("  exposed communication", exposed, fmt::format("({:.1f} % of the {})", 100.0 * exposed_share, unit));
     if (j.breakdown) line("  waiting for peers", j.breakdown->waiting);
     line("communication in flight", j.communication_time_s,
-         j.communication_time_s > exposed
+         j.communication_time_s > exposed * (1.0 + 1e-6)
              ? fmt::format("({:.1f} % of it hidden under compute)", 100.0 * (1.0 - exposed / j.communication_time_s))
              : std::string());
     out += fmt::format("  {:<34}{:>16}\n", "bytes on the wire", si_text(j.bytes_on_wire_per_iteration, "B"));

@@ -1,0 +1,138 @@
+// Kernels beyond the roofline (models/compute.cpp): every kernel of a built-in model pays a device gap of 0.875 us,
+// the host launches each (5 us) except under CUDA graphs (optimized), and compiled / optimized fuse element-wise
+// chains.
+// Each expectation is derived by hand from those two constants and the roofline.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "models/compute.hpp"
+#include "models/workload.hpp"
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+#include "tests/support/scenario_harness.hpp"
+#include "tests/support/support.hpp"
+
+using namespace ddlsim;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kGap = 70e-6 / 80.0;  // CUDA.jl's 80 kernels in one graph
+constexpr double kHost = 5e-6;         // HTA's lower bound of a host launch
+
+// A custom device: 1 TFLOPS at efficiency 1, 1 GB/s of memory taken as given (e_memory = 1), fp32 (4-byte elements).
+models::DeviceSpec slow_device(models::Software software) {
+    models::DeviceSpec d;
+    d.name = "d";
+    d.peak = sim::FlopRate::per_s(1e12);
+    d.efficiency = 1.0;
+    d.memory_bandwidth = sim::Bandwidth::bytes_per_s(1e9);
+    d.software = software;
+    return d;
+}
+
+// One layer of built-in-style parts: a matmul of `flops` per sample writing e elements, then a norm (3 passes over
+// e) and an element-wise op (2 passes over e), as the CNN builders add conv, BatchNorm and ReLU.
+models::Workload conv_bn_relu(double flops, double e) {
+    models::Workload w;
+    w.name = "t";
+    models::Layer l{"l", {{"l.w", 10}}, flops, std::nullopt, std::nullopt, std::nullopt, {}};
+    l.parts.push_back(models::LayerPart{.kind = models::PartKind::matmul, .flops = flops});
+    l.parts.push_back(models::LayerPart{.kind = models::PartKind::norm, .activations = 3.0 * e, .elements = e});
+    l.parts.push_back(models::LayerPart{.kind = models::PartKind::elementwise, .activations = 2.0 * e, .elements = e});
+    w.layers.push_back(l);
+    return w;
+}
+
+double fwd_s(const models::Workload& w, const models::DeviceSpec& d, std::uint32_t b) {
+    return models::compute_profile(w, d, b, 4.0).layers.at(0).fwd.seconds();
+}
+double bwd_s(const models::Workload& w, const models::DeviceSpec& d, std::uint32_t b) {
+    return models::compute_profile(w, d, b, 4.0).layers.at(0).bwd.seconds();
+}
+
+}  // namespace
+
+TEST_CASE("kernels: eager pays a device gap per kernel, and the host's launches bound a small layer") {
+    using S = models::Software;
+    // Large: 1 GFLOP and 1e6 elements per sample at b = 10: matmul 10 ms, norm 3e6 x 4 x 10 / 1e9 = 120 ms, the
+    // element-wise op 80 ms; three kernels forward (one gap each), four backward (the matmul's two gradients).
+    const models::Workload big = conv_bn_relu(1e9, 1e6);
+    CHECK(fwd_s(big, slow_device(S::eager), 10) == doctest::Approx(0.010 + 0.120 + 0.080 + 3 * kGap).epsilon(1e-12));
+    CHECK(bwd_s(big, slow_device(S::eager), 10) == doctest::Approx(2 * (0.210) + 4 * kGap).epsilon(1e-12));
+    // Tiny: 1 kFLOP and 10 elements per sample at b = 1 are nanoseconds of work; the host launches 3 kernels forward
+    // and 4 backward, 5 us each, which the device's gaps (0.875 us) do not reach.
+    const models::Workload tiny = conv_bn_relu(1e3, 10);
+    CHECK(fwd_s(tiny, slow_device(S::eager), 1) == doctest::Approx(3 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(tiny, slow_device(S::eager), 1) == doctest::Approx(4 * kHost).epsilon(1e-12));
+    // CUDA graphs (optimized): no host launches; the chain is one kernel, so two device gaps forward and three
+    // backward plus the roofline of what is left (nanoseconds: the matmul's 1 ns, the chain's 3 x 10 x 4 B / 1 GB/s).
+    CHECK(fwd_s(tiny, slow_device(S::optimized), 1) == doctest::Approx(2 * kGap + 1e-9 + 120e-9).epsilon(1e-9));
+    CHECK(bwd_s(tiny, slow_device(S::optimized), 1) == doctest::Approx(3 * kGap + 2e-9 + 240e-9).epsilon(1e-9));
+}
+
+TEST_CASE("kernels: compiled and optimized fuse BatchNorm and ReLU into one kernel") {
+    using S = models::Software;
+    const models::Workload big = conv_bn_relu(1e9, 1e6);
+    // compiled: the chain streams 3e + 2e passes less the intermediate's write and read, 3e: 3e6 x 4 B x 10 / 1e9 =
+    // 120 ms, one kernel; the matmul stays 10 ms.
+    CHECK(fwd_s(big, slow_device(S::compiled), 10) == doctest::Approx(0.010 + 0.120 + 2 * kGap).epsilon(1e-12));
+    // Backward twice the bytes, the matmul's two kernels and the chain's one.
+    CHECK(bwd_s(big, slow_device(S::compiled), 10) == doctest::Approx(2 * 0.130 + 3 * kGap).epsilon(1e-12));
+    // optimized: the same kernels, launched by a CUDA graph: equal to compiled once the host is not the bound.
+    CHECK(fwd_s(big, slow_device(S::optimized), 10) == doctest::Approx(0.010 + 0.120 + 2 * kGap).epsilon(1e-12));
+    // Metamorphic: each step of the software ladder is no slower, on a built-in model at any batch.
+    for (const std::uint32_t b : {1U, 16U, 256U}) {
+        CAPTURE(b);
+        const json base = testing::star_scenario(
+            {.workers = 1, .model = "resnet50", .batch_size = static_cast<int>(b), .iterations = 1});
+        double previous = 1e9;
+        for (const char* software : {"eager", "compiled", "optimized"}) {
+            json j = base;
+            j["device"] = {{"name", "A100"}, {"precision", "fp16"}, {"software", software}};
+            const double t = scenario::run_scenario(scenario::load_scenario(j)).jobs.front().iteration_time_s;
+            CHECK(t <= previous);
+            previous = t;
+        }
+    }
+}
+
+TEST_CASE("kernels: launch costs matter at small batches only, and custom layers pay none") {
+    // ResNet-50 (fp16, A100): the per-sample time at batch 2 exceeds that at 256 by more than the roofline alone
+    // makes it, because ~450 kernels x (5 us of launch or 0.875 us of gap) weigh on a 2-sample step.
+    const auto per_sample = [](std::uint32_t b, const char* software) {
+        json j = testing::star_scenario(
+            {.workers = 1, .model = "resnet50", .batch_size = static_cast<int>(b), .iterations = 1});
+        j["device"] = {{"name", "A100"}, {"precision", "fp16"}, {"software", software}};
+        return scenario::run_scenario(scenario::load_scenario(j)).jobs.front().iteration_time_s / b;
+    };
+    // Eager at batch 2 is launch-bound: every layer's forward and backward takes at least its kernels x 5 us, so the
+    // step is at least that sum over the model (ResNet-50's parts: one kernel forward each, two backward per GEMM).
+    const models::Workload rn50 = models::builtin_workload("resnet50").value();
+    double floor = 0.0;
+    for (const models::Layer& l : rn50.layers) {
+        double fwd = 0.0, bwd = 0.0;
+        for (const models::LayerPart& p : l.parts) {
+            fwd += 1.0;
+            bwd += p.kind == models::PartKind::conv || p.kind == models::PartKind::matmul ? 2.0 : 1.0;
+        }
+        floor += (fwd + bwd) * kHost;
+    }
+    CHECK(per_sample(2, "eager") * 2 >= floor);
+    CHECK(per_sample(2, "eager") > per_sample(256, "eager"));
+    // A custom layer (one matmul part of fwd_flops) has no known kernels: exactly its roofline, whatever software.
+    models::Workload w;
+    w.name = "c";
+    w.layers.push_back({"a", {{"a.w", 1000}}, 1e6, std::nullopt, std::nullopt, std::nullopt, {}});
+    for (const auto s : {models::Software::eager, models::Software::optimized})
+        CHECK(fwd_s(w, slow_device(s), 1) == doctest::Approx(1e6 / 1e12).epsilon(1e-12));
+}
+
+TEST_CASE("kernels: device.software is read, echoed and refused at its path") {
+    json j = testing::star_scenario({.workers = 1, .iterations = 1});
+    j["device"] = {{"name", "V100"}, {"software", "optimized"}};
+    CHECK(scenario::load_scenario(j).jobs.front().device.software == models::Software::optimized);
+    j["device"]["software"] = "graphs";
+    CHECK(testing::refused_at(j) == "$.device.software");
+}
