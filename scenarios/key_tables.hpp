@@ -49,10 +49,11 @@ struct NetworkBlock {
     std::optional<sim::Time> latency, intra_latency;
     std::optional<std::uint64_t> hosts, gpus_per_node, num_nodes, nics_per_node, k, hosts_per_leaf, spines, leaves;
     std::optional<double> oversubscription;
-    std::optional<std::uint64_t> sites;           ///< two_tier: datacenters
-    std::optional<sim::Bandwidth> wan_bandwidth;  ///< two_tier with sites > 1
-    std::optional<sim::Time> wan_latency;         ///< two_tier with sites > 1
-    std::optional<bool> sharp;                    ///< two_tier (one site), rail_optimized: InfiniBand SHARP
+    std::optional<std::uint64_t> sites;            ///< two_tier: datacenters
+    std::optional<sim::Bandwidth> wan_bandwidth;   ///< two_tier with sites > 1
+    std::optional<sim::Time> wan_latency;          ///< two_tier with sites > 1
+    std::optional<bool> sharp;                     ///< two_tier (one site), rail_optimized: InfiniBand SHARP
+    std::optional<sim::Bytes> aggregation_memory;  ///< with sharp: the summing switch's in-flight aggregation state
     std::vector<std::uint64_t> dims;
     std::optional<topo::CustomSpec> custom;  ///< nodes and links, inline or from the topology file
     bool custom_inline = false;              ///< nodes or links given in the block

@@ -8,6 +8,7 @@
 #include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
+#include "topologies/parameter_server.hpp"
 
 namespace ddlsim::scenario {
 
@@ -84,6 +85,12 @@ Rule<N> single_site_nodes() {
         return fmt::format("not used by topology \"{}\" (it takes: {})", n.topology, keys_taken_by(n.topology));
     };
     return {pred, message};
+}
+
+// Keys of a fabric whose switches reduce (network.sharp true).
+Rule<N> sharp_on() {
+    return {[](const N& n) { return n.sharp.value_or(false); },
+            [](const N&) { return std::string("applies with network.sharp true only"); }};
 }
 
 // Required by the topologies `topologies` ("required by topology "fat_tree"").
@@ -331,6 +338,17 @@ const KeyTable<N>& network_keys() {
                 "algorithm \"collnet\" runs, auto weighs it, and parameter servers may sum in the switch "
                 "(architecture.switch_aggregation) (default false)")
                 .when(single_site_nodes()),
+            // Default: topo::kSwitchAggregationMemory (SwitchML on a Tofino 1, cited there).
+            key("aggregation_memory", &N::aggregation_memory,
+                "with sharp: the aggregation state the summing switch holds in flight for parameter servers "
+                "(architecture.switch_aggregation), shared equally by the jobs summing in it (SwitchML's pools, "
+                "ATP's aggregators); a job's servers split its share, and a segment waits for a free slot (default "
+                "2MiB, SwitchML's on a Tofino 1)",
+                {1})
+                .when(sharp_on())
+                .when_absent([](N& n) {
+                    if (n.sharp.value_or(false)) n.aggregation_memory = sim::Bytes{topo::kSwitchAggregationMemory};
+                }),
             key("nics_per_node", &N::nics_per_node,
                 "two_tier: parallel NIC links from each node to the switch (default 1; GPU r of m uses NIC r k / m, "
                 "and rings run a "

@@ -69,9 +69,15 @@ topo::CustomSpec read_topology_file(const std::string& file, const std::string& 
     }
 }
 
+// The summing switch's aggregation memory (network.aggregation_memory, its default filled in by the key; without
+// sharp no switch sums).
+double aggregation_memory(const N& n) {
+    return n.sharp.value_or(false) && n.aggregation_memory ? n.aggregation_memory->value() : 0.0;
+}
+
 topo::TopologySpec build_star(const TopologyInput& in) {
     return topo::StarSpec{in.n.hosts.value_or(in.hosts_needed), *in.n.bandwidth, *in.n.latency,
-                          in.n.sharp.value_or(false)};
+                          in.n.sharp.value_or(false), aggregation_memory(in.n)};
 }
 
 topo::TopologySpec build_ring(const TopologyInput& in) {
@@ -107,6 +113,7 @@ topo::TopologySpec build_two_tier(const TopologyInput& in) {
     }
     s.extra_hosts = in.hosts_needed - in.gpus_hint;
     s.sharp = n.sharp.value_or(false);
+    s.aggregation_memory = aggregation_memory(n);
     return s;
 }
 
@@ -123,6 +130,7 @@ topo::TopologySpec build_rail_optimized(const TopologyInput& in) {
     s.spines = *n.spines;
     s.oversubscription = in.oversubscription(s.bandwidth, s.nodes, s.spines);
     s.sharp = n.sharp.value_or(false);
+    s.aggregation_memory = aggregation_memory(n);
     if (in.hosts_needed > in.gpus_hint)
         throw ScenarioError(TopologyInput::path("topology"),
                             "rail_optimized has no host for dedicated servers; use colocated "

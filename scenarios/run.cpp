@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <stdexcept>
 #include <type_traits>
 #include <variant>
@@ -130,6 +131,30 @@ models::TrainingJob job_keys(const JobSpec& j) {
     job.stragglers = j.stragglers;
     job.device = j.device;
     return job;
+}
+
+// Switch aggregation memory (network.aggregation_memory): the jobs that sum in one switch share it equally, as
+// SwitchML's pools are split among jobs and ATP's aggregators among the jobs active on a switch (its fallback to the
+// server when they run out is not modelled). A job's switch is its last endpoint (make_job appends it).
+void share_switch_memory(const topo::TopologySpec& topology, const topo::Fabric& fabric,
+                         std::vector<models::TrainingJob>& jobs) {
+    const double memory = std::visit(
+        [](const auto& spec) {
+            if constexpr (requires { spec.aggregation_memory; }) return spec.aggregation_memory;
+            return 0.0;
+        },
+        topology);
+    if (memory <= 0.0) return;
+    const auto sums_in_switch = [&](const models::TrainingJob& job) {
+        return job.architecture.kind == topo::ArchKind::ps && job.architecture.switch_aggregation &&
+               job.endpoint_hosts.size() > job.workers &&
+               fabric.sharp_switch(job.endpoint_hosts.front()) == job.endpoint_hosts.back();
+    };
+    std::map<topo::Vertex, double> sharing;
+    for (const auto& job : jobs)
+        if (sums_in_switch(job)) sharing[job.endpoint_hosts.back()] += 1.0;
+    for (auto& job : jobs)
+        if (sums_in_switch(job)) job.architecture.switch_memory = memory / sharing[job.endpoint_hosts.back()];
 }
 
 models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric,
@@ -403,6 +428,7 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace,
     const sim::Time collective_overhead = topo::apply_transports(fabric, s.transports);
     std::vector<models::TrainingJob> jobs;
     for (std::size_t i = 0; i < s.jobs.size(); ++i) jobs.push_back(make_job(s, i, fabric, collective_overhead));
+    share_switch_memory(s.topology, fabric, jobs);
 
     RunResult r;
     try {

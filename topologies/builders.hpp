@@ -35,6 +35,8 @@ struct StarSpec {
     sim::Time latency;
     /// The switch aggregates (network.sharp): parameter-server pushes sum in it (architecture.switch_aggregation).
     bool sharp = false;
+    /// Bytes of aggregation state the summing switch holds in flight (network.aggregation_memory; 0: unbounded).
+    double aggregation_memory = 0.0;
 };
 
 /// Nodes of `gpus_per_node` GPUs on an intra-node fabric (a node switch, links of
@@ -62,6 +64,7 @@ struct TwoTierSpec {
     sim::Time wan_latency{};
     /// InfiniBand SHARP: the top switch reduces (algorithm collnet); one site only.
     bool sharp = false;
+    double aggregation_memory = 0.0;  ///< as StarSpec's
 };
 
 /// Rail-optimized leaf-spine (NVIDIA's DGX SuperPOD compute fabric): NIC k of every node on rail
@@ -83,6 +86,7 @@ struct RailOptimizedSpec {
     double oversubscription = 1.0;
     /// InfiniBand SHARP: every rail leaf reduces its rail (algorithm collnet).
     bool sharp = false;
+    double aggregation_memory = 0.0;  ///< as StarSpec's
 };
 
 /// k-ary fat-tree (Al-Fares et al., SIGCOMM 2008): k pods of k/2 edge and k/2

@@ -131,6 +131,9 @@ struct ArchitectureSpec {
     sim::Bytes partition_size{4096000.0};  ///< byteps per_tensor: partitions (BYTEPS_PARTITION_BYTES)
     GossipGraph graph = GossipGraph::ring;
     bool switch_aggregation = false;  ///< ps: pushes are summed in the SHARP switch on their way (SwitchML, ATP)
+    /// switch_aggregation: bytes of the switch's aggregation memory this job may hold, its equal share among the jobs
+    /// summing in that switch (scenarios/run.cpp); 0: unbounded. Set by the run, not read from the scenario.
+    double switch_memory = 0.0;
 };
 
 /// A tensor cut evenly over every server rather than held whole by one.

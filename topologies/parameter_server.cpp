@@ -156,10 +156,13 @@ std::vector<std::uint32_t> local_ring(sim::Plan& plan, const std::vector<std::ui
 
 // Switch aggregation of server e's messages (PsLayout::switch_endpoint): per segment every worker pushes its part to
 // the switch, the switch sends the sum up to e, e sends it back down, the switch multicasts it; each leg follows the
-// previous segment's on its stream. last_push / last_pull end as each worker's last push and pull.
-void switch_legs(sim::Plan& plan, const PsLayout& l, std::uint32_t e, const std::vector<double>& messages,
-                 const std::vector<double>& share, const std::vector<std::vector<std::uint32_t>>& ready,
-                 std::vector<std::uint32_t>& last_push, std::vector<std::uint32_t>& last_pull) {
+// previous segment's on its stream. last_push / last_pull end as each worker's last push and pull. With a `window`,
+// the switch holds that many of e's segments at once: a segment's pushes wait for the slot the multicast of the
+// segment `window` places earlier freed (`freed`: one zero-time step at the switch per segment, after its pulls).
+void switch_legs(sim::Plan& plan, const PsLayout& l, std::uint32_t window, std::uint32_t e,
+                 const std::vector<double>& messages, const std::vector<double>& share,
+                 const std::vector<std::vector<std::uint32_t>>& ready, std::vector<std::uint32_t>& last_push,
+                 std::vector<std::uint32_t>& last_pull, std::vector<std::uint32_t>& freed) {
     const std::uint32_t a = *l.switch_endpoint;
     const std::uint32_t n = l.workers;
     std::uint32_t last_up = kNone, last_down = kNone;
@@ -169,9 +172,12 @@ void switch_legs(sim::Plan& plan, const PsLayout& l, std::uint32_t e, const std:
         const double seg = bytes / count;
         for (double i = 0; i < count; ++i) {
             deps.clear();
+            // The switch's memory: this segment's slot is the one the segment `window` places earlier freed.
+            const std::uint32_t slot = window > 0 && freed.size() >= window ? freed[freed.size() - window] : kNone;
             for (std::uint32_t w = 0; w < n; ++w) {
-                const std::vector<std::uint32_t> after =
+                std::vector<std::uint32_t> after =
                     last_push[w] == kNone ? ready[w] : std::vector<std::uint32_t>{last_push[w]};
+                if (slot != kNone) after.push_back(slot);
                 last_push[w] = plan.add(w, a, sim::Bytes{seg * share[w]}, after);
                 deps.push_back(last_push[w]);
             }
@@ -184,6 +190,11 @@ void switch_legs(sim::Plan& plan, const PsLayout& l, std::uint32_t e, const std:
                 last_pull[w] = plan.add(a, w, sim::Bytes{seg * share[w]},
                                         last_pull[w] == kNone ? std::vector<std::uint32_t>{last_down}
                                                               : std::vector<std::uint32_t>{last_down, last_pull[w]});
+            // The slot is free once the multicast reached every worker (a zero-time step at the switch).
+            if (window > 0) {
+                deps.assign(last_pull.begin(), last_pull.end());
+                freed.push_back(plan.add(a, a, sim::Bytes{0.0}, deps));
+            }
         }
     }
 }
@@ -232,7 +243,11 @@ sim::Plan ps_plan(const PsLayout& l) {
         std::fill(last_pull.begin(), last_pull.end(), kNone);
         std::uint32_t last_sum = kNone;
         if (l.switch_endpoint) {
-            switch_legs(plan, l, e, messages, share, ready, last_push, last_pull);
+            // The job's slots are split evenly among its servers' streams (at least one each).
+            std::vector<std::uint32_t> freed;
+            const auto servers = static_cast<std::uint32_t>(l.pieces.size());
+            const std::uint32_t window = l.window > 0 ? std::max(1U, l.window / servers) : 0;
+            switch_legs(plan, l, window, e, messages, share, ready, last_push, last_pull, freed);
             for (std::uint32_t w = 0; w < n; ++w)
                 if (last_pull[w] != kNone) pulls[w].push_back(last_pull[w]);
             continue;
@@ -393,6 +408,8 @@ std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, 
         layout.switch_endpoint = ctx.aggregation_switch;
         layout.endpoints = std::max(layout.endpoints, ctx.aggregation_switch + 1);
         layout.segment = switch_aggregation_segment();
+        if (spec.switch_memory > 0.0)
+            layout.window = static_cast<std::uint32_t>(std::max(1.0, std::floor(spec.switch_memory / layout.segment)));
     }
     return std::make_unique<PlanCollective>(ps_plan(layout));
 }

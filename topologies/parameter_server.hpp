@@ -121,7 +121,15 @@ struct PsLayout {
     /// the switch, which multicasts it to every worker. Each of the four legs is a stream per pair, in order.
     std::optional<std::uint32_t> switch_endpoint = std::nullopt;
     double segment = 0.0;
+    /// Segments the switch may hold at once (its aggregation memory / segment, at least 1; 0: unbounded): a
+    /// segment's pushes wait until the multicast of the segment `window` places earlier has freed its slot.
+    std::uint32_t window = 0;
 };
+/// The default aggregation memory of a summing switch (network.aggregation_memory): SwitchML on a Tofino 1
+/// (p4lang/p4app-switchML dev_root/p4/configuration.p4 @27a09911: 16,384 64-bit registers per stage, two per slot for
+/// the shadow copy, 8,192 slots of one 256-byte packet -- dev_root/p4/README.md, "a payload that is either 256B or
+/// 1024B" -- "enough for a single 2MB message in flight").
+inline constexpr double kSwitchAggregationMemory = 2.0 * 1024.0 * 1024.0;
 /// The default segment of switch aggregation: NCCL's CollNet chunk (kCollnetChunk, in_network.hpp), the unit a SHARP
 /// switch sums for NCCL.
 [[nodiscard]] double switch_aggregation_segment();

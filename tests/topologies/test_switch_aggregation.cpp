@@ -1,14 +1,18 @@
 // Parameter servers summing in the switch (architecture.switch_aggregation, topologies/parameter_server.hpp): the
 // pipelined time of the four legs derived by hand on an idle star, the bytes each link carries, the speed-up over the
-// plain PS's incast, and the refusals at the key.
+// plain PS's incast, the switch's memory (a window of segments, shared between jobs), and the refusals at the key.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <utility>
+#include <variant>
 
 #include "tests/support/scenario_harness.hpp"
 #include "tests/support/support.hpp"
+#include "topologies/builders.hpp"
 #include "topologies/parameter_server.hpp"
 
 using namespace ddlsim;
@@ -105,4 +109,71 @@ TEST_CASE("switch aggregation is refused at the key without a switch that sums, 
     j["architecture"]["placement"] = "colocated";
     j["network"] = {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"num_nodes", 1}, {"sharp", true}};
     CHECK(testing::refused_at(j) == "$.architecture.switch_aggregation");
+}
+
+TEST_CASE("switch memory: a window of w segments, (4k / w + w - 1) s / B on an idle star") {
+    // With w slots a segment's pushes wait for the multicast of the segment w places earlier: w segments share one
+    // round of the four legs (4 s / B) and the last group adds w - 1 stages. w = 4 (SwitchML's 2 MiB over 512 KiB
+    // segments, the default) never waits on an idle star: (k + 3) s / B, as above.
+    const double seg = topo::switch_aggregation_segment();
+    constexpr double k = 8.0;
+    for (const int w : {1, 2, 4}) {
+        CAPTURE(w);
+        json j = star_ps(4, k * seg, true);
+        j["network"]["aggregation_memory"] = fmt::format("{}B", w * seg);
+        const models::JobResult r = testing::run_first_job(j);
+        CHECK(r.iteration_time_s == doctest::Approx((4.0 * k / w + w - 1.0) * seg / kB).epsilon(1e-9));
+    }
+    // Less than one segment still holds one.
+    json j = star_ps(4, k * seg, true);
+    j["network"]["aggregation_memory"] = "1KiB";
+    CHECK(testing::run_first_job(j).iteration_time_s == doctest::Approx(4.0 * k * seg / kB).epsilon(1e-9));
+}
+
+TEST_CASE("switch memory shared between jobs (ATP's point): two jobs on one switch get half each") {
+    // Two jobs of 4 workers and a server each, on disjoint hosts of one star: their legs share no link, only the
+    // switch's memory. With 2 MiB (4 segments) each holds 2, and runs as alone with 1 MiB: (2k + 1) s / B; with
+    // 4 MiB each holds 4: (k + 3) s / B, as one job alone with the default.
+    const double seg = topo::switch_aggregation_segment();
+    constexpr double k = 8.0;
+    const auto two_jobs = [&](const std::string& memory) {
+        json job = star_ps(4, k * seg, true);
+        json a = {{"name", "a"},
+                  {"workers", 4},
+                  {"batch_size", 1},
+                  {"model", job["model"]},
+                  {"device", job["device"]},
+                  {"architecture", job["architecture"]},
+                  {"placement", {"h0", "h1", "h2", "h3"}}};
+        a["architecture"]["server_placement"] = {"h4"};
+        json b = a;
+        b["name"] = "b";
+        b["placement"] = {"h5", "h6", "h7", "h8"};
+        b["architecture"]["server_placement"] = {"h9"};
+        json network = job["network"];
+        network["hosts"] = 10;
+        network["aggregation_memory"] = memory;
+        return json{{"iterations", 2}, {"network", network}, {"jobs", {a, b}}};
+    };
+    for (const auto& [memory, expected] : {std::pair{std::string("2MiB"), 2.0 * k + 1.0}, {"4MiB", k + 3.0}}) {
+        CAPTURE(memory);
+        const auto r = scenario::run_scenario(scenario::load_scenario(two_jobs(memory)));
+        REQUIRE(r.jobs.size() == 2);
+        for (const auto& job : r.jobs)
+            CHECK(job.iteration_time_s == doctest::Approx(expected * seg / kB).epsilon(1e-9));
+    }
+}
+
+TEST_CASE("switch memory: network.aggregation_memory applies with sharp, defaults to SwitchML's 2 MiB") {
+    json j = star_ps(4, topo::switch_aggregation_segment(), true);
+    const auto s = scenario::load_scenario(j);
+    const auto& star = std::get<topo::StarSpec>(s.topology);
+    CHECK(star.aggregation_memory == 2.0 * 1024 * 1024);
+    j["network"]["sharp"] = false;
+    j["architecture"]["switch_aggregation"] = false;
+    j["network"]["aggregation_memory"] = "1MiB";
+    CHECK(testing::refused_at(j) == "$.network.aggregation_memory");
+    j["network"]["sharp"] = true;
+    j["network"]["aggregation_memory"] = "0B";
+    CHECK(testing::refused_at(j) == "$.network.aggregation_memory");
 }
