@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "tests/support/scenario_harness.hpp"
 #include "tests/support/support.hpp"
@@ -155,12 +156,14 @@ TEST_CASE("switch memory shared between jobs (ATP's point): two jobs on one swit
         network["aggregation_memory"] = memory;
         return json{{"iterations", 2}, {"network", network}, {"jobs", {a, b}}};
     };
-    for (const auto& [memory, expected] : {std::pair{std::string("2MiB"), 2.0 * k + 1.0}, {"4MiB", k + 3.0}}) {
+    const std::vector<std::pair<std::string, double>> cases{{"2MiB", 2.0 * k + 1.0}, {"4MiB", k + 3.0}};
+    for (const auto& c : cases) {
+        const std::string& memory = c.first;  // a plain reference: clang 14 cannot capture structured bindings
         CAPTURE(memory);
         const auto r = scenario::run_scenario(scenario::load_scenario(two_jobs(memory)));
         REQUIRE(r.jobs.size() == 2);
         for (const auto& job : r.jobs)
-            CHECK(job.iteration_time_s == doctest::Approx(expected * seg / kB).epsilon(1e-9));
+            CHECK(job.iteration_time_s == doctest::Approx(c.second * seg / kB).epsilon(1e-9));
     }
 }
 
