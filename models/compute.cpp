@@ -129,6 +129,11 @@ double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t b
 constexpr double kDeviceGap = 70e-6 / 80.0;
 constexpr double kHostLaunch = 5e-6;
 
+/// Bytes per activation element of `p` at the device's precision (4 for parts autocast keeps in FP32).
+double element_bytes(const LayerPart& p, const DeviceSpec& d) {
+    return p.fp32_under_amp ? 4.0 : activation_bytes(d.precision);
+}
+
 bool fusible(const LayerPart& p) {
     return (p.kind == PartKind::norm || p.kind == PartKind::elementwise) && p.elements > 0.0 && p.bytes == 0.0 &&
            p.weights == 0.0;
@@ -137,8 +142,7 @@ bool fusible(const LayerPart& p) {
 /// The kernels one layer runs under `software`: its parts, with chains fused as described above.
 std::vector<LayerPart> kernels_of(const std::vector<LayerPart>& parts, const DeviceSpec& d) {
     if (d.software == Software::eager) return parts;
-    const double half = activation_bytes(d.precision);
-    const auto tensor_bytes = [&](const LayerPart& p) { return p.elements * (p.fp32_under_amp ? 4.0 : half); };
+    const auto tensor_bytes = [&](const LayerPart& p) { return p.elements * element_bytes(p, d); };
     std::vector<LayerPart> out;
     for (std::size_t i = 0; i < parts.size();) {
         if (!fusible(parts[i])) {
@@ -149,7 +153,7 @@ std::vector<LayerPart> kernels_of(const std::vector<LayerPart>& parts, const Dev
         double bytes = 0.0;
         std::size_t j = i;
         for (; j < parts.size() && fusible(parts[j]); ++j) {
-            bytes += parts[j].activations * (parts[j].fp32_under_amp ? 4.0 : half);
+            bytes += parts[j].activations * element_bytes(parts[j], d);
             if (j > i) bytes -= 2.0 * std::min(tensor_bytes(parts[j - 1]), tensor_bytes(parts[j]));
         }
         out.push_back(LayerPart{.kind = PartKind::elementwise, .bytes = std::max(0.0, bytes)});
@@ -223,7 +227,7 @@ double optimizer_state_tensors(Optimizer o) {
 double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t batch, bool backward) {
     const double mult = backward ? 2.0 : 1.0;
     const bool fp32_math = d.tf32_convolutions_only && part.kind != PartKind::conv;
-    const double element = part.fp32_under_amp ? 4.0 : activation_bytes(d.precision);
+    const double element = element_bytes(part, d);
     const double bytes = mult * ((part.activations * element + part.bytes) * batch + part.weights * element);
     const double bandwidth = d.memory_bandwidth.bytes_per_s() * d.memory_efficiency();
     const double memory_s = bytes > 0.0 ? bytes / bandwidth : 0.0;

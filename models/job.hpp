@@ -279,5 +279,8 @@ struct JobResult {
 /// Empty unless the fabric has SHARP switches, the workers sit on at least two nodes of equal size and every rail's
 /// workers reach the same switch. An all-reduce job appends them to endpoint_hosts after the reducing switches.
 [[nodiscard]] std::vector<topo::Vertex> sharp_switches(const TrainingJob& job, const topo::Fabric& fabric);
+/// Switch aggregation: the SHARP switch a parameter-server job's pushes are summed in, when it is the job's last
+/// endpoint (scenarios/run.cpp appends it); none otherwise.
+[[nodiscard]] std::optional<topo::Vertex> summing_switch(const TrainingJob& job, const topo::Fabric& fabric);
 
 }  // namespace ddlsim::models

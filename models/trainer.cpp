@@ -46,10 +46,7 @@ topo::CollectiveContext collective_context(const TrainingJob& job, const topo::F
     // In-network reduction: the nodes' reducing switches follow the workers among the endpoints (nvls,
     // reducing_switches), the rails' SHARP switches come last (collnet, sharp_switches).
     // Switch aggregation: the SHARP switch every worker reaches is the last endpoint (scenarios/run.cpp).
-    if (job.architecture.kind == topo::ArchKind::ps && job.architecture.switch_aggregation &&
-        job.endpoint_hosts.size() > job.workers &&
-        fabric.sharp_switch(job.endpoint_hosts[0]) == job.endpoint_hosts.back())
-        ctx.aggregation_switch = static_cast<std::uint32_t>(job.endpoint_hosts.size() - 1);
+    if (summing_switch(job, fabric)) ctx.aggregation_switch = static_cast<std::uint32_t>(job.endpoint_hosts.size() - 1);
     if (job.architecture.kind == topo::ArchKind::allreduce) {
         const auto switches = reducing_switches(job, fabric);
         const std::size_t nodes = dense.size();
@@ -85,6 +82,14 @@ std::vector<topo::ReducingSwitch> reducing_switches(const TrainingJob& job, cons
         out.push_back(*sw);
     }
     return out;
+}
+
+std::optional<topo::Vertex> summing_switch(const TrainingJob& job, const topo::Fabric& fabric) {
+    if (job.architecture.kind != topo::ArchKind::ps || !job.architecture.switch_aggregation ||
+        job.endpoint_hosts.size() <= job.workers ||
+        fabric.sharp_switch(job.endpoint_hosts.front()) != job.endpoint_hosts.back())
+        return std::nullopt;
+    return job.endpoint_hosts.back();
 }
 
 std::vector<topo::Vertex> sharp_switches(const TrainingJob& job, const topo::Fabric& fabric) {

@@ -69,10 +69,9 @@ topo::CustomSpec read_topology_file(const std::string& file, const std::string& 
     }
 }
 
-// The summing switch's aggregation memory (network.aggregation_memory, its default filled in by the key; without
-// sharp no switch sums).
+// The summing switch's aggregation memory (network.aggregation_memory: given or defaulted only with sharp; 0 without).
 double aggregation_memory(const N& n) {
-    return n.sharp.value_or(false) && n.aggregation_memory ? n.aggregation_memory->value() : 0.0;
+    return n.aggregation_memory ? n.aggregation_memory->value() : 0.0;
 }
 
 topo::TopologySpec build_star(const TopologyInput& in) {

@@ -145,16 +145,11 @@ void share_switch_memory(const topo::TopologySpec& topology, const topo::Fabric&
         },
         topology);
     if (memory <= 0.0) return;
-    const auto sums_in_switch = [&](const models::TrainingJob& job) {
-        return job.architecture.kind == topo::ArchKind::ps && job.architecture.switch_aggregation &&
-               job.endpoint_hosts.size() > job.workers &&
-               fabric.sharp_switch(job.endpoint_hosts.front()) == job.endpoint_hosts.back();
-    };
     std::map<topo::Vertex, double> sharing;
     for (const auto& job : jobs)
-        if (sums_in_switch(job)) sharing[job.endpoint_hosts.back()] += 1.0;
+        if (const auto sw = models::summing_switch(job, fabric)) sharing[*sw] += 1.0;
     for (auto& job : jobs)
-        if (sums_in_switch(job)) job.architecture.switch_memory = memory / sharing[job.endpoint_hosts.back()];
+        if (const auto sw = models::summing_switch(job, fabric)) job.architecture.switch_memory = memory / sharing[*sw];
 }
 
 models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric,

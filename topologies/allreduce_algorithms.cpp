@@ -229,7 +229,7 @@ std::unique_ptr<Collective> make_node_trees(const ArchitectureSpec& spec, const 
     const std::vector<std::vector<std::uint32_t>> nodes = nodes_of(ctx.node_of, ctx.workers);
     const bool multi_gpu =
         nodes.size() >= 2 && std::any_of(nodes.begin(), nodes.end(), [](const auto& node) { return node.size() > 1; });
-    if (!multi_gpu || ctx.node_of.empty())
+    if (!multi_gpu)
         return std::make_unique<PlanCollective>(
             trees == 2 ? double_tree_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size)
                        : tree_allreduce_plan(ctx.workers, ctx.bytes, spec.segment_size));
