@@ -6,6 +6,9 @@
 # Writes calib.json, report.json, validate-calib.json, ci/ and gpu_check.log to OUTDIR.
 # Fails with a message (exit 1) when there is no nvcc or no usable GPU. About 3-5 minutes.
 # usage: validate/gpu_check.sh OUTDIR        (BUILD_DIR, default build-gpu; CUDA_ARCH, default 90)
+# GPU_CHECK_PREBUILT=1 skips the configure and build and uses BUILD_DIR's ddlsim, libddlsim_cuda.so and
+# validate/ddlsim_validate_tests as they are: for a GPU machine without the Debian packages, given a build made on
+# a machine with them (its test binary names this checkout's absolute path; its libraries must be found there).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: validate/gpu_check.sh OUTDIR"; exit 2; }
 mkdir -p "$1"
@@ -17,12 +20,17 @@ fail() { echo "gpu_check: $*"; exit 1; }
 start=$(date +%s)
 
 command -v nvidia-smi > /dev/null && nvidia-smi -L || echo "gpu_check: nvidia-smi not found"
-nvcc=$(command -v nvcc || true)
-[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
-[ -n "$nvcc" ] || fail "no nvcc (CUDA toolkit) found; the CUDA backend cannot be built"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDDLSIM_WERROR=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
-    -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" | grep -E "ddlsim|CUDA" || true
-cmake --build "$build" -j"$(nproc)" --target ddlsim ddlsim_cuda ddlsim_validate_tests
+if [ "${GPU_CHECK_PREBUILT:-0}" = 1 ]; then
+    echo "gpu_check: using the prebuilt $build (GPU_CHECK_PREBUILT=1)"
+    "$build/ddlsim" --version || fail "the prebuilt $build/ddlsim does not run here"
+else
+    nvcc=$(command -v nvcc || true)
+    [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+    [ -n "$nvcc" ] || fail "no nvcc (CUDA toolkit) found; the CUDA backend cannot be built"
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDDLSIM_WERROR=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
+        -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" | grep -E "ddlsim|CUDA" || true
+    cmake --build "$build" -j"$(nproc)" --target ddlsim ddlsim_cuda ddlsim_validate_tests
+fi
 [ -f "$build/libddlsim_cuda.so" ] ||
     fail "CMake did not build the CUDA backend (see the configure output above)"
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 #include "models/compression.hpp"
 #include "scenarios/resolved.hpp"
@@ -33,7 +34,11 @@ std::vector<models::Layer> layers_of(const Calibration& cal, double slowdown) {
 
 // The simulator derives codec time from memory traffic and arithmetic at the device's rates; its
 // `cost_scale` is fitted here so that its encode + decode of the model's tensors takes what the
-// calibration measured for the run's codec work (x the sharing slowdown: every worker codes at once).
+// calibration measured for the run's codec work, each part x the slowdown of what runs it while every worker codes
+// at once: on the CPU backend both parts share the cores (the measured sharing slowdown); on the CUDA backend the
+// encode shares the one GPU (the measured slowdown) while the decode runs on the host (nn_cuda.cpp: CudaCodec's
+// decode_add is the CPU decoder), whose cores the workers share only beyond their count. Measured on an H200 before
+// this split (2026-12-04): qsgd +90 % and signsgd +116 % off, the host's decode slowed as if it ran on the GPU.
 double codec_cost_scale(const RunConfig& c, const Calibration& cal) {
     models::CompressionSpec ms;
     if (c.codec.kind == CodecKind::none) return 1.0;
@@ -58,12 +63,16 @@ double codec_cost_scale(const RunConfig& c, const Calibration& cal) {
     // Measured: the worker's own encode and decode, and for summable payloads the ring's in-flight
     // work too (each hop decodes and re-encodes a chunk, the all-gather decodes the others' chunks:
     // one more encode and 2(n-1)/n more decodes of the whole gradient), which the simulator leaves out.
+    // The ring's in-flight work runs on the host on either backend (collectives.cpp codes the CPU buffers).
     const auto& cp = cal.codecs.at(codec_name(c.codec.kind));
     const double n = c.workers;
-    double measured = elements * (cp.encode_s_per_element + decodes * cp.decode_s_per_element);
+    const double device = cal.slowdown(c.workers);
+    const double cores = std::max(1U, std::thread::hardware_concurrency());
+    const double host = cal.backend == Backend::cuda ? std::max(1.0, n / cores) : device;
+    double measured = elements * (cp.encode_s_per_element * device + decodes * cp.decode_s_per_element * host);
     if (summable(c.codec.kind) && c.architecture == topo::ArchKind::allreduce && c.workers > 1)
-        measured += elements * (cp.encode_s_per_element + 2.0 * (n - 1.0) / n * cp.decode_s_per_element);
-    return modelled > 0.0 ? measured / modelled * cal.slowdown(c.workers) : 1.0;
+        measured += elements * host * (cp.encode_s_per_element + 2.0 * (n - 1.0) / n * cp.decode_s_per_element);
+    return modelled > 0.0 ? measured / modelled : 1.0;
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <thread>
+
 #include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
@@ -112,4 +115,28 @@ TEST_CASE("predict: the typed scenario predicts what the hand-written one does, 
                 CHECK(back == p.scenario);
             }
     }
+}
+
+// The codecs' cost scale: the measured encode and decode of the whole gradient (x n decodes for payloads that
+// cannot be summed), each slowed by what runs it while every worker codes at once. On the CPU backend both share the
+// cores: slowdown s = n / slots. On the CUDA backend the encode shares the GPU (s) and the decode runs on the host,
+// slowed only beyond its cores: h = max(1, n / cores). The simulator's own codec model is the same for both, so the
+// ratio of the two scales is (e s + n d h) / ((e + n d) s), derived by hand from the calibrated e and d.
+TEST_CASE("predict: a CUDA worker's decode runs on the host, its encode shares the GPU") {
+    auto cal = calibration(false);
+    cal.sharing_slots = 1.0;  // one GPU (or one core): 4 workers take 4x as long
+    validate::RunConfig c;
+    c.workers = 4;
+    c.codec.kind = validate::CodecKind::qsgd;  // not summable: the ring all-gathers, every worker decodes n payloads
+    c.codec.bits = 8;
+    const auto scale = [&](validate::Backend b) {
+        cal.backend = b;
+        return validate::scenario_for(c, cal)["compression"]["cost_scale"].get<double>();
+    };
+    const double cpu = scale(validate::Backend::cpu), cuda = scale(validate::Backend::cuda);
+    const double e = 2e-9, d = 1e-9, n = 4.0, s = n / cal.sharing_slots;
+    const double h = std::max(1.0, n / std::max(1U, std::thread::hardware_concurrency()));
+    CHECK(cuda / cpu == doctest::Approx((e * s + n * d * h) / ((e + n * d) * s)).epsilon(1e-12));
+    CHECK(cuda <= cpu);  // s = 4 >= h
+    if (std::thread::hardware_concurrency() >= 2) CHECK(cuda < cpu);
 }
