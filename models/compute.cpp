@@ -111,13 +111,17 @@ double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t b
 //   kDeviceGap    on the device between dependent kernels on one stream, even when the host is far ahead: CUDA.jl's
 //                 measurement of 80 tiny broadcast kernels launched as one CUDA graph, 70 us (0.875 us each;
 //                 JuliaGPU/CUDA.jl docs/src/usage/graphs.md @75e91794, which also gives 260 us launched one by one)
-//   kHostLaunch   on the host per kernel it launches itself (eager and compiled): "usually, the launch time on the
-//                 CPU side is between 5-20 microseconds" in PyTorch training traces (facebookresearch/
-//                 HolisticTraceAnalysis docs/source/features/cuda_kernel_launch_stats.rst @0c2146a8); the low end,
-//                 as it counts the runtime call alone, not the operator's own dispatch
+//   kHostLaunch   on the host per kernel it launches itself. `compiled`: 5 us, the runtime call alone (Inductor's
+//                 wrapper calls the kernels' launchers directly): "usually, the launch time on the CPU side is between
+//                 5-20 microseconds" in PyTorch training traces (facebookresearch/HolisticTraceAnalysis
+//                 docs/source/features/cuda_kernel_launch_stats.rst @0c2146a8), its low end. `eager`: 14.6 us, what
+//                 PyTorch 2.11's dispatcher, autograd and autocast take per kernel of an eager training step, measured
+//                 on its own (validate/gpu_bench/torch_host_cost.py; h200_host_cost_2026-12-04.json: chains of tiny
+//                 element-wise ops, Linear(64, 64) and Conv2d + BatchNorm + ReLU modules, 14.6, 17.2 and 13.8 us per
+//                 kernel on an H200 machine's Xeon; the median chain), inside HTA's range
 // A layer's forward (backward) then takes max(sum over its kernels of (roofline + kDeviceGap), kernels x host
 // launch): the host runs ahead of the device within a layer but cannot launch faster than one kernel per
-// kHostLaunch (a launch-bound small batch). Kernels: one per part forward; backward two per GEMM part (input and
+// host launch (a launch-bound small batch). Kernels: one per part forward; backward two per GEMM part (input and
 // weight gradients), one per memory-bound part. Fusion: `compiled` merges each chain of consecutive norm and
 // element-wise parts of a layer into one kernel that keeps what the chain streams except, per boundary, the write of
 // the intermediate tensor and its read back (2 x its elements x element size); `optimized` fuses the same chains
@@ -127,7 +131,8 @@ double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t b
 // the host (CUDA graphs: one launch per step).
 // Custom layers (no parts) and layers with explicit times have no known kernels and pay none of this.
 constexpr double kDeviceGap = 70e-6 / 80.0;
-constexpr double kHostLaunch = 5e-6;
+constexpr double kHostLaunchCompiled = 5e-6;
+constexpr double kHostLaunchEager = 14.63e-6;
 
 /// Bytes per activation element of `p` at the device's precision (4 for parts autocast keeps in FP32).
 double element_bytes(const LayerPart& p, const DeviceSpec& d) {
@@ -281,7 +286,9 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
             } else {
                 for (const LayerPart& part : kernels_of(l.parts, d)) account(part);
                 // The host launches each kernel itself except under CUDA graphs; it cannot launch faster.
-                const double host = d.software == Software::optimized ? 0.0 : kHostLaunch;
+                const double host = d.software == Software::optimized  ? 0.0
+                                    : d.software == Software::compiled ? kHostLaunchCompiled
+                                                                       : kHostLaunchEager;
                 fwd = std::max(fwd, fwd_kernels * host);
                 bwd = std::max(bwd, bwd_kernels * host);
             }
