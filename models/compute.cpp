@@ -134,6 +134,34 @@ constexpr double kDeviceGap = 70e-6 / 80.0;
 constexpr double kHostLaunchCompiled = 5e-6;
 constexpr double kHostLaunchEager = 14.63e-6;
 
+// PyTorch eager launches kernels beside those of the parts' own arithmetic (read off one profiled eager step per
+// operator, validate/gpu_bench/h200_kernel_inventory_2026-12-04.json: PyTorch 2.11, ResNet-50, BERT-large, GPT-2):
+//   autocast    under fp16/bf16/fp8 every GEMM weight is cast down once per forward (the cast cache lives only for
+//               one `with autocast()` region: torch/amp/autocast_mode.py) and its gradient cast back in backward:
+//               one kernel each way per GEMM part with weights (the inventory's copy_, 114 of ResNet-50's 784)
+//   BatchNorm   training-mode batch_norm is three kernels forward (statistics, transform, running stats) and two
+//               backward (reduce, element-wise), plus the add_ of its num_batches_tracked counter
+//               (torch/nn/modules/batchnorm.py): 3 more forward and 1 more backward than the part's one each. The
+//               built-in CNNs' norm parts are all BatchNorm (catalog_cnn.cpp); the transformers' are LayerNorm and
+//               softmax (autocast keeps them in FP32), which get nothing extra here.
+// They are counted as launches and device gaps only: their bytes (the casts: 6 per weight) are small beside a step.
+// Not counted: memsets, bias-gradient reductions, dropout, the loss and the optimizer's kernels (docs/ACCURACY.md).
+std::pair<double, double> eager_extra_kernels(const std::vector<LayerPart>& parts, const DeviceSpec& d) {
+    const bool autocast = activation_bytes(d.precision) < 4.0;
+    double fwd = 0.0, bwd = 0.0;
+    for (const LayerPart& part : parts) {
+        if (autocast && is_gemm(part.kind) && part.weights > 0.0) {
+            fwd += 1.0;
+            bwd += 1.0;
+        }
+        if (part.kind == PartKind::norm && !part.fp32_under_amp) {
+            fwd += 3.0;
+            bwd += 1.0;
+        }
+    }
+    return {fwd, bwd};
+}
+
 /// Bytes per activation element of `p` at the device's precision (4 for parts autocast keeps in FP32).
 double element_bytes(const LayerPart& p, const DeviceSpec& d) {
     return p.fp32_under_amp ? 4.0 : activation_bytes(d.precision);
@@ -285,6 +313,13 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
                 account(LayerPart{.kind = PartKind::matmul, .flops = l.fwd_flops});
             } else {
                 for (const LayerPart& part : kernels_of(l.parts, d)) account(part);
+                if (d.software == Software::eager) {  // PyTorch eager's kernels beside the parts' own (see above)
+                    const auto [f, bk] = eager_extra_kernels(l.parts, d);
+                    fwd += f * kDeviceGap;
+                    bwd += bk * kDeviceGap;
+                    fwd_kernels += f;
+                    bwd_kernels += bk;
+                }
                 // The host launches each kernel itself except under CUDA graphs; it cannot launch faster.
                 const double host = d.software == Software::optimized  ? 0.0
                                     : d.software == Software::compiled ? kHostLaunchCompiled

@@ -60,13 +60,15 @@ TEST_CASE("kernels: eager pays a device gap per kernel, and the host's launches 
     // Large: 1 GFLOP and 1e6 elements per sample at b = 10: matmul 10 ms, norm 3e6 x 4 x 10 / 1e9 = 120 ms, the
     // element-wise op 80 ms; three kernels forward (one gap each), four backward (the matmul's two gradients).
     const models::Workload big = conv_bn_relu(1e9, 1e6);
-    CHECK(fwd_s(big, slow_device(S::eager), 10) == doctest::Approx(0.010 + 0.120 + 0.080 + 3 * kGap).epsilon(1e-12));
-    CHECK(bwd_s(big, slow_device(S::eager), 10) == doctest::Approx(2 * (0.210) + 4 * kGap).epsilon(1e-12));
-    // Tiny: 1 kFLOP and 10 elements per sample at b = 1 are nanoseconds of work; the host launches 3 kernels forward
-    // and 4 backward, 14.63 us each, which the device's gaps (0.875 us) do not reach.
+    // Eager's BatchNorm is 3 more kernels forward and 1 more backward (PyTorch's statistics, transform, running
+    // stats and counter; models/compute.cpp), each a gap: 6 gaps forward, 5 backward.
+    CHECK(fwd_s(big, slow_device(S::eager), 10) == doctest::Approx(0.010 + 0.120 + 0.080 + 6 * kGap).epsilon(1e-12));
+    CHECK(bwd_s(big, slow_device(S::eager), 10) == doctest::Approx(2 * (0.210) + 5 * kGap).epsilon(1e-12));
+    // Tiny: 1 kFLOP and 10 elements per sample at b = 1 are nanoseconds of work; the host launches 6 kernels forward
+    // and 5 backward, 14.63 us each, which the device's gaps (0.875 us) do not reach.
     const models::Workload tiny = conv_bn_relu(1e3, 10);
-    CHECK(fwd_s(tiny, slow_device(S::eager), 1) == doctest::Approx(3 * kHost).epsilon(1e-12));
-    CHECK(bwd_s(tiny, slow_device(S::eager), 1) == doctest::Approx(4 * kHost).epsilon(1e-12));
+    CHECK(fwd_s(tiny, slow_device(S::eager), 1) == doctest::Approx(6 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(tiny, slow_device(S::eager), 1) == doctest::Approx(5 * kHost).epsilon(1e-12));
     // compiled fuses the norm and the element-wise op: 2 kernels forward, 3 backward, each launched in 5 us.
     CHECK(fwd_s(tiny, slow_device(S::compiled), 1) == doctest::Approx(2 * kLaunch).epsilon(1e-12));
     CHECK(bwd_s(tiny, slow_device(S::compiled), 1) == doctest::Approx(3 * kLaunch).epsilon(1e-12));
@@ -74,6 +76,52 @@ TEST_CASE("kernels: eager pays a device gap per kernel, and the host's launches 
     // backward plus the roofline of what is left (nanoseconds: the matmul's 1 ns, the chain's 3 x 10 x 4 B / 1 GB/s).
     CHECK(fwd_s(tiny, slow_device(S::optimized), 1) == doctest::Approx(2 * kGap + 1e-9 + 120e-9).epsilon(1e-9));
     CHECK(bwd_s(tiny, slow_device(S::optimized), 1) == doctest::Approx(3 * kGap + 2e-9 + 240e-9).epsilon(1e-9));
+}
+
+TEST_CASE("kernels: eager autocast casts each GEMM weight down and its gradient back, one kernel each way") {
+    using S = models::Software;
+    // One layer: a matmul of 1 kFLOP with 10 weight elements and nothing else, at b = 1: host-bound. FP32: 1 kernel
+    // forward, 2 backward. Under fp16 autocast one more each way (the weight's cast, the gradient's cast back); a
+    // GEMM without weights (attention's products) casts nothing; compiled fuses the cast (no extra kernel).
+    models::Workload w;
+    w.name = "t";
+    models::Layer l{"l", {{"l.w", 10}}, 1e3, std::nullopt, std::nullopt, std::nullopt, {}};
+    l.parts.push_back(models::LayerPart{.kind = models::PartKind::matmul, .flops = 1e3, .weights = 10});
+    w.layers.push_back(l);
+    auto fp16 = [](models::Software software) {
+        auto d = slow_device(software);
+        d.precision = models::Precision::fp16;
+        return d;
+    };
+    CHECK(fwd_s(w, slow_device(S::eager), 1) == doctest::Approx(1 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(w, slow_device(S::eager), 1) == doctest::Approx(2 * kHost).epsilon(1e-12));
+    CHECK(fwd_s(w, fp16(S::eager), 1) == doctest::Approx(2 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(w, fp16(S::eager), 1) == doctest::Approx(3 * kHost).epsilon(1e-12));
+    CHECK(fwd_s(w, fp16(S::compiled), 1) == doctest::Approx(1 * kLaunch).epsilon(1e-12));
+    w.layers[0].parts[0].weights = 0.0;
+    CHECK(fwd_s(w, fp16(S::eager), 1) == doctest::Approx(1 * kHost).epsilon(1e-12));
+    // ResNet-50 in fp16 eager at batch 1: 53 convolutions and the classifier cast (54 each way) and 53 BatchNorms
+    // (3 more forward, 1 more backward) beside one kernel per part forward and two per GEMM backward.
+    const models::Workload rn50 = models::builtin_workload("resnet50").value();
+    double parts_fwd = 0.0, parts_bwd = 0.0, gemms = 0.0, bns = 0.0;
+    for (const models::Layer& layer : rn50.layers)
+        for (const models::LayerPart& p : layer.parts) {
+            const bool gemm = p.kind == models::PartKind::conv || p.kind == models::PartKind::matmul;
+            parts_fwd += 1.0;
+            parts_bwd += gemm ? 2.0 : 1.0;
+            gemms += gemm && p.weights > 0.0 ? 1.0 : 0.0;
+            bns += p.kind == models::PartKind::norm ? 1.0 : 0.0;
+        }
+    CHECK(gemms == 54);
+    CHECK(bns == 53);
+    const double kernels = parts_fwd + parts_bwd + 2 * gemms + 4 * bns;
+    json j = testing::star_scenario({.workers = 1, .model = "resnet50", .batch_size = 1, .iterations = 1});
+    j["device"] = {{"name", "H100"}, {"precision", "fp16"}, {"software", "eager"}};
+    const auto s = scenario::load_scenario(j);
+    const auto& job = s.jobs.front();
+    const auto p = models::compute_profile(job.workload, job.device, 1, job.bytes_per_param, job.optimizer);
+    // Every layer is host-bound at batch 1 on an H100: forward and backward are the kernels x 14.63 us.
+    CHECK(p.fwd.seconds() + p.bwd.seconds() == doctest::Approx(kernels * kHost).epsilon(1e-9));
 }
 
 TEST_CASE("kernels: compiled and optimized fuse BatchNorm and ReLU into one kernel") {
