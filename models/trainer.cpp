@@ -149,8 +149,8 @@ private:
 }  // namespace
 
 Comm::Comm(sim::Engine& engine, sim::Network& network, const topo::Fabric& fabric, const TrainingJob& job,
-           bool analytic)
-    : engine_(engine), network_(network), fabric_(fabric), job_(job), analytic_(analytic) {}
+           bool analytic, sim::ShiftQuotient* quotient)
+    : engine_(engine), network_(network), fabric_(fabric), job_(job), analytic_(analytic), quotient_(quotient) {}
 
 const sim::Route& Comm::route(std::uint32_t a, std::uint32_t b) const {
     return fabric_.route(job_.endpoint_hosts[a], job_.endpoint_hosts[b], flow_key(job_, a, b));
@@ -161,6 +161,7 @@ sim::PathCost Comm::path_cost(std::uint32_t a, std::uint32_t b) const {
 }
 
 void Comm::send(std::uint32_t a, std::uint32_t b, sim::Bytes bytes, std::function<void()> done) {
+    if (quotient_ != nullptr) throw sim::SymmetryBroken("a point-to-point transfer has no class form");
     if (!analytic_) {
         network_.start(route(a, b), bytes, std::move(done));
         return;
@@ -188,6 +189,18 @@ void Comm::send(std::uint32_t a, std::uint32_t b, sim::Bytes bytes, std::functio
 
 std::unique_ptr<sim::Round> Comm::start_round(const topo::Collective& c, sim::EndpointDone on_done,
                                               std::uint32_t round) {
+    if (quotient_ != nullptr) {
+        auto r = std::make_unique<sim::ClassRound>(engine_, c.endpoints(), quotient_->period(), std::move(on_done));
+        sim::ClassRound* self = r.get();
+        auto inner =
+            c.endpoints() == quotient_->endpoints()
+                ? c.start_class_round(
+                      engine_, network_, *quotient_, [self](std::uint32_t cls) { self->class_done(cls); }, round)
+                : nullptr;
+        if (!inner) throw sim::SymmetryBroken("a collective without a class form", true);
+        r->set_inner(std::move(inner));
+        return r;
+    }
     if (!analytic_)
         return c.start_round(
             engine_, network_, [this](std::uint32_t a, std::uint32_t b) -> const sim::Route& { return route(a, b); },
@@ -217,7 +230,7 @@ TrainerBase::TrainerBase(const TrainerEnv& env, bool model_sync)
     : env_(env),
       job_(env.job),
       engine_(env.engine),
-      comm_(env.engine, env.network, env.fabric, env.job, env.analytic),
+      comm_(env.engine, env.network, env.fabric, env.job, env.analytic, env.quotient),
       plan_(env.job, env.fabric, model_sync),
       clocks_(env.job.workers) {
     if (!env.job.record_schedule) return;
@@ -392,10 +405,63 @@ JobResult simulate_closed_form(const topo::Fabric& fabric, const TrainingJob& jo
     return r;
 }
 
+namespace {
+
+// The shifts worth trying for flow classes (sim/symmetry.hpp): one job on the flow network, no timeline (it draws
+// every transfer), no stragglers, workers placed in equal blocks of g per node; P = g, 2g, 4g, ... while at
+// least two periods remain. Whether a shift is a symmetry is found while running: the first period whose routes
+// map onto each other wins; none, and every transfer is simulated.
+std::vector<std::uint32_t> class_periods(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs,
+                                         const SimOptions& options) {
+    if (options.analytic || options.trace != nullptr || !options.flow_classes || jobs.size() != 1) return {};
+    const TrainingJob& job = jobs.front();
+    const std::uint32_t n = job.workers;
+    if (n < 2 || job.stragglers.any()) return {};
+    auto node = [&](std::uint32_t w) { return fabric.node_of(job.endpoint_hosts[w]); };
+    std::uint32_t g = 1;
+    while (g < n && node(g) == node(0)) ++g;
+    if (n % g != 0) return {};
+    for (std::uint32_t w = 0; w < n; ++w)
+        if (node(w) != node(w - w % g) || (w >= g && w % g == 0 && node(w) == node(w - g))) return {};
+    std::vector<std::uint32_t> periods;
+    for (std::uint32_t p = g; p <= n / 2 && periods.size() < 6; p *= 2)
+        if (n % p == 0) periods.push_back(p);
+    return periods;
+}
+
+FlowRun simulate_once(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs, const SimOptions& options,
+                      std::uint32_t period);
+
+}  // namespace
+
 FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs, const SimOptions& options) {
+    const std::vector<std::uint32_t> periods = class_periods(fabric, jobs, options);
+    for (std::uint32_t p : periods) {
+        try {
+            return simulate_once(fabric, jobs, options, p);
+        } catch (const sim::SymmetryBroken& e) {
+            if (!e.period_specific) break;  // no longer shift fixes asymmetric workers or collectives
+        }
+    }
+    if (!periods.empty() && options.before_full_run) options.before_full_run();
+    return simulate_once(fabric, jobs, options, 0);
+}
+
+namespace {
+
+FlowRun simulate_once(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs, const SimOptions& options,
+                      std::uint32_t period) {
     sim::Engine engine;
     sim::Network network(engine);
     fabric.install(network);
+    std::unique_ptr<sim::ShiftQuotient> quotient;
+    if (period > 0) {
+        const TrainingJob& job = jobs.front();
+        quotient = std::make_unique<sim::ShiftQuotient>(
+            network, job.workers, period, [&fabric, &job](std::uint32_t a, std::uint32_t b) -> const sim::Route& {
+                return fabric.route(job.endpoint_hosts[a], job.endpoint_hosts[b], detail::flow_key(job, a, b));
+            });
+    }
     if (options.trace != nullptr) {
         options.trace->name_process(1'000'000, "network links", 1'000'000);
         sim::Trace* trace = options.trace;
@@ -414,7 +480,8 @@ FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& job
     }
     std::vector<std::unique_ptr<detail::JobTrainer>> trainers;
     for (const TrainingJob& job : jobs) {
-        detail::TrainerEnv env{engine, network, fabric, job, options.analytic, {options.trace, job.index + 1}};
+        detail::TrainerEnv env{engine,        network, fabric, job, options.analytic, {options.trace, job.index + 1},
+                               quotient.get()};
         if (options.trace != nullptr) {
             options.trace->name_process(env.timeline.pid, fmt::format("job{} workers", job.index),
                                         static_cast<int>(job.index));
@@ -448,12 +515,17 @@ FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& job
     engine.run();
     FlowRun run;
     run.events = engine.events_processed();
-    run.transfers = network.transfers_started();
+    // Each simulated transfer stands for its class's m; every link carries what its cycle's representative did.
+    run.transfers = network.transfers_started() * (quotient ? quotient->multiplicity() : 1U);
+    run.flow_class_period = period;
     run.makespan_s = engine.now().seconds();
     for (auto& t : trainers) run.jobs.push_back(t->result());
     if (!options.analytic)
-        for (sim::LinkIndex l = 0; l < network.link_count(); ++l) run.links.push_back(network.stats(l));
+        for (sim::LinkIndex l = 0; l < network.link_count(); ++l)
+            run.links.push_back(network.stats(quotient ? quotient->representative(l) : l));
     return run;
 }
+
+}  // namespace
 
 }  // namespace ddlsim::models

@@ -39,6 +39,8 @@ struct FlowRun {
     std::vector<JobResult> jobs;
     std::uint64_t events = 0;
     std::uint64_t transfers = 0;
+    /// Flow classes: the shift P the run simulated per class (sim/symmetry.hpp), 0 where it simulated every transfer.
+    std::uint32_t flow_class_period = 0;
     double makespan_s = 0.0;
     std::vector<sim::LinkStats> links;  ///< per directed link (Fabric numbering); flow model only
 };
@@ -50,6 +52,12 @@ struct SimOptions {
     sim::Trace* trace = nullptr;  ///< record a timeline here when set
     /// Called every sim::Engine::kProgressEvents events with the events so far and the simulated seconds.
     std::function<void(std::uint64_t events, double simulated_s)> progress;
+    /// Simulate transfers a shift of the workers maps onto each other once per class, where the run is symmetric
+    /// (sim/symmetry.hpp; exact, and found while running: any asymmetry reruns with every transfer).
+    bool flow_classes = true;
+    /// Called before a run that tried flow classes and found no symmetry simulates every transfer (it may throw to
+    /// refuse that run).
+    std::function<void()> before_full_run;
 };
 
 /// Runs the jobs together on `fabric`.

@@ -13,6 +13,7 @@
 #include "models/trainer.hpp"
 #include "sim/engine.hpp"
 #include "sim/network.hpp"
+#include "sim/symmetry.hpp"
 #include "sim/trace.hpp"
 #include "sim/transfer_dag.hpp"
 #include "topologies/collectives.hpp"
@@ -24,7 +25,10 @@ namespace ddlsim::models::detail {
 /// on the flow network or, in analytic mode, contention-free.
 class Comm {
 public:
-    Comm(sim::Engine& engine, sim::Network& network, const topo::Fabric& fabric, const TrainingJob& job, bool analytic);
+    /// With `quotient`, rounds run per flow class (sim/symmetry.hpp); a round or transfer without a class form throws
+    /// sim::SymmetryBroken.
+    Comm(sim::Engine& engine, sim::Network& network, const topo::Fabric& fabric, const TrainingJob& job, bool analytic,
+         sim::ShiftQuotient* quotient = nullptr);
 
     /// Moves `bytes` from endpoint a's host to endpoint b's (analytic: latency + bytes / bottleneck bandwidth,
     /// queued behind the transfers already using a's uplink and b's downlink).
@@ -43,6 +47,7 @@ private:
     const topo::Fabric& fabric_;
     const TrainingJob& job_;
     bool analytic_;
+    sim::ShiftQuotient* quotient_;
     std::map<const topo::Collective*, sim::Time> closed_form_;
     std::vector<sim::Time> out_free_, in_free_;  ///< analytic: per host, when its NIC is free
 };
@@ -77,6 +82,7 @@ struct TrainerEnv {
     const TrainingJob& job;
     bool analytic = false;
     Timeline timeline;
+    sim::ShiftQuotient* quotient = nullptr;  ///< flow classes (models::simulate decides)
 };
 
 [[nodiscard]] std::unique_ptr<JobTrainer> make_sync_trainer(const TrainerEnv& env);          // bsp, local_sgd

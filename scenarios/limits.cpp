@@ -170,6 +170,33 @@ constexpr double kCoupledCostScale = 3.3, kCoupledCostPower = 0.55, kCoupledCost
 
 // Wall seconds the flow model takes for one job: its events at the base rate, times the cost of re-solving the
 // flows that share links at each event.
+// Flow classes (sim/symmetry.hpp): how many transfers one simulated transfer may stand for, m = workers / GPUs per
+// node, where the run is of a kind that can be symmetric (one job on the flow network, no stragglers, no
+// compression, bsp or local SGD over rings: ring all-reduce or sharding); 1 elsewhere. Whether it
+// is symmetric is found while it runs (models::simulate); one that is not reruns in full, checked first against
+// the full estimate (check_full_run).
+double class_multiplicity(const Scenario& s, const JobSpec& j) {
+    if (!s.flow_classes || s.network_model != NetworkModel::flow || s.jobs.size() != 1 || j.stragglers.any() ||
+        j.compression.kind != "none" ||
+        (j.sync.kind != models::SyncKind::bsp && j.sync.kind != models::SyncKind::local_sgd))
+        return 1.0;
+    const auto& a = j.architecture;
+    const bool rings =
+        j.sharding.any() || (a.kind == topo::ArchKind::allreduce && a.algorithm == topo::AllreduceAlgorithm::ring);
+    const double g = std::max(1.0, machine_of(s.topology).gpus), n = j.workers;
+    if (!rings || std::fmod(n, g) != 0.0 || n / g < 2.0) return 1.0;
+    return n / g;
+}
+
+// The events of a job's run: all of them, or per flow class the full count over m plus what every worker still
+// does itself (about eight events per worker and collective round: its gate and its completion, with their
+// callbacks).
+double run_events(const Scenario& s, const JobSpec& j) {
+    const double full = job_events(s, j), m = class_multiplicity(s, j);
+    if (m <= 1.0) return full;
+    return full / m + 8.0 * j.workers * s.iterations * std::max(1.0, messages_per_iteration(j));
+}
+
 double job_seconds(const Scenario& s, const JobSpec& j) {
     double coupled = j.sharding.any() ? 1.0 : round_of(j, machine_of(s.topology)).coupled_flows;
     const auto& a = j.architecture;
@@ -180,7 +207,7 @@ double job_seconds(const Scenario& s, const JobSpec& j) {
         coupled *= std::sqrt(messages_per_iteration(j));
     }
     const double f = std::max(0.0, coupled - kCoupledCostFloor);
-    return job_events(s, j) * (1.0 + kCoupledCostScale * std::pow(f, kCoupledCostPower)) / kFlowEventsPerSecond;
+    return run_events(s, j) * (1.0 + kCoupledCostScale * std::pow(f, kCoupledCostPower)) / kFlowEventsPerSecond;
 }
 
 // The key that makes a round large: a segment size that cuts the gradient into many pieces, per-tensor
@@ -348,7 +375,7 @@ void detail::check_limits(const Scenario& s, const std::string& jobs_path) {
                                                   : path.ends_with("per_tensor") ? "expected per_tensor false"
                                                                                  : "use fewer workers or servers"));
         }
-        events += job_events(s, s.jobs[i]);
+        events += run_events(s, s.jobs[i]);
     }
     const double seconds = estimated_seconds(s);
     if (s.network_model == NetworkModel::flow && (events > kMaxEvents || seconds > kMaxSeconds)) {
@@ -366,8 +393,14 @@ void detail::check_limits(const Scenario& s, const std::string& jobs_path) {
 
 double estimated_events(const Scenario& s) {
     double events = 0.0;
-    for (const JobSpec& j : s.jobs) events += job_events(s, j);
+    for (const JobSpec& j : s.jobs) events += run_events(s, j);
     return events;
+}
+
+void check_full_run(const Scenario& s) {
+    Scenario full = s;
+    full.flow_classes = false;
+    detail::check_limits(full, "$.jobs");
 }
 
 double estimated_seconds(const Scenario& s) {

@@ -443,10 +443,14 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace,
                 r.simulated_time_s = std::max(r.simulated_time_s, r.jobs.back().makespan_s);
             }
         } else {
-            const models::FlowRun run = models::simulate(fabric, jobs, {false, trace, progress});
+            if (!s.flow_classes) check_full_run(s);
+            const models::FlowRun run = models::simulate(fabric, jobs,
+                                                         {false, trace, progress, s.flow_classes,
+                                                          [&s] { check_full_run(s); }});
             r.jobs = run.jobs;
             r.events = run.events;
             r.transfers = run.transfers;
+            r.flow_class_period = run.flow_class_period;
             r.simulated_time_s = run.makespan_s;
             link_loads(fabric, run, r);
         }
@@ -632,6 +636,7 @@ nlohmann::json result_json(const Scenario& s, const RunResult& r) {
     out["resolved_scenario"] = resolved_scenario(s);  // running it reproduces this result
     out["events"] = r.events;
     out["transfers"] = r.transfers;
+    if (s.network_model == NetworkModel::flow) out["flow_class_period"] = r.flow_class_period;
     out["wall_time_s"] = r.wall_time_s;
     out["simulated_time_s"] = r.simulated_time_s;
     if (s.network_model == NetworkModel::flow) {

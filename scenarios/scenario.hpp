@@ -78,6 +78,9 @@ struct Scenario {
     NetworkModel network_model = NetworkModel::flow;
     topo::Routing routing = topo::Routing::ecmp;
     std::uint64_t seed = 0;
+    /// Flow classes (models::SimOptions::flow_classes): on unless `ddlsim run --no-flow-classes`; not a scenario key,
+    /// as it changes no result, only how fast it comes.
+    bool flow_classes = true;
     std::vector<std::pair<std::string, sim::Bandwidth>> host_bandwidth;  ///< network.host_bandwidth
     topo::FabricTransports transports;     ///< network.transport / intra_transport (nullopt: auto)
     std::string transport_source;          ///< with network.profile: "calibration profile FILE" or the override
@@ -118,7 +121,12 @@ void check_key_path(const std::string& path, const std::string& what);
 /// Reads a JSON file strictly (ScenarioError with path "$" when unreadable or malformed).
 [[nodiscard]] nlohmann::json read_json_file(const std::string& file);
 
-/// The up-front estimate of the events a flow-model run of `s` processes (what the loader's limit checks).
+/// Refuses (ScenarioError, as the loader) a flow-model run of `s` that simulates every transfer and would take too
+/// long or need too much memory: the loader's limits assume flow classes where the run may be symmetric; a run found
+/// not to be (or run with `--no-flow-classes`) checks this before it simulates in full.
+void check_full_run(const Scenario& s);
+/// The up-front estimate of the events a flow-model run of `s` processes (what the loader's limit checks; per flow
+/// class where the run may be symmetric).
 [[nodiscard]] double estimated_events(const Scenario& s);
 /// Events the flow model processes per second of wall time on one core, for the time estimates beside the event
 /// estimate (order of magnitude of `tools/bench`'s measurements on this project's 2-core machines, README).

@@ -21,7 +21,9 @@ LinkIndex Network::add_link(LinkSpec spec) {
 Time Network::latency(const Route& route) const {
     Time t;
     Time overhead;
-    for (LinkIndex l : route) {
+    for (std::size_t i = 0; i < route.size(); ++i) {
+        const LinkIndex l = route[i];
+        if (i > 0 && route[i - 1] == l) continue;  // a weight (see start()), not another hop
         t += links_[l].spec.latency;
         overhead = std::max(overhead, links_[l].spec.overhead);
     }

@@ -60,7 +60,8 @@ public:
     [[nodiscard]] const LinkStats& stats(LinkIndex l) const { return links_[l].stats; }
 
     /// Starts moving `bytes` along `route`; `on_done` runs when the last byte arrives.
-    /// An empty route (same host) completes after zero time.
+    /// An empty route (same host) completes after zero time. A link repeated w times in a row stands for w flows
+    /// at this transfer's rate over it (weighted max-min: flow classes, sim/symmetry.hpp); its latency counts once.
     void start(const Route& route, Bytes bytes, Callback on_done);
 
     /// Transfers started so far (each counted once, however many links it crosses).

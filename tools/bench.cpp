@@ -4,6 +4,8 @@
 // runs in its own child process so that its peak resident memory is its own.
 //   build/ddlsim_bench            all cases (the 16,384-worker ring takes minutes)
 //   build/ddlsim_bench --quick    up to 4,096 workers
+//   build/ddlsim_bench --scale [--full]   one step of Llama 3 70B HSDP and ResNet-50 DDP on DGX H100 rails, 256 to
+//                                         16,384 workers (--full: and 131,072), with flow classes (sim/symmetry.hpp)
 //   build/ddlsim_bench --startup [DDLSIM]   only the start-up of `ddlsim check` on a small example
 // Every run ends with the start-up cost of the command line: wall time and peak resident memory of
 // `ddlsim check` on a small example scenario (fork + exec, then wait4's rusage), the median of 21 runs.
@@ -51,6 +53,75 @@ struct Case {
     const char* arch;
     int iterations;
 };
+
+// --scale (issue 27's cases): one step of Llama 3 70B with hybrid sharding (FSDP inside each DGX H100 node, the
+// shards all-reduced across nodes) and of ResNet-50 DDP (ring, 25 MB buckets), on DGX H100 nodes on a
+// rail-optimized fabric (400 Gbit/s per GPU, 8 spines, ideal transport); the DDP fabric routes by destination
+// (D-mod-k), as the ring's hops between nodes change rail and cross the spines, where per-connection hashing
+// breaks the symmetry flow classes need.
+nlohmann::json scale_scenario(const std::string& kind, int workers) {
+    nlohmann::json j{
+        {"workers", workers},
+        {"iterations", 1},
+        {"device", {{"name", "H100"}, {"precision", "bf16"}}},
+        {"network", {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"spines", 8}, {"transport", "ideal"}}}};
+    if (kind == "hsdp") {
+        j["model"] = {{"name", "llama3_70b"}, {"dtype", "bf16"}};
+        j["batch_size"] = 1;
+        j["activation_checkpointing"] = "full";
+        j["optimizer"] = "adamw";
+        j["sharding"] = {{"stage", 3}, {"group", "node"}};
+    } else {
+        j["model"] = "resnet50";
+        j["batch_size"] = 64;
+        j["network"]["routing"] = "dmodk";
+        j["architecture"] = {{"kind", "allreduce"}, {"algorithm", "ring"}};
+        j["overlap"] = {{"fusion", "buffer"}, {"bucket_size", "25MB"}};
+    }
+    return j;
+}
+
+// Runs `f` in a child process (its peak memory its own); false when the child failed.
+template <class F>
+bool in_child(F&& f) {
+    std::fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        f();
+        std::fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int scale(bool full) {
+    fmt::print("{:<22}{:>9}{:>17}{:>7}{:>16}{:>12}{:>10}{:>10}\n", "case (one step)", "workers", "iteration s", "shift",
+               "transfers", "events", "wall s", "peak MiB");
+    for (const char* kind : {"hsdp", "ddp"})
+        for (const int n : {256, 1024, 4096, 16384, 131072}) {
+            if (!full && n > 16384) continue;
+            // At 256 and 1,024 workers also every transfer (--no-flow-classes), for the difference.
+            for (const bool classes : {true, false}) {
+                if (!classes && n > 1024) continue;
+                const bool ok = in_child([&] {
+                    auto s = ddlsim::scenario::load_scenario(scale_scenario(kind, n));
+                    s.flow_classes = classes;
+                    const auto r = ddlsim::scenario::run_scenario(s);
+                    rusage ru{};
+                    getrusage(RUSAGE_SELF, &ru);
+                    fmt::print("{:<22}{:>9}{:>17.13g}{:>7}{:>16}{:>12}{:>10.2f}{:>10.1f}\n",
+                               fmt::format("{}{}", kind == std::string("hsdp") ? "llama3-70b hsdp" : "resnet50 ddp",
+                                           classes ? "" : " (all)"),
+                               n, r.jobs[0].iteration_time_s, r.flow_class_period, r.transfers, r.events, r.wall_time_s,
+                               static_cast<double>(ru.ru_maxrss) / 1024.0);
+                });
+                if (!ok) return 1;
+            }
+        }
+    return 0;
+}
 
 // `ddlsim check` on a small example: wall milliseconds (median, min) and the largest peak RSS over `runs`
 // runs; its output goes to a pipe that is read and dropped. Returns false when a run fails.
@@ -102,6 +173,7 @@ int main(int argc, char** argv) {
     constexpr int kStartupRuns = 21;
     if (argc > 1 && std::strcmp(argv[1], "--startup") == 0)
         return startup(argc > 2 ? argv[2] : DDLSIM_BINARY, kStartupRuns) ? 0 : 1;
+    if (argc > 1 && std::strcmp(argv[1], "--scale") == 0) return scale(argc > 2 && std::strcmp(argv[2], "--full") == 0);
     const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
     fmt::print("{:<26}{:>13}{:>13}{:>10}{:>14}{:>12}{:>10}\n", "case (flow model)", "transfers", "events", "wall s",
                "transfers/s", "events/s", "peak MiB");
@@ -111,7 +183,10 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         const pid_t pid = fork();
         if (pid == 0) {
-            const auto s = ddlsim::scenario::load_scenario(scenario(c.workers, c.arch, c.iterations));
+            // Every transfer: these cases measure the engine and the solver per transfer (on a star every ring
+            // transfer is alike, and flow classes would simulate one per step).
+            auto s = ddlsim::scenario::load_scenario(scenario(c.workers, c.arch, c.iterations));
+            s.flow_classes = false;
             const auto r = ddlsim::scenario::run_scenario(s);
             rusage ru{};
             getrusage(RUSAGE_SELF, &ru);

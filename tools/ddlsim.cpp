@@ -139,7 +139,7 @@ constexpr double kTraceMergeGap = 100e-6;  // 100 us: a transport's per-message 
 
 int run_command(const std::string& file, const std::vector<std::string>& sets, const std::string& out,
                 const std::string& trace, bool trace_full, const std::string& plot, const std::string& report,
-                std::uint32_t seeds, int progress) {
+                std::uint32_t seeds, int progress, bool flow_classes) {
     // `--out -`: the result JSON is standard output, so the summary goes to standard error.
     const bool out_stdout = out == "-";
     if (out_stdout && (trace == "-" || plot == "-"))
@@ -161,7 +161,8 @@ int run_command(const std::string& file, const std::vector<std::string>& sets, c
     roles.output(plot, "--plot");
     roles.output(report, "--report");
     roles.check();
-    const auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
+    auto scenario = ddlsim::scenario::load_scenario_file(file, sets);
+    scenario.flow_classes = flow_classes;
     for (const auto& f : scenario.input_files) roles.input(f, "a file the scenario reads");
     roles.check();
     // --seeds runs the scenario that many times: the loader's limit holds for all of them together.
@@ -331,6 +332,10 @@ Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 
                   "print progress and a time estimate on standard error once a run takes over 2 s, even when it is "
                   "not a terminal (a line every 5 s, for logs)");
     run->add_flag("--quiet", run_quiet, "no progress line, even on a terminal")->excludes("--progress");
+    bool no_flow_classes = false;
+    run->add_flag("--no-flow-classes", no_flow_classes,
+                  "simulate every transfer, even where a shift of the workers maps them onto each other (the same "
+                  "result, more slowly: for checking; see docs/BENCHMARKS.md)");
     run->footer(R"(Examples:
   ddlsim run scenarios/examples/resnet50_ring_16xV100.json
   ddlsim run s.json --set workers=64 --set network.bandwidth=100Gbps --out result.json --report result.html
@@ -444,7 +449,8 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
             return run_command(file, sets, out, trace, trace_full, plot, report, seeds,
                                run_quiet      ? -1
                                : run_progress ? 1
-                                              : 0);
+                                              : 0,
+                               !no_flow_classes);
         if (compare->parsed()) return compare_command(compare_files, sets, variants, compare_out, report, compare_jobs);
         if (sweep->parsed()) {
             sweep_opts.extra_keys = [](const ddlsim::scenario::Scenario& s, const ddlsim::scenario::RunResult& r) {

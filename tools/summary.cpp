@@ -263,8 +263,14 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
     }
     const bool all_rounds = std::all_of(s.jobs.begin(), s.jobs.end(),
                                         [](const auto& j) { return j.sync.kind == models::SyncKind::fedavg; });
-    out += fmt::format("\n  simulated {} {} ({:.4g} s): {} transfers, {} events in {:.3f} s wall time\n", s.iterations,
-                       all_rounds ? "rounds" : "iterations", r.simulated_time_s, r.transfers, r.events, r.wall_time_s);
+    // With flow classes each simulated transfer stood for its class's m = workers / P (docs/BENCHMARKS.md).
+    const std::string classes =
+        r.flow_class_period > 0 && !s.jobs.empty()
+            ? fmt::format(" (flow classes: 1 in {} simulated)", s.jobs.front().workers / r.flow_class_period)
+            : std::string();
+    out += fmt::format("\n  simulated {} {} ({:.4g} s): {} transfers{}, {} events in {:.3f} s wall time\n",
+                       s.iterations, all_rounds ? "rounds" : "iterations", r.simulated_time_s, r.transfers, classes,
+                       r.events, r.wall_time_s);
     return out;
 }
 

@@ -27,6 +27,7 @@
 #include "sim/engine.hpp"
 #include "sim/enum_info.hpp"
 #include "sim/network.hpp"
+#include "sim/symmetry.hpp"
 #include "sim/transfer_dag.hpp"
 #include "sim/units.hpp"
 
@@ -182,6 +183,16 @@ public:
     [[nodiscard]] virtual std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
                                                                   sim::RouteLookup routes, sim::EndpointDone on_done,
                                                                   std::uint32_t round) const = 0;
+    /// Starts round `round` over the classes of `q` (sim/symmetry.hpp): endpoints 0..P-1, endpoint c standing for
+    /// c, c+P, ..., its transfers on q's representative routes. nullptr where this collective cannot (it is not
+    /// periodic under the shift, or has no class form): the run then simulates every endpoint.
+    [[nodiscard]] virtual std::unique_ptr<sim::Round> start_class_round(sim::Engine& /*engine*/,
+                                                                        sim::Network& /*network*/,
+                                                                        sim::ShiftQuotient& /*q*/,
+                                                                        sim::EndpointDone /*on_done*/,
+                                                                        std::uint32_t /*round*/) const {
+        return nullptr;
+    }
     /// Bytes one round puts on the wire (transfers between different hosts, each counted once).
     [[nodiscard]] virtual sim::Bytes wire_bytes(const RemoteTest& remote) const = 0;
     /// Closed-form α-β time of one round without contention (sim::alpha_beta_time semantics).

@@ -9,10 +9,14 @@ namespace {
 
 class RingRound final : public sim::Round {
 public:
-    RingRound(sim::Network& network, std::shared_ptr<const std::vector<std::uint32_t>> next, std::uint32_t steps,
-              sim::Bytes chunk, sim::RouteLookup routes, sim::EndpointDone on_done)
+    /// `next`: per endpoint its successor among the round's endpoints; `ring`: per endpoint whether it is in a
+    /// ring (a class may succeed itself); `routes(i, next[i])`: the route to its successor.
+    RingRound(sim::Network& network, std::shared_ptr<const std::vector<std::uint32_t>> next,
+              std::shared_ptr<const std::vector<char>> ring, std::uint32_t steps, sim::Bytes chunk,
+              sim::RouteLookup routes, sim::EndpointDone on_done)
         : network_(network),
           next_(std::move(next)),
+          ring_(std::move(ring)),
           steps_(steps),
           chunk_(chunk),
           routes_(std::move(routes)),
@@ -23,7 +27,7 @@ public:
         Worker& w = workers_[e];
         if (w.gate) return;
         w.gate = true;
-        if (steps_ == 0 || (*next_)[e] == e) {
+        if (steps_ == 0 || (*ring_)[e] == 0) {
             on_done_(e);
             return;
         }
@@ -69,6 +73,7 @@ private:
 
     sim::Network& network_;
     std::shared_ptr<const std::vector<std::uint32_t>> next_;  ///< the collective's successor table
+    std::shared_ptr<const std::vector<char>> ring_;
     std::uint32_t steps_;
     sim::Bytes chunk_;
     sim::RouteLookup routes_;
@@ -91,13 +96,35 @@ RingCollective::RingCollective(std::uint32_t endpoints, std::vector<std::vector<
             next[a] = ring[(r + 1) % ring.size()];
         }
     }
+    std::vector<char> ring(endpoints);
+    for (std::uint32_t e = 0; e < endpoints; ++e) ring[e] = next[e] != e ? 1 : 0;
     next_ = std::make_shared<const std::vector<std::uint32_t>>(std::move(next));
+    ring_ = std::make_shared<const std::vector<char>>(std::move(ring));
 }
 
 std::unique_ptr<sim::Round> RingCollective::start_round(sim::Engine& /*engine*/, sim::Network& network,
                                                         sim::RouteLookup routes, sim::EndpointDone on_done,
                                                         std::uint32_t /*round*/) const {
-    return std::make_unique<RingRound>(network, next_, steps_, chunk_, std::move(routes), std::move(on_done));
+    return std::make_unique<RingRound>(network, next_, ring_, steps_, chunk_, std::move(routes), std::move(on_done));
+}
+
+std::unique_ptr<sim::Round> RingCollective::start_class_round(sim::Engine& /*engine*/, sim::Network& network,
+                                                              sim::ShiftQuotient& q, sim::EndpointDone on_done,
+                                                              std::uint32_t /*round*/) const {
+    const std::uint32_t n = endpoints_, p = q.period();
+    if (q.endpoints() != n) return nullptr;
+    const auto& next = *next_;
+    for (std::uint32_t e = p; e < n; ++e)  // periodic: the successor of e + P is P past e's
+        if (next[e] != (next[e - p] + p) % n) return nullptr;
+    auto cls = std::make_shared<std::vector<std::uint32_t>>(p);
+    auto ring = std::make_shared<std::vector<char>>(ring_->begin(), ring_->begin() + p);
+    for (std::uint32_t c = 0; c < p; ++c) (*cls)[c] = next[c] % p;
+    // The class's route is its representative's to its real successor (which may lie in another period).
+    auto routes = [&q, next_ = next_](std::uint32_t c, std::uint32_t) -> const sim::Route& {
+        return q.route(c, (*next_)[c]);
+    };
+    return std::make_unique<RingRound>(network, std::move(cls), std::move(ring), steps_, chunk_, std::move(routes),
+                                       std::move(on_done));
 }
 
 sim::Bytes RingCollective::wire_bytes(const RemoteTest& remote) const {

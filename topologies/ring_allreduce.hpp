@@ -29,6 +29,10 @@ public:
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
                                                           sim::RouteLookup routes, sim::EndpointDone on_done,
                                                           std::uint32_t round) const override;
+    /// Rings whose successor table is periodic under the shift (next[e + P] = next[e] + P, mod n) run per class.
+    [[nodiscard]] std::unique_ptr<sim::Round> start_class_round(sim::Engine& engine, sim::Network& network,
+                                                                sim::ShiftQuotient& q, sim::EndpointDone on_done,
+                                                                std::uint32_t round) const override;
     [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override;
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
 
@@ -36,6 +40,7 @@ private:
     std::uint32_t endpoints_;
     /// Per endpoint: its successor in its ring (itself: in no ring); shared with the rounds it starts.
     std::shared_ptr<const std::vector<std::uint32_t>> next_;
+    std::shared_ptr<const std::vector<char>> ring_;  ///< per endpoint: in a ring
     sim::Bytes chunk_;
     std::uint32_t steps_;
 };

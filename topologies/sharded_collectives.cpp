@@ -106,6 +106,20 @@ std::unique_ptr<sim::Round> ParallelCollective::start_round(sim::Engine& engine,
     return r;
 }
 
+std::unique_ptr<sim::Round> ParallelCollective::start_class_round(sim::Engine& engine, sim::Network& network,
+                                                                  sim::ShiftQuotient& q, sim::EndpointDone on_done,
+                                                                  std::uint32_t round) const {
+    auto r = std::make_unique<ParallelRound>(parts_.size(), q.period(), std::move(on_done));
+    ParallelRound* self = r.get();
+    for (const auto& p : parts_) {
+        auto part = p->start_class_round(
+            engine, network, q, [self](std::uint32_t c) { self->part_done(c); }, round);
+        if (!part) return nullptr;
+        r->add(std::move(part));
+    }
+    return r;
+}
+
 sim::Bytes ParallelCollective::wire_bytes(const RemoteTest& remote) const {
     sim::Bytes b{0.0};
     for (const auto& p : parts_) b = b + p->wire_bytes(remote);

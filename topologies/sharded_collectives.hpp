@@ -72,6 +72,9 @@ public:
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(sim::Engine& engine, sim::Network& network,
                                                           sim::RouteLookup routes, sim::EndpointDone on_done,
                                                           std::uint32_t round) const override;
+    [[nodiscard]] std::unique_ptr<sim::Round> start_class_round(sim::Engine& engine, sim::Network& network,
+                                                                sim::ShiftQuotient& q, sim::EndpointDone on_done,
+                                                                std::uint32_t round) const override;
     [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override;
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
 

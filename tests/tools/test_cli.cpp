@@ -268,11 +268,13 @@ TEST_CASE("cli: run --progress reports events against the estimate on stderr; --
 }
 
 TEST_CASE("cli: an interrupted run leaves no output file and dies of the signal") {
-    // A 2,048-worker ring takes seconds to simulate; SIGINT arrives after 0.3 s, before the result
-    // exists: the process ends by the signal, and neither the --out file nor a temporary is left.
+    // A 2,048-worker ring takes seconds to simulate (a straggler keeps it from running per flow class); SIGINT
+    // arrives after 0.3 s, before the result exists: the process ends by the signal, and neither the --out file nor
+    // a temporary is left.
     const TempDir dir;
     const std::string file = dir.write("big.json", R"({"workers": 2048, "model": "resnet50", "batch_size": 1,
-        "iterations": 2, "device": "V100", "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"}})");
+        "iterations": 2, "device": "V100", "network": {"topology": "star", "bandwidth": "10Gbps", "latency": "5us"},
+        "stragglers": {"distribution": "periodic", "every": 2, "workers": [3]}})");
     const std::string out = dir.file("result.json");
     const std::string cmd = "timeout -s INT 0.3 " + shell_quote(DDLSIM_BINARY) + " run " + shell_quote(file) +
                             " --out " + shell_quote(out) + " >/dev/null 2>&1";

@@ -1,0 +1,131 @@
+// Flow classes against every transfer simulated (metamorphic: `--no-flow-classes` must change nothing but speed):
+// seeded random symmetric jobs (rings, FSDP/HSDP, and hierarchical, which runs in full; stars, nodes on two tiers,
+// rails) give the same iteration time (to 1e-9), transfers and busiest links either way, and most of them do run per
+// class; jobs that are not symmetric (a straggler, hashed spines) run in full.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "scenarios/json_reader.hpp"
+#include "scenarios/run.hpp"
+#include "scenarios/scenario.hpp"
+#include "sim/rng.hpp"
+
+using nlohmann::json;
+using namespace ddlsim;
+
+namespace {
+
+json symmetric_scenario(sim::rng::SplitMix64& rng) {
+    auto below = [&](std::uint64_t k) { return static_cast<int>(sim::rng::below(rng, k)); };
+    const int nodes = 2 << below(3);  // 2, 4, 8
+    json j = {{"iterations", 2}, {"batch_size", 8}, {"device", {{"name", "H100"}, {"precision", "bf16"}}}};
+    switch (below(3)) {
+        case 0:
+            j["network"] = {{"topology", "star"}, {"bandwidth", "25Gbps"}, {"latency", "3us"}};
+            j["workers"] = nodes * 4;
+            break;
+        case 1:
+            j["network"] = {{"topology", "two_tier"}, {"node", "dgx_h100"}, {"bandwidth", "100Gbps"}};
+            j["workers"] = nodes * 8;
+            break;
+        default:
+            j["network"] = {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"spines", 2}, {"routing", "dmodk"}};
+            j["workers"] = nodes * 8;
+            break;
+    }
+    const int scheme = below(4);
+    switch (scheme) {
+        case 0: j["architecture"] = {{"kind", "allreduce"}, {"algorithm", "ring"}}; break;
+        case 1: j["architecture"] = {{"kind", "allreduce"}, {"algorithm", "hierarchical"}}; break;
+        case 2: j["sharding"] = {{"stage", 3}, {"group", "node"}}; break;
+        default: j["sharding"] = {{"stage", 1 + below(2)}}; break;
+    }
+    j["model"] = below(2) == 0 ? json{{"name", "resnet50"}} : json{{"name", "gpt2"}, {"dtype", "bf16"}};
+    if (scheme != 2 && below(2) == 0) j["overlap"] = {{"fusion", "buffer"}, {"bucket_size", "25MB"}};
+    return j;
+}
+
+struct Both {
+    scenario::RunResult classes, full;
+};
+
+Both run_both(const json& j) {
+    scenario::Scenario s = scenario::load_scenario(j);
+    Both b{scenario::run_scenario(s), {}};
+    s.flow_classes = false;
+    b.full = scenario::run_scenario(s);
+    return b;
+}
+
+void check_same(const Both& b) {
+    REQUIRE(b.classes.jobs.size() == 1);
+    const double tc = b.classes.jobs[0].iteration_time_s, tf = b.full.jobs[0].iteration_time_s;
+    CHECK(std::abs(tc - tf) <= 1e-9 * tf);
+    CHECK(b.classes.transfers == b.full.transfers);
+    CHECK(b.classes.jobs[0].bytes_on_wire_per_iteration == b.full.jobs[0].bytes_on_wire_per_iteration);
+    REQUIRE(b.classes.busiest_links.size() == b.full.busiest_links.size());
+    for (std::size_t i = 0; i < b.full.busiest_links.size(); ++i)
+        CHECK(std::abs(b.classes.busiest_links[i].utilization - b.full.busiest_links[i].utilization) <= 1e-9);
+    CHECK(b.full.flow_class_period == 0);
+}
+
+}  // namespace
+
+TEST_CASE("flow classes: random symmetric jobs give what simulating every transfer gives") {
+    sim::rng::SplitMix64 rng(20261204);
+    int per_class = 0, expected = 0;
+    constexpr int kCases = 14;
+    for (int i = 0; i < kCases; ++i) {
+        const json j = symmetric_scenario(rng);
+        CAPTURE(j.dump());
+        const Both b = run_both(j);
+        check_same(b);
+        // Hierarchical all-reduce is a transfer DAG, which has no class form yet: it runs in full.
+        const bool hierarchical = j.contains("architecture") && j["architecture"]["algorithm"] == "hierarchical";
+        if (hierarchical)
+            CHECK(b.classes.flow_class_period == 0);
+        else
+            ++expected;
+        if (b.classes.flow_class_period > 0) {
+            ++per_class;
+            // The period is a whole number of nodes and leaves at least two.
+            const auto n = j["workers"].get<std::uint32_t>();
+            CHECK(n % b.classes.flow_class_period == 0);
+            CHECK(n / b.classes.flow_class_period >= 2);
+            CHECK(b.classes.events < b.full.events);
+        }
+    }
+    // These fabrics and placements are symmetric under a shift of whole nodes: every ring and sharded job runs per
+    // class.
+    CHECK(expected >= kCases / 2);
+    CHECK(per_class == expected);
+}
+
+TEST_CASE("flow classes: a straggler or hashed spines keep every transfer") {
+    json j = {{"workers", 32},
+              {"iterations", 2},
+              {"batch_size", 8},
+              {"model", {{"name", "resnet50"}}},
+              {"device", {{"name", "H100"}}},
+              {"network", {{"topology", "two_tier"}, {"node", "dgx_h100"}, {"bandwidth", "100Gbps"}}},
+              {"architecture", {{"kind", "allreduce"}, {"algorithm", "ring"}}}};
+    const Both sym = run_both(j);
+    check_same(sym);
+    CHECK(sym.classes.flow_class_period == 8);  // one node's GPUs: a shift of one node maps the fabric onto itself
+    j["stragglers"] = {{"distribution", "periodic"}, {"every", 1}, {"slowdown", 1.5}, {"workers", {5}}};
+    const Both slow = run_both(j);
+    check_same(slow);
+    CHECK(slow.classes.flow_class_period == 0);
+    CHECK(slow.classes.jobs[0].iteration_time_s > sym.classes.jobs[0].iteration_time_s);
+    // Rings whose hops between nodes change rail cross the spines, picked per connection by a hash: not a symmetry.
+    json rails = j;
+    rails.erase("stragglers");
+    rails["network"] = {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"spines", 4}};
+    const Both hashed = run_both(rails);
+    check_same(hashed);
+    CHECK(hashed.classes.flow_class_period == 0);
+}
