@@ -6,8 +6,13 @@
 
 namespace ddlsim::sim {
 
-std::uint32_t MaxMinProblem::add_flow(std::span<const std::uint32_t> route, double rate_cap) {
+std::uint32_t MaxMinProblem::add_flow(std::span<const std::uint32_t> route, double rate_cap,
+                                      std::span<const double> weights) {
     links.insert(links.end(), route.begin(), route.end());
+    if (weights.empty())
+        weight.insert(weight.end(), route.size(), 1.0);
+    else
+        weight.insert(weight.end(), weights.begin(), weights.end());
     offsets.push_back(static_cast<std::uint32_t>(links.size()));
     cap.push_back(rate_cap);
     return static_cast<std::uint32_t>(flow_count() - 1);
@@ -17,6 +22,7 @@ void MaxMinProblem::clear() {
     capacity.clear();
     offsets.assign(1, 0);
     links.clear();
+    weight.clear();
     cap.clear();
 }
 
@@ -35,15 +41,12 @@ void MaxMinSolver::solve(const MaxMinProblem& p, std::vector<double>& rates) {
     }
     for (std::size_t l = 0; l < n_links; ++l) link_offsets_[l + 1] += link_offsets_[l];
     link_flows_.resize(p.links.size());
-    {
-        std::vector<std::uint32_t>& fill = unfrozen_;  // reused as a cursor here
-        fill.assign(link_offsets_.begin(), link_offsets_.end() - 1);
-        for (std::uint32_t f = 0; f < n_flows; ++f)
-            for (std::uint32_t i = p.offsets[f]; i < p.offsets[f + 1]; ++i) link_flows_[fill[p.links[i]]++] = f;
-    }
+    cursor_.assign(link_offsets_.begin(), link_offsets_.end() - 1);
+    for (std::uint32_t f = 0; f < n_flows; ++f)
+        for (std::uint32_t i = p.offsets[f]; i < p.offsets[f + 1]; ++i) link_flows_[cursor_[p.links[i]]++] = f;
     remaining_.assign(p.capacity.begin(), p.capacity.end());
-    unfrozen_.assign(n_links, 0);
-    for (std::size_t l = 0; l < n_links; ++l) unfrozen_[l] = link_offsets_[l + 1] - link_offsets_[l];
+    unfrozen_.assign(n_links, 0.0);
+    for (std::size_t i = 0; i < p.links.size(); ++i) unfrozen_[p.links[i]] += p.weight[i];
     frozen_.assign(n_flows, 0);
 
     std::size_t left = n_flows;
@@ -54,8 +57,8 @@ void MaxMinSolver::solve(const MaxMinProblem& p, std::vector<double>& rates) {
         --left;
         for (std::uint32_t i = p.offsets[f]; i < p.offsets[f + 1]; ++i) {
             const std::uint32_t l = p.links[i];
-            remaining_[l] = std::max(0.0, remaining_[l] - r);
-            --unfrozen_[l];
+            remaining_[l] = std::max(0.0, remaining_[l] - p.weight[i] * r);
+            unfrozen_[l] -= p.weight[i];  // whole numbers: exact
         }
     };
 
@@ -63,7 +66,7 @@ void MaxMinSolver::solve(const MaxMinProblem& p, std::vector<double>& rates) {
         // The smallest fair share among links with unfrozen flows, and among caps.
         double share = inf;
         for (std::size_t l = 0; l < n_links; ++l)
-            if (unfrozen_[l] > 0) share = std::min(share, remaining_[l] / unfrozen_[l]);
+            if (unfrozen_[l] > 0.0) share = std::min(share, remaining_[l] / unfrozen_[l]);
         double min_cap = inf;
         if (has_caps)
             for (std::uint32_t f = 0; f < n_flows; ++f)
@@ -83,7 +86,7 @@ void MaxMinSolver::solve(const MaxMinProblem& p, std::vector<double>& rates) {
         // Freeze flows on every link whose share ties the minimum (relative 1e-12).
         const double tie = share * (1.0 + 1e-12);
         for (std::size_t l = 0; l < n_links; ++l) {
-            if (unfrozen_[l] == 0 || remaining_[l] / unfrozen_[l] > tie) continue;
+            if (unfrozen_[l] == 0.0 || remaining_[l] / unfrozen_[l] > tie) continue;
             for (std::uint32_t i = link_offsets_[l]; i < link_offsets_[l + 1]; ++i) {
                 const std::uint32_t f = link_flows_[i];
                 if (!frozen_[f]) freeze(f, share);

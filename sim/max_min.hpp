@@ -11,7 +11,10 @@
 // Algorithm. Repeatedly take the link with the smallest fair share
 // (remaining capacity / unfrozen flows crossing it), give that share to every
 // unfrozen flow crossing it, freeze them and subtract their rate from every link
-// they cross. Caps act as private links. O(rounds x L), rounds <= L + F.
+// they cross. Caps act as private links. O(rounds x L), rounds <= L + F. A flow may
+// cross a link with a weight w (it stands for w flows of its rate there: flow
+// classes, sim/symmetry.hpp): the link's share divides by the weights, and
+// freezing subtracts w times the rate.
 #pragma once
 
 #include <cstdint>
@@ -27,11 +30,14 @@ struct MaxMinProblem {
     std::vector<double> capacity;           ///< per link, > 0
     std::vector<std::uint32_t> offsets{0};  ///< size F + 1
     std::vector<std::uint32_t> links;       ///< link indices, concatenated per flow
+    std::vector<double> weight;             ///< per entry of `links`: how many flows at this rate cross it (>= 1)
     std::vector<double> cap;                ///< per flow upper bound (infinity = none)
 
-    /// Appends a flow over `route` with an optional cap; returns its index.
+    /// Appends a flow over `route` with an optional cap; returns its index. `weights` (empty: all 1) gives per link
+    /// of the route how many flows at this flow's rate it stands for there (weighted max-min: flow classes).
     std::uint32_t add_flow(std::span<const std::uint32_t> route,
-                           double rate_cap = std::numeric_limits<double>::infinity());
+                           double rate_cap = std::numeric_limits<double>::infinity(),
+                           std::span<const double> weights = {});
     [[nodiscard]] std::size_t flow_count() const { return offsets.size() - 1; }
     void clear();
 };
@@ -43,7 +49,8 @@ public:
 
 private:
     std::vector<double> remaining_;
-    std::vector<std::uint32_t> unfrozen_;
+    std::vector<double> unfrozen_;  ///< per link: weight of the unfrozen flows crossing it
+    std::vector<std::uint32_t> cursor_;
     std::vector<std::uint32_t> link_offsets_;
     std::vector<std::uint32_t> link_flows_;
     std::vector<char> frozen_;

@@ -21,9 +21,8 @@ LinkIndex Network::add_link(LinkSpec spec) {
 Time Network::latency(const Route& route) const {
     Time t;
     Time overhead;
-    for (std::size_t i = 0; i < route.size(); ++i) {
-        const LinkIndex l = route[i];
-        if (i > 0 && route[i - 1] == l) continue;  // a weight (see start()), not another hop
+    for (LinkIndex l : route) {
+        if ((l & kWeight) != 0) continue;  // a weight (see start()), not another hop
         t += links_[l].spec.latency;
         overhead = std::max(overhead, links_[l].spec.overhead);
     }
@@ -32,7 +31,8 @@ Time Network::latency(const Route& route) const {
 
 double Network::flow_cap(const Route& route) const {
     double cap = std::numeric_limits<double>::infinity();
-    for (LinkIndex l : route) cap = std::min(cap, links_[l].spec.flow_cap);
+    for (LinkIndex l : route)
+        if ((l & kWeight) == 0) cap = std::min(cap, links_[l].spec.flow_cap);
     return cap;
 }
 
@@ -51,7 +51,19 @@ void Network::start(const Route& route, Bytes bytes, Callback on_done) {
         transfers_.emplace_back();
     }
     Transfer& x = transfers_[t];
-    x.route = route;
+    x.route.clear();
+    x.weights.clear();
+    for (LinkIndex l : route) {
+        if ((l & kWeight) == 0) {
+            x.route.push_back(l);
+            continue;
+        }
+        if (x.route.empty()) throw std::invalid_argument("a route's weight must follow a link");
+        if (x.weights.empty()) x.weights.assign(x.route.size(), 1.0);
+        x.weights.resize(x.route.size(), 1.0);
+        x.weights.back() = static_cast<double>(l - kWeight);
+    }
+    if (!x.weights.empty()) x.weights.resize(x.route.size(), 1.0);
     x.remaining = bytes.value();
     x.bytes = bytes.value();
     x.rate = 0.0;
@@ -59,9 +71,10 @@ void Network::start(const Route& route, Bytes bytes, Callback on_done) {
     x.started = engine_.now();
     x.on_done = std::move(on_done);
     x.live = true;
-    for (LinkIndex l : route) {
-        links_[l].stats.bytes += bytes.value();
-        ++links_[l].stats.transfers;
+    for (std::size_t i = 0; i < x.route.size(); ++i) {
+        const double w = x.weights.empty() ? 1.0 : x.weights[i];
+        links_[x.route[i]].stats.bytes += w * bytes.value();
+        links_[x.route[i]].stats.transfers += static_cast<std::uint64_t>(w);
     }
     engine_.after(latency(route), [this, t] { activate(t); });
 }
@@ -150,14 +163,18 @@ void Network::resolve_from(const Route& seeds) {
     for (std::uint32_t f : comp_flows_) {
         local_route_.clear();
         for (LinkIndex l : transfers_[f].route) local_route_.push_back(local_index_[l]);
-        problem_.add_flow(local_route_, transfers_[f].cap);
+        problem_.add_flow(local_route_, transfers_[f].cap, transfers_[f].weights);
     }
     solver_.solve(problem_, rates_);
 #ifdef DDLSIM_INVARIANTS
     // No link carries more than its capacity.
-    std::vector<double> load(comp_links_.size(), 0.0);
-    for (std::size_t i = 0; i < comp_flows_.size(); ++i)
-        for (LinkIndex l : transfers_[comp_flows_[i]].route) load[local_index_[l]] += rates_[i];
+    std::vector<double>& load = rate_load_;
+    load.assign(comp_links_.size(), 0.0);
+    for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
+        const Transfer& x = transfers_[comp_flows_[i]];
+        for (std::size_t k = 0; k < x.route.size(); ++k)
+            load[local_index_[x.route[k]]] += (x.weights.empty() ? 1.0 : x.weights[k]) * rates_[i];
+    }
     for (std::size_t i = 0; i < comp_links_.size(); ++i)
         if (load[i] > problem_.capacity[i] * (1.0 + 1e-9))
             throw std::logic_error("network invariant: a link carries more than its capacity");

@@ -59,9 +59,12 @@ public:
     [[nodiscard]] std::size_t link_count() const { return links_.size(); }
     [[nodiscard]] const LinkStats& stats(LinkIndex l) const { return links_[l].stats; }
 
+    /// A route entry with this bit set is no link: the link before it stands for (entry - kWeight) flows at this
+    /// transfer's rate (weighted max-min: flow classes, sim/symmetry.hpp); its latency and bytes' path count once.
+    static constexpr LinkIndex kWeight = 0x80000000U;
+
     /// Starts moving `bytes` along `route`; `on_done` runs when the last byte arrives.
-    /// An empty route (same host) completes after zero time. A link repeated w times in a row stands for w flows
-    /// at this transfer's rate over it (weighted max-min: flow classes, sim/symmetry.hpp); its latency counts once.
+    /// An empty route (same host) completes after zero time. Link counters count a weighted link's flows.
     void start(const Route& route, Bytes bytes, Callback on_done);
 
     /// Transfers started so far (each counted once, however many links it crosses).
@@ -85,7 +88,8 @@ private:
         std::uint32_t mark = 0;            ///< component-search epoch
     };
     struct Transfer {
-        Route route;
+        Route route;                                           ///< links only (weights taken out)
+        std::vector<double> weights;                           ///< per link of `route`, or empty: all 1
         double remaining = 0.0;                                ///< bytes left as of `updated`
         double bytes = 0.0;                                    ///< size at start
         double rate = 0.0;                                     ///< bytes per second
@@ -123,6 +127,7 @@ private:
     std::vector<LinkIndex> comp_links_;
     std::vector<std::uint32_t> local_index_;
     std::vector<std::uint32_t> local_route_;
+    std::vector<double> rate_load_;  ///< invariant checks: per component link
 };
 
 }  // namespace ddlsim::sim

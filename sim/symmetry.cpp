@@ -32,7 +32,6 @@ std::uint32_t ShiftQuotient::link_cycle(const std::vector<const Route*>& members
     std::size_t cycle = 1;
     while (cycle < m && x(cycle) != x(0)) ++cycle;
     if (m % cycle != 0) throw SymmetryBroken("a link cycle whose length does not divide the shift's order", true);
-    if (m / cycle > kMaxWeight) throw SymmetryBroken("a link shared by too many members of one class", true);
     LinkIndex smallest = x(0);
     for (std::size_t k = 0; k < m; ++k) {
         const LinkIndex a = x(k), b = x(k + 1);
@@ -67,10 +66,11 @@ const Route& ShiftQuotient::route(std::uint32_t src, std::uint32_t dst) {
     Route r;
     r.reserve(members[0]->size());
     for (std::size_t t = 0; t < members[0]->size(); ++t) {
-        // A link carrying w members is crossed w times by the representative: the solver counts each crossing as a
-        // flow, as the real link carries w.
+        // A link carrying w members carries the representative with weight w (Network::kWeight): the solver counts
+        // it as w flows, as the real link carries w.
         const std::uint32_t w = link_cycle(members, t);
-        r.insert(r.end(), w, rep_[(*members[0])[t]]);
+        r.push_back(rep_[(*members[0])[t]]);
+        if (w > 1) r.push_back(Network::kWeight + w);
     }
     return routes_.emplace(key, std::move(r)).first->second;
 }

@@ -7,11 +7,11 @@
 // capacity, latency, overhead and flow cap), then the max-min fair rates are σ-invariant: the fair allocation is
 // unique and σ maps the problem onto itself. So one representative per orbit, routed over one representative
 // link per cycle, gets exactly the rate of every member. A cycle of length L (dividing m) has m / L members of
-// the orbit on each of its links, so the representative crosses its representative link m / L times; the solver
-// counts every crossing as a flow (weighted max-min), as the real link carries that many members (a route
-// crossing one cycle at two positions likewise). Where a route breaks the pattern (different lengths, a link
-// sent to two images, a cycle not dividing m, links of different specs) route() throws SymmetryBroken and the
-// caller simulates every transfer instead.
+// the orbit on each of its links, so the representative crosses its representative link with weight m / L
+// (Network::kWeight): the solver counts it as that many flows (weighted max-min), as the real link carries that
+// many members (a route crossing one cycle at two positions crosses the representative twice, likewise). Where a route
+// breaks the pattern (different lengths, a link sent to two images, a cycle not dividing m, links of different specs)
+// route() throws SymmetryBroken and the caller simulates every transfer instead.
 //
 // ClassRound runs a round over the classes: every endpoint's gate is opened by its owner as usual; class c
 // (endpoints c, c+P, ...) opens when all its members have, which must be at one instant (else SymmetryBroken),
@@ -57,8 +57,6 @@ public:
 private:
     static constexpr LinkIndex kUnset = 0xffffffffU;
     std::uint32_t link_cycle(const std::vector<const Route*>& members, std::size_t t);
-    /// A link carrying more members of one class than this is not worth a class (the route would repeat it).
-    static constexpr std::size_t kMaxWeight = 64;
 
     const Network& network_;
     std::uint32_t n_;

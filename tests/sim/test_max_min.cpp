@@ -118,3 +118,23 @@ TEST_CASE("max-min: feasibility and bottleneck invariants on a random instance")
         CHECK(has_bottleneck);
     }
 }
+
+TEST_CASE("max-min: a weighted crossing counts as that many flows at the flow's rate") {
+    // One link of 300 B/s: flow 0 crosses it with weight 3 (three flows of a class), flow 1 once: four equal
+    // shares of 75 B/s; flow 1 capped at 30 leaves 270 / 3 = 90 for flow 0.
+    MaxMinProblem p;
+    p.capacity = {300.0};
+    const std::uint32_t link = 0;
+    const double three = 3.0;
+    p.add_flow({&link, 1}, std::numeric_limits<double>::infinity(), {&three, 1});
+    p.add_flow({&link, 1});
+    MaxMinSolver s;
+    std::vector<double> r;
+    s.solve(p, r);
+    CHECK(r[0] == doctest::Approx(75.0));
+    CHECK(r[1] == doctest::Approx(75.0));
+    p.cap[1] = 30.0;
+    s.solve(p, r);
+    CHECK(r[0] == doctest::Approx(90.0));
+    CHECK(r[1] == doctest::Approx(30.0));
+}

@@ -56,12 +56,12 @@ TEST_CASE("flow classes: a ring's transfers on a star map onto the first period'
     CHECK(&q.route(1, 2) == &r);      // cached at a stable address
 }
 
-TEST_CASE("flow classes: a link every member crosses is crossed m times by the representative, latency once") {
+TEST_CASE("flow classes: a link every member crosses carries the representative with weight m, latency once") {
     Star star(6, 100.0, 300.0);
     ShiftQuotient q(star.net, 6, 2, star.lookup());
     const Route& r = q.route(0, 1);
-    // uplink 0, the core link (index 12) three times (a cycle of length 1: the shift fixes it), downlink 1.
-    CHECK(r == Route{0, 12, 12, 12, 3});
+    // uplink 0, the core link (index 12) with weight 3 (a cycle of length 1: the shift fixes it), downlink 1.
+    CHECK(r == Route{0, 12, Network::kWeight + 3, 3});
     CHECK(star.net.latency(r) == Time::seconds(4e-3));
 }
 
