@@ -481,6 +481,15 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
                     "simulation\n",
                     ddlsim::scenario::estimated_events(s),
                     ddlsim::tools::duration_text(ddlsim::scenario::estimated_seconds(s)));
+                // Flow classes (docs/MODEL.md): the estimate above is per class where the run may be symmetric.
+                auto full = s;
+                full.flow_classes = false;
+                if (const double e = ddlsim::scenario::estimated_events(full);
+                    e != ddlsim::scenario::estimated_events(s))
+                    std::cout << fmt::format(
+                        "  (per flow class, if the run proves symmetric; every transfer: about {:.3g} events, roughly "
+                        "{})\n",
+                        e, ddlsim::tools::duration_text(ddlsim::scenario::estimated_seconds(full)));
             }
             return 0;
         }

@@ -39,9 +39,9 @@ echo "== SimGrid $(pkg-config --modversion simgrid 2>/dev/null || echo '?') sani
 have_ddlsim=0
 if [ -x "$ddlsim" ]; then have_ddlsim=1; else echo "(ddlsim not found at $ddlsim: SimGrid columns only)"; fi
 
-printf '\n%-6s %-19s %-19s %-9s %-9s %-9s %-10s %-9s %-10s | %-19s %-9s %-9s %-10s %-9s %-9s\n' \
+printf '\n%-6s %-19s %-19s %-9s %-9s %-9s %-10s %-9s %-10s | %-19s %-9s %-9s %-10s %-9s %-9s %-13s %-9s\n' \
   n sg_sim_s closed_s sg_relerr transfers sg_wall_s sg_xfer/s sg_rssMiB sg_unit \
-  dd_sim_s dd_relerr dd_wall_s dd_xfer/s dd_rssMiB dd_vs_sg
+  dd_sim_s dd_relerr dd_wall_s dd_xfer/s dd_rssMiB dd_vs_sg dd_cls_wall_s dd_cls_diff
 for n in "${sizes[@]}"; do
   line="$(timeout "$timeout_s" "$sg" ring "$n" "$S" "$B_BPS" "$L" 2>/dev/null | grep '^RESULT' || true)"
   if [ -z "$line" ]; then
@@ -60,12 +60,14 @@ for n in "${sizes[@]}"; do
     cat >"$tmp/s$n.json" <<EOF
 {"workers": $n, "model": {"layers": [{"name": "g", "params": $params, "fwd_time": 0, "bwd_time": 0, "update_time": 0}]},
  "batch_size": 1, "iterations": 1, "device": "V100",
- "network": {"topology": "star", "bandwidth": "$(python3 -c "print(repr($B_BPS * 8))")bps", "latency": "$(python3 -c "print(repr($L * 1e6))")us"}}
+ "network": {"topology": "star", "transport": "ideal", "bandwidth": "$(python3 -c "print(repr($B_BPS * 8))")bps", "latency": "$(python3 -c "print(repr($L * 1e6))")us"}}
 EOF
     echo 0 >"$tmp/rss$n"
     timer=()
     if [ -x /usr/bin/time ]; then timer=(/usr/bin/time -f '%M' -o "$tmp/rss$n"); fi
-    if timeout "$timeout_s" "${timer[@]}" "$ddlsim" run "$tmp/s$n.json" --out "$tmp/r$n.json" >/dev/null 2>&1; then
+    # Every transfer, as SimGrid simulates them (on a star every ring transfer is alike: with flow classes ddlsim
+    # simulates one per step, dd_cls_wall_s).
+    if timeout "$timeout_s" "${timer[@]}" "$ddlsim" run "$tmp/s$n.json" --no-flow-classes --out "$tmp/r$n.json" >/dev/null 2>&1; then
       dd="$(python3 - "$tmp/r$n.json" "$closed" "$sg_sim" "$transfers" "$tmp/rss$n" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -75,6 +77,9 @@ t, w = r["iteration_time_s"], r["wall_time_s"]
 print(f"{t!r:<19} {abs(t - closed) / closed:<9.2e} {w:<9.3f} {transfers / w:<10.0f} {rss:<9.1f} {abs(t - sg) / sg:.2e}")
 EOF
 )"
+      if "$ddlsim" run "$tmp/s$n.json" --out "$tmp/c$n.json" >/dev/null 2>&1; then
+        dd="$dd $(python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print(f\"{r['wall_time_s']:<9.3f} {abs(r['iteration_time_s'] - json.load(open(sys.argv[2]))['iteration_time_s']):.1e}\")" "$tmp/c$n.json" "$tmp/r$n.json")"
+      fi
     else
       dd="ddlsim failed or exceeded ${timeout_s}s"
     fi
@@ -85,7 +90,8 @@ done
 cat <<'EOF'
 
 sg_* : SimGrid (CM02, TCP-gamma 0, crosstraffic 0; wall = engine run only, RSS = getrusage peak)
-dd_* : ddlsim (iteration_time_s, wall_time_s from --out JSON; RSS = /usr/bin/time peak, 0 if unavailable)
+dd_* : ddlsim with --no-flow-classes (iteration_time_s, wall_time_s from --out JSON; RSS = /usr/bin/time peak, 0 if
+       unavailable); dd_cls_* : ddlsim with flow classes (wall, |difference| of the iteration time in seconds)
 closed_s = 2(n-1)(2L + S/(nB)); transfers = 2(n-1)n; dd_vs_sg = |dd - sg| / sg
 sg_unit : SimGrid byte unit (1/k byte, bandwidth scaled by k, so S/n needs no rounding)
 EOF
