@@ -434,9 +434,9 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace,
             for (const auto& job : jobs) {
                 if (models::closed_form_applies(job)) {
                     r.jobs.push_back(models::simulate_closed_form(fabric, job));
-                    if (trace != nullptr) (void)models::simulate(fabric, {job}, {true, trace, {}});
+                    if (trace != nullptr) (void)models::simulate(fabric, {job}, {true, trace, {}, true, {}});
                 } else {
-                    const models::FlowRun run = models::simulate(fabric, {job}, {true, trace, progress});
+                    const models::FlowRun run = models::simulate(fabric, {job}, {true, trace, progress, true, {}});
                     r.jobs.push_back(run.jobs.front());
                     r.events += run.events;
                 }

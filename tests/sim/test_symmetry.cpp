@@ -2,7 +2,9 @@
 // solve against every transfer simulated, to hand-derived times.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/network.hpp"
