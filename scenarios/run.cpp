@@ -444,9 +444,8 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace,
             }
         } else {
             if (!s.flow_classes) check_full_run(s);
-            const models::FlowRun run = models::simulate(fabric, jobs,
-                                                         {false, trace, progress, s.flow_classes,
-                                                          [&s] { check_full_run(s); }});
+            const models::FlowRun run =
+                models::simulate(fabric, jobs, {false, trace, progress, s.flow_classes, [&s] { check_full_run(s); }});
             r.jobs = run.jobs;
             r.events = run.events;
             r.transfers = run.transfers;

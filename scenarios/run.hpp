@@ -25,7 +25,7 @@ struct LinkLoad {
 struct RunResult {
     std::vector<models::JobResult> jobs;  ///< in scenario order
     std::uint64_t events = 0;
-    std::uint64_t transfers = 0;  ///< flow model: transfers simulated (each class's counted m times)
+    std::uint64_t transfers = 0;          ///< flow model: transfers simulated (each class's counted m times)
     std::uint32_t flow_class_period = 0;  ///< flow model: the shift simulated per flow class (0: none)
     double simulated_time_s = 0.0;
     double wall_time_s = 0.0;

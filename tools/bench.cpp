@@ -54,7 +54,7 @@ struct Case {
     int iterations;
 };
 
-// --scale (issue 27's cases): one step of Llama 3 70B with hybrid sharding (FSDP inside each DGX H100 node, the
+// --scale: one step of Llama 3 70B with hybrid sharding (FSDP inside each DGX H100 node, the
 // shards all-reduced across nodes) and of ResNet-50 DDP (ring, 25 MB buckets), on DGX H100 nodes on a
 // rail-optimized fabric (400 Gbit/s per GPU, 8 spines, ideal transport); the DDP fabric routes by destination
 // (D-mod-k), as the ring's hops between nodes change rail and cross the spines, where per-connection hashing
