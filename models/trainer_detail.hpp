@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "models/comm_plan.hpp"
@@ -61,8 +62,15 @@ struct Timeline {
     sim::Trace* trace = nullptr;
     std::uint32_t pid = 0;
 
-    void span(std::uint32_t tid, std::string name, const char* cat, sim::Time a, sim::Time b) const {
-        if (trace != nullptr && b > a) trace->span(pid, tid, std::move(name), cat, a, b);
+    /// `name` is the span's name, or a callable that makes it: per layer and per message, a name is built only
+    /// when a trace records it (a 16,384-GPU step otherwise formats millions of strings it drops).
+    template <class Name>
+    void span(std::uint32_t tid, Name&& name, const char* cat, sim::Time a, sim::Time b) const {
+        if (trace == nullptr || !(b > a)) return;
+        if constexpr (std::is_invocable_v<Name>)
+            trace->span(pid, tid, name(), cat, a, b);
+        else
+            trace->span(pid, tid, std::string(std::forward<Name>(name)), cat, a, b);
     }
     [[nodiscard]] static std::uint32_t compute(std::uint32_t w) { return 2 * w; }
     [[nodiscard]] static std::uint32_t comm(std::uint32_t w) { return 2 * w + 1; }

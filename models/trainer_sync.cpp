@@ -210,9 +210,10 @@ private:
             const bool slowed = priority_ && s.outstanding > 0 && job_.overlap_slowdown > 0.0;
             sim::Time d = scaled(cp.layers[l].fwd, s.slow.factor);
             if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
-            env_.timeline.span(Timeline::compute(w),
-                               "fwd " + job_.workload.layers[l].name + (slowed ? " (slowed by communication)" : ""),
-                               "forward", start, start + d);
+            env_.timeline.span(
+                Timeline::compute(w),
+                [&] { return "fwd " + job_.workload.layers[l].name + (slowed ? " (slowed by communication)" : ""); },
+                "forward", start, start + d);
             clocks_[w].busy += d;
             s.fwd_clock = start + d;
             ++s.fwd_layer;
@@ -245,14 +246,16 @@ private:
         const bool slowed = comm_active(w);
         sim::Time d = scaled(job_.compute_of(w).layers[l].bwd, s.slow.factor);
         if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
-        env_.timeline.span(Timeline::compute(w),
-                           "bwd " + job_.workload.layers[l].name + (slowed ? " (slowed by communication)" : ""),
-                           "backward", t, t + d);
+        env_.timeline.span(
+            Timeline::compute(w),
+            [&] { return "bwd " + job_.workload.layers[l].name + (slowed ? " (slowed by communication)" : ""); },
+            "backward", t, t + d);
         clocks_[w].busy += d;
         t += d;
         for (std::uint32_t m : by_front_[l]) {
             const sim::Time enc = plan_.work_time(msgs[m].encode, w);
-            env_.timeline.span(Timeline::compute(w), fmt::format("encode msg{}", m), "codec", t, t + enc);
+            env_.timeline.span(
+                Timeline::compute(w), [&] { return fmt::format("encode msg{}", m); }, "codec", t, t + enc);
             clocks_[w].busy += enc;
             t += enc;
         }
@@ -310,14 +313,16 @@ private:
         std::vector<sim::Time> ready(encode_inline ? msgs.size() : 0);
         for (std::uint32_t l = layers(); l-- > 0;) {
             const sim::Time d = scaled(cp.layers[l].bwd, s.slow.factor);
-            env_.timeline.span(Timeline::compute(w), "bwd " + job_.workload.layers[l].name, "backward", t, t + d);
+            env_.timeline.span(
+                Timeline::compute(w), [&] { return "bwd " + job_.workload.layers[l].name; }, "backward", t, t + d);
             clocks_[w].busy += d;
             t += d;
             done[l] = t;
             if (!encode_inline) continue;
             for (std::uint32_t m : by_front_[l]) {
                 const sim::Time enc = plan_.work_time(msgs[m].encode, w);
-                env_.timeline.span(Timeline::compute(w), fmt::format("encode msg{}", m), "codec", t, t + enc);
+                env_.timeline.span(
+                    Timeline::compute(w), [&] { return fmt::format("encode msg{}", m); }, "codec", t, t + enc);
                 clocks_[w].busy += enc;
                 t += enc;
                 ready[m] = t;
@@ -437,8 +442,10 @@ private:
         WorkerClock& c = clocks_[w];
         c.comm_end(engine_.now());
         const Message& msg = plan_.messages()[m];
-        env_.timeline.span(Timeline::comm(w), fmt::format("sync it{} msg{} ({:.3g} MB)", i, m, msg.payload_bytes / 1e6),
-                           "communication", s.msg_start[m], engine_.now());
+        env_.timeline.span(
+            Timeline::comm(w),
+            [&] { return fmt::format("sync it{} msg{} ({:.3g} MB)", i, m, msg.payload_bytes / 1e6); }, "communication",
+            s.msg_start[m], engine_.now());
         --s.outstanding;
         scheduler_->done(w, i, m);
         if (priority_) {
@@ -449,8 +456,9 @@ private:
                     // The update kernel runs on the compute stream, after whatever it holds.
                     const sim::Time start = std::max(engine_.now(), s.fwd_clock);
                     const sim::Time u = scaled(cp.layers[l].update, s.update_factor);
-                    env_.timeline.span(Timeline::compute(w), "update " + job_.workload.layers[l].name, "update", start,
-                                       start + u);
+                    env_.timeline.span(
+                        Timeline::compute(w), [&] { return "update " + job_.workload.layers[l].name; }, "update", start,
+                        start + u);
                     c.busy += u;
                     s.fwd_clock = start + u;
                     s.param_ready[l] = start + u;

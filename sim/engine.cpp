@@ -21,8 +21,13 @@ EventId Engine::at(Time t, Action action) {
     Slot& s = slots_[slot];
     s.action = std::move(action);
     s.armed = true;
-    heap_.push_back({t.ps(), next_seq_++, slot});
-    std::push_heap(heap_.begin(), heap_.end(), Later{});
+    if (t == now_) {
+        // Due now: after every pending event (a later sequence number), so a FIFO keeps the order without the heap.
+        due_now_.push_back({t.ps(), next_seq_++, slot});
+    } else {
+        heap_.push_back({t.ps(), next_seq_++, slot});
+        std::push_heap(heap_.begin(), heap_.end(), Later{});
+    }
     ++live_;
     return {slot, s.generation};
 }
@@ -44,10 +49,20 @@ bool Engine::cancel(EventId id) {
 
 void Engine::run() {
     stopped_ = false;
-    while (!heap_.empty() && !stopped_) {
-        std::pop_heap(heap_.begin(), heap_.end(), Later{});
-        const Entry e = heap_.back();
-        heap_.pop_back();
+    while ((!heap_.empty() || due_head_ < due_now_.size()) && !stopped_) {
+        // The heap's events at now were scheduled before now was reached, so before every one in due_now_.
+        Entry e{};
+        if (due_head_ < due_now_.size() && (heap_.empty() || heap_.front().time != now_.ps())) {
+            e = due_now_[due_head_++];
+            if (due_head_ == due_now_.size()) {
+                due_now_.clear();
+                due_head_ = 0;
+            }
+        } else {
+            std::pop_heap(heap_.begin(), heap_.end(), Later{});
+            e = heap_.back();
+            heap_.pop_back();
+        }
         Slot& s = slots_[e.slot];
         const bool armed = s.armed;
         Action action = std::move(s.action);

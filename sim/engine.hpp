@@ -59,6 +59,8 @@ private:
     };
 
     std::vector<Entry> heap_;
+    std::vector<Entry> due_now_;  ///< events scheduled at now() for now(), in order (a FIFO from due_head_)
+    std::size_t due_head_ = 0;
     std::vector<Slot> slots_;
     std::vector<std::uint32_t> free_slots_;
     Time now_;

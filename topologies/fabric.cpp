@@ -19,6 +19,7 @@ Vertex Fabric::add_node(std::string name, NodeKind kind) {
     // switch or a lone host never shares a machine with node v's GPUs.
     node_of_.push_back(kOwnNode + static_cast<std::uint32_t>(v));
     transit_.push_back(1);
+    transit_adj_.clear();
     if (kind == NodeKind::host) hosts_.push_back(v);
     return v;
 }
@@ -36,6 +37,7 @@ void Fabric::add_link(const std::string& a, const std::string& b, sim::Bandwidth
     boost::add_edge(*va, *vb, info, g_);
     link_ends_.emplace_back(*va, *vb);
     link_info_.push_back(info);
+    transit_adj_.clear();
 }
 
 void Fabric::set_host_bandwidth(Vertex host, sim::Bandwidth bw) {
@@ -76,23 +78,113 @@ void Fabric::install(sim::Network& net) const {
     }
 }
 
+void Fabric::index_transit() const {
+    const std::size_t n = boost::num_vertices(g_);
+    if (transit_adj_.size() == n) return;
+    transit_adj_.assign(n, {});
+    core_.assign(n, 0);
+    for (Vertex v = 0; v < n; ++v) {
+        for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e)
+            if (const Vertex u = boost::target(*e, g_); transit_[u] != 0) transit_adj_[v].emplace_back(u, g_[*e].id);
+        const auto& adj = transit_adj_[v];
+        const bool two = std::any_of(adj.begin(), adj.end(), [&](const auto& x) { return x.first != adj[0].first; });
+        core_[v] = transit_[v] != 0 && two ? 1 : 0;
+    }
+    core_adj_.assign(n, {});
+    for (Vertex v = 0; v < n; ++v)
+        for (const auto& x : transit_adj_[v])
+            if (core_[x.first] != 0) core_adj_[v].push_back(x);
+}
+
 void Fabric::bfs(Vertex a, Vertex b) const {
     if (dist_.size() != boost::num_vertices(g_)) dist_.assign(boost::num_vertices(g_), -1);
     std::size_t head = touched_.size();
     dist_[a] = 0;
     touched_.push_back(a);
-    while (head < touched_.size()) {
-        const Vertex u = touched_[head++];
-        if (u != a && transit_[u] == 0) continue;  // reached, but routes do not pass through it
-        for (auto [e, end] = boost::out_edges(u, g_); e != end; ++e) {
-            const Vertex v = boost::target(*e, g_);
-            if (dist_[v] >= 0) continue;
-            dist_[v] = dist_[u] + 1;
-            touched_.push_back(v);
-            // Every vertex one hop closer than b is already labelled when b is first
-            // found, so the shortest-path DAG into b is complete: stop here.
-            if (v == b) return;
+    if (b == boost::graph_traits<Graph>::null_vertex()) {  // everything a reaches
+        while (head < touched_.size()) {
+            const Vertex u = touched_[head++];
+            if (u != a && transit_[u] == 0) continue;  // reached, but routes do not pass through it
+            for (auto [e, end] = boost::out_edges(u, g_); e != end; ++e)
+                if (const Vertex v = boost::target(*e, g_); dist_[v] < 0) {
+                    dist_[v] = dist_[u] + 1;
+                    touched_.push_back(v);
+                }
         }
+        return;
+    }
+    index_transit();
+    // A shortest route passes only through transit vertices, and a transit vertex that is not core (one transit
+    // neighbour t) only as the hop after a or before b: in its middle it would be entered from t and left to t.
+    // So past a's own links the search follows core_adj_, and reaches b through b's neighbours (near_b_ 1), a non-core
+    // one of them through its transit neighbour (near_b_ 2). The distances of every vertex on a shortest route are
+    // those of the full search, so walk_back finds the same routes.
+    if (near_b_.size() != dist_.size()) near_b_.assign(dist_.size(), 0);
+    std::vector<Vertex> entries;  // b's neighbours, and the transit neighbour of each that is not core
+    if (core_[b] == 0)
+        for (auto [e, end] = boost::out_edges(b, g_); e != end; ++e) {
+            const Vertex s = boost::target(*e, g_);
+            near_b_[s] = 1;
+            entries.push_back(s);
+        }
+    for (std::size_t i = 0, k = entries.size(); i < k; ++i)
+        if (const Vertex s = entries[i]; transit_[s] != 0 && core_[s] == 0)
+            for (const auto& [t, id] : transit_adj_[s])
+                if (near_b_[t] == 0) {
+                    near_b_[t] = 2;
+                    entries.push_back(t);
+                }
+    auto label = [&](Vertex v, Vertex from) {
+        dist_[v] = dist_[from] + 1;
+        touched_.push_back(v);
+        // Every vertex one hop closer than b is already labelled when b is first found, so the shortest-path DAG
+        // into b is complete: stop here.
+        return v == b;
+    };
+    bool found = false;
+    for (auto [e, end] = boost::out_edges(a, g_); e != end && !found; ++e)
+        if (const Vertex v = boost::target(*e, g_); dist_[v] < 0) found = label(v, a);
+    while (!found && head + 1 < touched_.size()) {
+        const Vertex u = touched_[++head];
+        if (transit_[u] == 0) continue;  // reached, but routes do not pass through it
+        for (const auto& [v, id] : core_adj_[u])
+            if (dist_[v] < 0 && (found = label(v, u))) break;
+        if (found || near_b_[u] == 0) continue;
+        for (const auto& [v, id] : transit_adj_[u])  // u leads to a non-core neighbour of b (a rail leaf to b's NIC)
+            if (dist_[v] < 0 && near_b_[v] == 1 && core_[v] == 0) label(v, u);
+        if (near_b_[u] == 1 && dist_[b] < 0) found = label(b, u);
+    }
+    for (Vertex v : entries) near_b_[v] = 0;
+}
+
+void Fabric::predecessors(Vertex a, Vertex b, Vertex v, std::vector<std::pair<Vertex, std::uint32_t>>& out) const {
+    out.clear();
+    auto add = [&](const std::vector<std::pair<Vertex, std::uint32_t>>& adj) {
+        for (const auto& x : adj)
+            if (dist_[x.first] >= 0 && dist_[x.first] == dist_[v] - 1) out.push_back(x);
+    };
+    if (dist_[v] == 1) {  // the links between v and a
+        for (auto [e, end] = boost::out_edges(a, g_); e != end; ++e)
+            if (boost::target(*e, g_) == v) out.emplace_back(a, g_[*e].id);
+        return;
+    }
+    if (v == b || core_[v] == 0) {  // b, or the non-core hop before it: every transit neighbour (few)
+        add(transit_adj_[v]);
+        return;
+    }
+    // A core vertex: its core predecessors, and at distance 2 the non-core neighbours of a too (a's NIC).
+    add(core_adj_[v]);
+    if (dist_[v] != 2) return;
+    const std::size_t core = out.size();
+    for (auto [e, end] = boost::out_edges(a, g_); e != end; ++e)
+        if (const Vertex s = boost::target(*e, g_); transit_[s] != 0 && core_[s] == 0 && dist_[s] == 1)
+            for (const auto& x : transit_adj_[s])
+                if (x.first == v) out.emplace_back(s, x.second);
+    // v's edge order is the order links were added, so by link id; a's neighbours may hold one link twice (parallel
+    // links to a reach s twice).
+    if (out.size() > core) {
+        std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second < y.second; });
+        out.erase(std::unique(out.begin(), out.end()), out.end());
     }
 }
 
@@ -107,12 +199,7 @@ sim::Route Fabric::walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& u
     std::vector<std::pair<Vertex, std::uint32_t>> options;  // (predecessor, link id)
     std::uint64_t digits = host_index_[b];                  // dmodk: destination index, one digit per choice
     for (Vertex v = b; v != a;) {
-        options.clear();
-        for (auto [e, end] = boost::out_edges(v, g_); e != end; ++e) {
-            const Vertex u = boost::target(*e, g_);
-            if (dist_[u] >= 0 && dist_[u] == dist_[v] - 1 && (u == a || transit_[u] != 0))
-                options.emplace_back(u, g_[*e].id);
-        }
+        predecessors(a, b, v, options);
         std::size_t pick = 0;
         if (const auto nic = nic_choice(a, b, v, options); nic) {
             pick = *nic;  // a node's NICs: fixed by the GPU's place in its node, not hashed

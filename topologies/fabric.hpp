@@ -130,7 +130,10 @@ public:
     }
     /// Whether routes may pass through `v` on their way elsewhere (default: yes). The GPUs of a node
     /// preset do not: a GPU is an endpoint, not a switch, so its NIC carries only its own traffic.
-    void set_transit(Vertex v, bool transit) { transit_[v] = transit ? 1 : 0; }
+    void set_transit(Vertex v, bool transit) {
+        transit_[v] = transit ? 1 : 0;
+        transit_adj_.clear();
+    }
     [[nodiscard]] bool transit(Vertex v) const { return transit_[v] != 0; }
     /// Marks `sw` as node `node`'s switch that can reduce (node presets with NVLink SHARP).
     void set_reducing_switch(std::uint32_t node, Vertex sw, double efficiency) { reducing_[node] = {sw, efficiency}; }
@@ -163,8 +166,14 @@ private:
         sim::Route route;
         bool unique = true;
     };
-    /// BFS from a until b is found; leaves hop distances in dist_ (-1 = unseen).
+    /// BFS from a until b is found; leaves hop distances in dist_ (-1 = unseen). With b given, it labels only what a
+    /// shortest route from a to b can pass through (see index_transit), so a switch's ports to endpoints (a rail
+    /// leaf's thousands of NICs) are never scanned; with b = null_vertex, every vertex a reaches.
     void bfs(Vertex a, Vertex b) const;
+    /// Fills transit_adj_ and core_adj_ when stale.
+    void index_transit() const;
+    /// The links from v to its predecessors on the shortest routes from a (dist_ one lower), in v's edge order.
+    void predecessors(Vertex a, Vertex b, Vertex v, std::vector<std::pair<Vertex, std::uint32_t>>& out) const;
     void clear_bfs() const;
     bool short_route(Vertex a, Vertex b, std::uint64_t flow_key, sim::Route& r, bool& unique) const;
     sim::Route walk_back(Vertex a, Vertex b, std::uint64_t flow_key, bool& unique) const;
@@ -195,6 +204,13 @@ private:
     mutable std::unordered_map<std::uint32_t, std::uint32_t> node_size_;  ///< hosts per node id (index_nodes)
     mutable std::vector<std::int32_t> dist_;
     mutable std::vector<Vertex> touched_;
+    /// By vertex: its links to vertices routes may pass through (neighbour, link id), in edge order (index_transit).
+    mutable std::vector<std::vector<std::pair<Vertex, std::uint32_t>>> transit_adj_;
+    /// The same, only to core vertices: transit ones with at least two transit neighbours. The others (a NIC
+    /// between its GPU and its rail leaf) lie on a shortest route only next to its source or its destination.
+    mutable std::vector<std::vector<std::pair<Vertex, std::uint32_t>>> core_adj_;
+    mutable std::vector<std::uint8_t> core_;    ///< by vertex: 1 when core
+    mutable std::vector<std::uint8_t> near_b_;  ///< by vertex: 1 neighbours the BFS's target, 2 leads to one that does
 };
 
 }  // namespace ddlsim::topo

@@ -33,6 +33,35 @@ TEST_CASE("engine: actions schedule further events relative to now") {
     CHECK(times == std::vector<std::int64_t>{5, 5, 12});
 }
 
+TEST_CASE("engine: events due now, scheduled while now runs, follow every event already due now") {
+    // Events for the current instant go to a queue beside the heap; the total order (time, then insertion) must not
+    // notice: here interleaved with heap events at the same instant, zero-delay chains, a cancellation and time 0.
+    Engine e;
+    std::vector<int> order;
+    EventId cancelled;
+    e.at(Time::zero(), [&] { order.push_back(0); });  // before run(), at now = 0
+    e.at(Time::ps(10), [&] {
+        order.push_back(1);
+        e.after(Time::zero(), [&] {
+            order.push_back(4);
+            e.after(Time::zero(), [&] { order.push_back(6); });
+        });
+        cancelled = e.after(Time::zero(), [&] { order.push_back(-1); });
+        e.after(Time::zero(), [&] { order.push_back(5); });
+        e.after(Time::ps(1), [&] { order.push_back(7); });
+    });
+    e.at(Time::ps(10), [&] {
+        order.push_back(2);
+        CHECK(e.cancel(cancelled));
+    });
+    e.at(Time::ps(10), [&] { order.push_back(3); });
+    e.run();
+    CHECK(order == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+    CHECK(e.now().ps() == 11);
+    CHECK(e.pending() == 0);
+    CHECK(e.events_processed() == 8);
+}
+
 TEST_CASE("engine: cancellation") {
     Engine e;
     int ran = 0;
