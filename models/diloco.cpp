@@ -43,8 +43,13 @@ OuterPlan::OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const t
     for (Fragment& f : fragments_) {
         if (f.bytes <= 0.0) continue;
         const sim::Bytes s{f.bytes};
+        // The outer gradients cross the islands at outer_bits per value (Streaming DiLoCo, arXiv 2501.18512, §2:
+        // 4-bit E3M0 floats on the wire, accumulated in FP32, "no loss"); their quantize and dequantize kernels,
+        // memory-bound over S_f / g bytes, are left out beside a WAN transfer of that many bytes.
+        const double width = job.sync.outer_bits > 0.0 ? job.sync.outer_bits / (8.0 * job.bytes_per_param) : 1.0;
         if (groups.size() > 1)
-            f.across = topo::make_shard_collective(topo::ShardCollective::replica_allreduce, groups, job.workers, s);
+            f.across = topo::make_shard_collective(topo::ShardCollective::replica_allreduce, groups, job.workers,
+                                                   sim::Bytes{f.bytes * width});
         if (island_size_ > 1.0 && job.sharding.stage < 3)  // stage 3 keeps the slice sharded until its next gather
             f.gather = topo::make_shard_collective(topo::ShardCollective::all_gather, groups, job.workers, s, &ctx);
         for (const topo::Collective* c : {f.across.get(), f.gather.get()}) {

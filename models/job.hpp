@@ -62,6 +62,7 @@ struct SyncSpec {
     std::uint32_t islands = 1;        ///< diloco: groups of consecutive workers that all-reduce inside themselves
     std::uint32_t fragments = 1;      ///< diloco: parts of the model synchronised in turn (Streaming DiLoCo)
     std::uint32_t overlap_steps = 0;  ///< diloco: inner steps that run while a fragment's outer sync travels
+    double outer_bits = 0.0;          ///< diloco: bits per outer-gradient value across islands (0: the gradients')
 
     /// DiLoCo's islands: `islands` groups of workers / islands consecutive workers.
     [[nodiscard]] std::vector<std::vector<std::uint32_t>> island_groups(std::uint32_t workers) const {

@@ -20,7 +20,11 @@ const std::vector<SyncSchemeInfo>& sync_schemes() {
         {SyncKind::fedavg, {ArchKind::ps}, false, true, {"clients_per_round", "local_steps", "availability"}},
         // Islands all-reduce inside themselves every step and across each other every `period` steps (Douillard et
         // al., arXiv 2311.08105, Algorithm 1; Streaming DiLoCo's fragments: Douillard et al., arXiv 2501.18512).
-        {SyncKind::diloco, {ArchKind::allreduce}, false, false, {"period*", "islands*", "fragments", "overlap_steps"}},
+        {SyncKind::diloco,
+         {ArchKind::allreduce},
+         false,
+         false,
+         {"period*", "islands*", "fragments", "overlap_steps", "outer_bits"}},
     };
     return schemes;
 }

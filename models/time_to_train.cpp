@@ -107,9 +107,17 @@ StatisticalEfficiency statistical_efficiency(const TrainingJob& job) {
     // DiLoCo at equal tokens: Douillard et al., "DiLoCo", arXiv 2311.08105 (2023), abstract: 8 workers (H = 500) on
     // C4 perform as well as fully synchronous optimization; Streaming DiLoCo, arXiv 2501.18512 (2025), abstract: its
     // fragments with overlap reach similar quality at billion-parameter scale.
+    // Its outer gradients at 4 bits and more: Streaming DiLoCo (§2) sent 4-bit floats with no loss; fewer bits have
+    // no published factor.
+    if (job.sync.kind == SyncKind::diloco && dense && job.sync.outer_bits > 0.0 && job.sync.outer_bits < 4.0)
+        return {1.0,
+                fmt::format("assumed 1: no published factor for diloco with {:g}-bit outer gradients (Streaming DiLoCo "
+                            "published 4 bits); give training.statistical_efficiency",
+                            job.sync.outer_bits),
+                true};
     if (job.sync.kind == SyncKind::diloco && dense)
         return {1.0,
-                job.sync.fragments > 1 || job.sync.overlap_steps > 0
+                job.sync.fragments > 1 || job.sync.overlap_steps > 0 || job.sync.outer_bits > 0.0
                     ? "published: Douillard et al. 2025 (Streaming DiLoCo, arXiv 2501.18512), abstract: similar "
                       "quality to data-parallel training at equal tokens"
                     : "published: Douillard et al. 2023 (DiLoCo, arXiv 2311.08105), abstract: 8 workers, H = 500, "

@@ -74,6 +74,12 @@ const KeyTable<models::SyncSpec>& sync_keys() {
                 {0, 1e6})
                 .when(scheme_takes("overlap_steps"))
                 .with_default(0),
+            key("outer_bits", &S::outer_bits,
+                "diloco: bits per value of the outer gradients as they cross the islands (Streaming DiLoCo sends 4-bit "
+                "floats and sums in FP32; default: the gradients' width); the all-gather inside an island keeps it",
+                {1, 32})
+                .when(scheme_takes("outer_bits"))
+                .echo_when([](const S& s) { return s.outer_bits > 0.0; }),
             // Its bound and its default are the job's workers (read_sync).
             key("clients_per_round", &S::clients_per_round, "fedavg: clients sampled per round (default: all workers)",
                 {1, 1e6})

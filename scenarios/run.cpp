@@ -524,9 +524,10 @@ std::string describe_sync(const JobSpec& j) {
             return fmt::format("fedavg ({} clients/round, {} local steps{})", y.clients_per_round, y.local_steps,
                                y.availability < 1.0 ? fmt::format(", availability {:.3g}", y.availability) : "");
         case models::SyncKind::diloco:
-            return fmt::format("diloco ({} islands, period {}{}{})", y.islands, y.period,
+            return fmt::format("diloco ({} islands, period {}{}{}{})", y.islands, y.period,
                                y.fragments > 1 ? fmt::format(", {} fragments", y.fragments) : "",
-                               y.overlap_steps > 0 ? fmt::format(", overlap {} steps", y.overlap_steps) : "");
+                               y.overlap_steps > 0 ? fmt::format(", overlap {} steps", y.overlap_steps) : "",
+                               y.outer_bits > 0.0 ? fmt::format(", outer gradients at {:g} bits", y.outer_bits) : "");
     }
     return "?";
 }

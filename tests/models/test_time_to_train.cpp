@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/job.hpp"
 #include "models/time_to_train.hpp"
 
 namespace m = ddlsim::models;
@@ -242,4 +243,18 @@ TEST_CASE("time to train: builtin for a model without data is refused, BSP's fac
     CHECK(t.training_s == Approx(std::ceil(t.samples.samples / 3264)));
     CHECK(t.total_low_s < t.total_s);
     CHECK(t.total_high_s > t.total_s);
+}
+
+TEST_CASE("time to train: diloco's factor is published down to 4-bit outer gradients and assumed below") {
+    m::TrainingJob job;
+    job.sync.kind = m::SyncKind::diloco;
+    job.sync.outer_bits = 4;  // Streaming DiLoCo's FP4 outer gradients
+    auto e = m::statistical_efficiency(job);
+    CHECK(e.factor == 1.0);
+    CHECK_FALSE(e.assumed);
+    CHECK(e.source.find("2501.18512") != std::string::npos);
+    job.sync.outer_bits = 2;
+    e = m::statistical_efficiency(job);
+    CHECK(e.assumed);
+    CHECK(e.source.find("2-bit outer gradients") != std::string::npos);
 }

@@ -129,6 +129,32 @@ TEST_CASE("diloco: streaming fragments move the same bytes and hide their outer 
     CHECK(overlapped <= inner + fragment + 1e-3);
 }
 
+TEST_CASE("diloco: outer gradients at 4 bits cross the WAN in an eighth of fp32's bytes and time") {
+    // fp32 gradients (kS bytes), 4-bit outer gradients: the WAN all-reduce moves kS / 8, so the blocking outer step
+    // of the test above becomes 2 L_wan + (kS / 8) / B_wan. The all-gather inside the node (parameters, not outer
+    // gradients) keeps its width: at most 2 kS / 450 GB/s over NVLink, plus the sub-microsecond links.
+    const double B = 10e9 / 8.0, L = 0.03;
+    json j = diloco(2, 4);
+    j["sync"]["outer_bits"] = 4;
+    const models::JobResult r = run_first_job(j);
+    const double outer = (r.iteration_time_s * 4 - inner_only(j)) / 2;
+    CHECK(outer >= 2 * L + kS / 8 / B);
+    CHECK(outer <= 2 * L + kS / 8 / B + 2 * kS / 450e9 + 10e-6);
+    // Between machines: every GPU sends (S/8) / 8 per outer step, 16 GPUs, two outer steps in four.
+    CHECK(r.machine_bytes_per_iteration == doctest::Approx(16 * kS / 8 / 8 * 2 / 4).epsilon(1e-9));
+    // At the gradients' own width (32 bits here) it is the default exactly.
+    json same = diloco(2, 4);
+    same["sync"]["outer_bits"] = 32;
+    CHECK(run_first_job(same).iteration_time_s == run_first_job(diloco(2, 4)).iteration_time_s);
+    // The key belongs to diloco, in its range.
+    json bsp = diloco(2, 4);
+    bsp["sync"] = {{"kind", "bsp"}, {"outer_bits", 4}};
+    CHECK(refused_at(bsp) == "$.sync.outer_bits");
+    json zero = diloco(2, 4);
+    zero["sync"]["outer_bits"] = 0;
+    CHECK(refused_at(zero) == "$.sync.outer_bits");
+}
+
 TEST_CASE("diloco: refused at the key where its islands, fragments or overlap cannot be") {
     json uneven = diloco(4, 8);
     uneven["sync"]["islands"] = 3;
