@@ -84,8 +84,9 @@ bool CommPlan::islands() const {
     return job_.sync.kind == SyncKind::diloco && job_.sync.islands > 1;
 }
 
-CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync)
+CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync, Picks* picks)
     : job_(job), fabric_(fabric), ctx_(collective_context(job, fabric)), compressor_(make_compressor(job.compression)) {
+    if (picks != nullptr) pick_by_bytes_ = picks;
     // Tensors in backward order, each one piece (priority cuts them below).
     std::vector<Piece> pieces;
     const auto& layers = job.workload.layers;
@@ -213,7 +214,7 @@ const topo::Collective* CommPlan::collective_for(int kind, double bytes, const s
         ctx.tensor_server = tensor_server;
         if (arch.kind == topo::ArchKind::allreduce && arch.algorithm == topo::AllreduceAlgorithm::automatic) {
             // auto: one pick per message size (topologies/allreduce_auto.hpp), the collective of that algorithm.
-            const auto [pick, fresh] = pick_by_bytes_.try_emplace(bytes);
+            const auto [pick, fresh] = pick_by_bytes_->try_emplace(bytes);
             if (fresh) pick->second = pick_algorithm(ctx);
             topo::ArchitectureSpec concrete = arch;
             concrete.algorithm = pick->second;

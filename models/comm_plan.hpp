@@ -59,8 +59,11 @@ struct Message {
 /// The messages of one job and the collectives they run on (owned here).
 class CommPlan {
 public:
-    /// `model_sync`: the payload is the model (Local SGD, FedAvg, gossip), sent as one message.
-    CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync);
+    /// Algorithm auto's pick per message size; one map may serve every plan of one job on one fabric.
+    using Picks = std::map<double, topo::AllreduceAlgorithm>;
+    /// `model_sync`: the payload is the model (Local SGD, FedAvg, gossip), sent as one message. `picks`: auto's picks
+    /// made so far for this job on this fabric (models::simulate keeps them across its attempts), else the plan's own.
+    CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync, Picks* picks = nullptr);
 
     [[nodiscard]] const std::vector<Message>& messages() const { return messages_; }
     /// Wire bytes of one iteration's messages (transfers between hosts, counted once).
@@ -121,7 +124,8 @@ private:
     double wire_bytes_ = 0.0;
     double machine_bytes_ = 0.0;
     /// Algorithm auto: the pick per message size, and per collective built the pick and its bytes.
-    std::map<double, topo::AllreduceAlgorithm> pick_by_bytes_;
+    Picks own_picks_;
+    Picks* pick_by_bytes_ = &own_picks_;
     std::map<const topo::Collective*, std::pair<topo::AllreduceAlgorithm, double>> picked_;
 };
 

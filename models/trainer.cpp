@@ -192,12 +192,13 @@ std::unique_ptr<sim::Round> Comm::start_round(const topo::Collective& c, sim::En
     if (quotient_ != nullptr) {
         auto r = std::make_unique<sim::ClassRound>(engine_, c.endpoints(), quotient_->period(), std::move(on_done));
         sim::ClassRound* self = r.get();
-        auto inner =
-            c.endpoints() == quotient_->endpoints()
-                ? c.start_class_round(
-                      engine_, network_, *quotient_, [self](std::uint32_t cls) { self->class_done(cls); }, round)
-                : nullptr;
-        if (!inner) throw sim::SymmetryBroken("a collective without a class form", true);
+        // No shift gives a collective without a class form one (trees, PS, gossip): every transfer at once, not
+        // every longer shift first (each attempt builds the trainer again: auto's picks simulate every candidate).
+        if (!c.has_class_form() || c.endpoints() != quotient_->endpoints())
+            throw sim::SymmetryBroken("a collective without a class form");
+        auto inner = c.start_class_round(
+            engine_, network_, *quotient_, [self](std::uint32_t cls) { self->class_done(cls); }, round);
+        if (!inner) throw sim::SymmetryBroken("a collective not periodic under this shift", true);
         r->set_inner(std::move(inner));
         return r;
     }
@@ -231,7 +232,7 @@ TrainerBase::TrainerBase(const TrainerEnv& env, bool model_sync)
       job_(env.job),
       engine_(env.engine),
       comm_(env.engine, env.network, env.fabric, env.job, env.analytic, env.quotient),
-      plan_(env.job, env.fabric, model_sync),
+      plan_(env.job, env.fabric, model_sync, env.picks),
       clocks_(env.job.workers) {
     if (!env.job.record_schedule) return;
     schedule_ = std::make_shared<Schedule>();
@@ -429,28 +430,30 @@ std::vector<std::uint32_t> class_periods(const topo::Fabric& fabric, const std::
     return periods;
 }
 
+/// `picks`: per job, auto's picks so far (each attempt would otherwise simulate every candidate again).
 FlowRun simulate_once(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs, const SimOptions& options,
-                      std::uint32_t period);
+                      std::uint32_t period, std::vector<CommPlan::Picks>& picks);
 
 }  // namespace
 
 FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs, const SimOptions& options) {
     const std::vector<std::uint32_t> periods = class_periods(fabric, jobs, options);
+    std::vector<CommPlan::Picks> picks(jobs.size());
     for (std::uint32_t p : periods) {
         try {
-            return simulate_once(fabric, jobs, options, p);
+            return simulate_once(fabric, jobs, options, p, picks);
         } catch (const sim::SymmetryBroken& e) {
             if (!e.period_specific) break;  // no longer shift fixes asymmetric workers or collectives
         }
     }
     if (!periods.empty() && options.before_full_run) options.before_full_run();
-    return simulate_once(fabric, jobs, options, 0);
+    return simulate_once(fabric, jobs, options, 0, picks);
 }
 
 namespace {
 
 FlowRun simulate_once(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs, const SimOptions& options,
-                      std::uint32_t period) {
+                      std::uint32_t period, std::vector<CommPlan::Picks>& picks) {
     sim::Engine engine;
     sim::Network network(engine);
     fabric.install(network);
@@ -480,8 +483,10 @@ FlowRun simulate_once(const topo::Fabric& fabric, const std::vector<TrainingJob>
     }
     std::vector<std::unique_ptr<detail::JobTrainer>> trainers;
     for (const TrainingJob& job : jobs) {
-        detail::TrainerEnv env{engine,        network, fabric, job, options.analytic, {options.trace, job.index + 1},
-                               quotient.get()};
+        detail::TrainerEnv env{engine,           network,
+                               fabric,           job,
+                               options.analytic, {options.trace, job.index + 1},
+                               quotient.get(),   &picks[static_cast<std::size_t>(&job - jobs.data())]};
         if (options.trace != nullptr) {
             options.trace->name_process(env.timeline.pid, fmt::format("job{} workers", job.index),
                                         static_cast<int>(job.index));

@@ -50,13 +50,26 @@ private:
     struct Slot {
         Action action;
         std::uint32_t generation = 1;
+        std::uint32_t pos = kInQueue;  ///< its entry's index in heap_, or kInQueue (in due_now_, or free)
         bool armed = false;
     };
+    static constexpr std::uint32_t kInQueue = 0xFFFFFFFFU;
     struct Later {  // heap order as a functor, so that the comparison inlines
         bool operator()(const Entry& a, const Entry& b) const {
             return a.time != b.time ? a.time > b.time : a.seq > b.seq;
         }
     };
+    /// heap_ is a binary min-heap on (time, seq) that knows where each slot's entry sits, so a cancelled event
+    /// leaves it at once (a transfer whose rate changes is cancelled and scheduled again: a flow network's re-solves
+    /// would otherwise fill the heap with dead entries, 50 per live one in a 256-GPU double tree).
+    void place(std::size_t i, const Entry& e) {
+        heap_[i] = e;
+        slots_[e.slot].pos = static_cast<std::uint32_t>(i);
+    }
+    void sift_up(std::size_t i, Entry e);
+    void sift_down(std::size_t i, Entry e);
+    void remove_at(std::size_t i);
+    void release(std::uint32_t slot);
 
     std::vector<Entry> heap_;
     std::vector<Entry> due_now_;  ///< events scheduled at now() for now(), in order (a FIFO from due_head_)

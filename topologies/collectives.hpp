@@ -193,6 +193,9 @@ public:
                                                                         std::uint32_t /*round*/) const {
         return nullptr;
     }
+    /// Whether start_class_round can succeed for some shift (rings, and channels of rings); false: no shift helps,
+    /// and models::simulate goes straight to every transfer instead of trying longer shifts.
+    [[nodiscard]] virtual bool has_class_form() const { return false; }
     /// Bytes one round puts on the wire (transfers between different hosts, each counted once).
     [[nodiscard]] virtual sim::Bytes wire_bytes(const RemoteTest& remote) const = 0;
     /// Closed-form α-β time of one round without contention (sim::alpha_beta_time semantics).

@@ -33,6 +33,7 @@ public:
     [[nodiscard]] std::unique_ptr<sim::Round> start_class_round(sim::Engine& engine, sim::Network& network,
                                                                 sim::ShiftQuotient& q, sim::EndpointDone on_done,
                                                                 std::uint32_t round) const override;
+    [[nodiscard]] bool has_class_form() const override { return true; }
     [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override;
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
 

@@ -22,6 +22,7 @@
 // 2(R-1)/R S/g.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -75,6 +76,9 @@ public:
     [[nodiscard]] std::unique_ptr<sim::Round> start_class_round(sim::Engine& engine, sim::Network& network,
                                                                 sim::ShiftQuotient& q, sim::EndpointDone on_done,
                                                                 std::uint32_t round) const override;
+    [[nodiscard]] bool has_class_form() const override {
+        return std::all_of(parts_.begin(), parts_.end(), [](const auto& p) { return p->has_class_form(); });
+    }
     [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override;
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
 
