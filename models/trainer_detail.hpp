@@ -90,8 +90,8 @@ struct TrainerEnv {
     const TrainingJob& job;
     bool analytic = false;
     Timeline timeline;
-    sim::ShiftQuotient* quotient = nullptr;                       ///< flow classes (models::simulate decides)
-    std::map<double, topo::AllreduceAlgorithm>* picks = nullptr;  ///< auto's picks, kept across simulate's attempts
+    sim::ShiftQuotient* quotient = nullptr;  ///< flow classes (models::simulate decides)
+    CommPlan::Picks* picks = nullptr;        ///< auto's picks, kept across simulate's attempts
 };
 
 [[nodiscard]] std::unique_ptr<JobTrainer> make_sync_trainer(const TrainerEnv& env);          // bsp, local_sgd

@@ -339,14 +339,12 @@ std::uint64_t Fabric::path_count(Vertex a, Vertex b) const {
     }
     // Count paths through the shortest-path DAG, in BFS order (distances ascending).
     std::unordered_map<Vertex, std::uint64_t> count{{a, 1}};
+    std::vector<std::pair<Vertex, std::uint32_t>> preds;
     for (Vertex u : touched_) {
         if (u == a || dist_[u] > dist_[b]) continue;
+        predecessors(a, b, u, preds);
         std::uint64_t c = 0;
-        for (auto [e, end] = boost::out_edges(u, g_); e != end; ++e) {
-            const Vertex p = boost::target(*e, g_);
-            if (dist_[p] >= 0 && dist_[p] == dist_[u] - 1 && (p == a || transit_[p] != 0))
-                c = std::min<std::uint64_t>(c + count[p], 1ULL << 63);
-        }
+        for (const auto& [p, id] : preds) c = std::min<std::uint64_t>(c + count[p], 1ULL << 63);
         count[u] = c;
     }
     const std::uint64_t n = count[b];
