@@ -46,7 +46,11 @@ void MaxMinSolver::solve(const MaxMinProblem& p, std::vector<double>& rates) {
         for (std::uint32_t i = p.offsets[f]; i < p.offsets[f + 1]; ++i) link_flows_[cursor_[p.links[i]]++] = f;
     remaining_.assign(p.capacity.begin(), p.capacity.end());
     unfrozen_.assign(n_links, 0.0);
-    for (std::size_t i = 0; i < p.links.size(); ++i) unfrozen_[p.links[i]] += p.weight[i];
+    unfrozen_count_.assign(n_links, 0);
+    for (std::size_t i = 0; i < p.links.size(); ++i) {
+        unfrozen_[p.links[i]] += p.weight[i];
+        ++unfrozen_count_[p.links[i]];
+    }
     frozen_.assign(n_flows, 0);
 
     std::size_t left = n_flows;
@@ -58,7 +62,8 @@ void MaxMinSolver::solve(const MaxMinProblem& p, std::vector<double>& rates) {
         for (std::uint32_t i = p.offsets[f]; i < p.offsets[f + 1]; ++i) {
             const std::uint32_t l = p.links[i];
             remaining_[l] = std::max(0.0, remaining_[l] - p.weight[i] * r);
-            unfrozen_[l] -= p.weight[i];  // whole numbers: exact
+            // Weights need not be whole (a transfer's share): the last flow to freeze leaves exactly zero.
+            unfrozen_[l] = --unfrozen_count_[l] == 0 ? 0.0 : unfrozen_[l] - p.weight[i];
         }
     };
 

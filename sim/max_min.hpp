@@ -12,9 +12,9 @@
 // (remaining capacity / unfrozen flows crossing it), give that share to every
 // unfrozen flow crossing it, freeze them and subtract their rate from every link
 // they cross. Caps act as private links. O(rounds x L), rounds <= L + F. A flow may
-// cross a link with a weight w (it stands for w flows of its rate there: flow
-// classes, sim/symmetry.hpp): the link's share divides by the weights, and
-// freezing subtracts w times the rate.
+// cross a link with a weight w > 0 (it stands for w flows of its rate there: flow
+// classes, sim/symmetry.hpp, or a transfer's share, sim/network.hpp): the link's
+// share divides by the weights, and freezing subtracts w times the rate.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ struct MaxMinProblem {
     std::vector<double> capacity;           ///< per link, > 0
     std::vector<std::uint32_t> offsets{0};  ///< size F + 1
     std::vector<std::uint32_t> links;       ///< link indices, concatenated per flow
-    std::vector<double> weight;             ///< per entry of `links`: how many flows at this rate cross it (>= 1)
+    std::vector<double> weight;             ///< per entry of `links`: how many flows at this rate cross it (> 0)
     std::vector<double> cap;                ///< per flow upper bound (infinity = none)
 
     /// Appends a flow over `route` with an optional cap; returns its index. `weights` (empty: all 1) gives per link
@@ -49,7 +49,8 @@ public:
 
 private:
     std::vector<double> remaining_;
-    std::vector<double> unfrozen_;  ///< per link: weight of the unfrozen flows crossing it
+    std::vector<double> unfrozen_;               ///< per link: weight of the unfrozen flows crossing it
+    std::vector<std::uint32_t> unfrozen_count_;  ///< per link: how many unfrozen flows cross it
     std::vector<std::uint32_t> cursor_;
     std::vector<std::uint32_t> link_offsets_;
     std::vector<std::uint32_t> link_flows_;

@@ -36,7 +36,8 @@ double Network::flow_cap(const Route& route) const {
     return cap;
 }
 
-void Network::start(const Route& route, Bytes bytes, Callback on_done) {
+void Network::start(const Route& route, Bytes bytes, Callback on_done, double share) {
+    if (!(share > 0.0) || !std::isfinite(share)) throw std::invalid_argument("a transfer's share must be positive");
     ++started_;
     if (route.empty()) {
         engine_.after(Time::zero(), std::move(on_done));
@@ -67,6 +68,7 @@ void Network::start(const Route& route, Bytes bytes, Callback on_done) {
     x.remaining = bytes.value();
     x.bytes = bytes.value();
     x.rate = 0.0;
+    x.share = share;
     x.cap = flow_cap(route);
     x.started = engine_.now();
     x.on_done = std::move(on_done);
@@ -163,7 +165,14 @@ void Network::resolve_from(const Route& seeds) {
     for (std::uint32_t f : comp_flows_) {
         local_route_.clear();
         for (LinkIndex l : transfers_[f].route) local_route_.push_back(local_index_[l]);
-        problem_.add_flow(local_route_, transfers_[f].cap, transfers_[f].weights);
+        const Transfer& x = transfers_[f];
+        if (x.share == 1.0) {
+            problem_.add_flow(local_route_, x.cap, x.weights);
+            continue;
+        }
+        share_weights_.assign(x.route.size(), x.share);
+        for (std::size_t k = 0; k < x.weights.size(); ++k) share_weights_[k] *= x.weights[k];
+        problem_.add_flow(local_route_, x.cap, share_weights_);
     }
     solver_.solve(problem_, rates_);
 #ifdef DDLSIM_INVARIANTS
@@ -173,7 +182,7 @@ void Network::resolve_from(const Route& seeds) {
     for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
         const Transfer& x = transfers_[comp_flows_[i]];
         for (std::size_t k = 0; k < x.route.size(); ++k)
-            load[local_index_[x.route[k]]] += (x.weights.empty() ? 1.0 : x.weights[k]) * rates_[i];
+            load[local_index_[x.route[k]]] += (x.weights.empty() ? 1.0 : x.weights[k]) * x.share * rates_[i];
     }
     for (std::size_t i = 0; i < comp_links_.size(); ++i)
         if (load[i] > problem_.capacity[i] * (1.0 + 1e-9))
@@ -181,11 +190,12 @@ void Network::resolve_from(const Route& seeds) {
 #endif
     for (std::size_t i = 0; i < comp_flows_.size(); ++i) {
         Transfer& x = transfers_[comp_flows_[i]];
-        if (x.rate == rates_[i] && x.completion.valid()) continue;
+        const double rate = x.share * rates_[i];
+        if (x.rate == rate && x.completion.valid()) continue;
         const Time now = engine_.now();
         x.remaining = std::max(0.0, x.remaining - x.rate * (now - x.updated).seconds());
         x.updated = now;
-        x.rate = rates_[i];
+        x.rate = rate;
         reschedule(comp_flows_[i]);
     }
 }

@@ -65,7 +65,10 @@ public:
 
     /// Starts moving `bytes` along `route`; `on_done` runs when the last byte arrives.
     /// An empty route (same host) completes after zero time. Link counters count a weighted link's flows.
-    void start(const Route& route, Bytes bytes, Callback on_done);
+    /// `share` (> 0, default 1): the transfer counts as that many flows in max-min sharing on every link of its route
+    /// and moves at that many times the fair rate -- a stream that keeps `share` times the average number of
+    /// messages in flight (BytePS's partitions, topologies/parameter_server.hpp). Its bytes are counted once.
+    void start(const Route& route, Bytes bytes, Callback on_done, double share = 1.0);
 
     /// Transfers started so far (each counted once, however many links it crosses).
     [[nodiscard]] std::uint64_t transfers_started() const { return started_; }
@@ -93,6 +96,7 @@ private:
         double remaining = 0.0;                                ///< bytes left as of `updated`
         double bytes = 0.0;                                    ///< size at start
         double rate = 0.0;                                     ///< bytes per second
+        double share = 1.0;                                    ///< flows it counts as (start())
         double cap = std::numeric_limits<double>::infinity();  ///< per-transfer rate bound
         Time updated;
         Time started;
@@ -127,7 +131,8 @@ private:
     std::vector<LinkIndex> comp_links_;
     std::vector<std::uint32_t> local_index_;
     std::vector<std::uint32_t> local_route_;
-    std::vector<double> rate_load_;  ///< invariant checks: per component link
+    std::vector<double> share_weights_;  ///< a shared transfer's weights per link, for the solver
+    std::vector<double> rate_load_;      ///< invariant checks: per component link
 };
 
 }  // namespace ddlsim::sim

@@ -11,6 +11,7 @@ std::uint32_t Plan::add(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::
     for (std::uint32_t d : after)
         if (d >= index) throw std::logic_error("plan step depends on a later step");
     steps_.push_back(PlanStep{src, dst, bytes, Time::zero()});
+    if (!shares_.empty()) shares_.push_back(1.0);
     after_.insert(after_.end(), after.begin(), after.end());
     after_offsets_.push_back(static_cast<std::uint32_t>(after_.size()));
     sealed_ = false;
@@ -21,6 +22,13 @@ std::uint32_t Plan::add_work(std::uint32_t at, Time work, std::span<const std::u
     const std::uint32_t s = add(at, at, Bytes{0.0}, after);
     steps_[s].work = work;
     return s;
+}
+
+void Plan::set_share(std::uint32_t s, double share) {
+    if (s >= steps_.size()) throw std::logic_error("plan share names a step outside the plan");
+    if (!(share > 0.0) || !std::isfinite(share)) throw std::logic_error("a plan step's share must be positive");
+    if (shares_.empty()) shares_.assign(steps_.size(), 1.0);
+    shares_[s] = share;
 }
 
 void Plan::seal() {
@@ -141,7 +149,8 @@ void DagRunner::try_start(std::uint32_t s) {
     if (step.src == step.dst) {
         engine_.after(step.work, [this, s] { complete(s); });
     } else {
-        network_.start(routes_(step.src, step.dst), step.bytes, [this, s] { complete(s); });
+        network_.start(
+            routes_(step.src, step.dst), step.bytes, [this, s] { complete(s); }, plan_.share(s));
     }
 }
 

@@ -42,6 +42,9 @@ public:
     std::uint32_t add_work(std::uint32_t at, Time work, std::initializer_list<std::uint32_t> after) {
         return add_work(at, work, std::span<const std::uint32_t>(after.begin(), after.size()));
     }
+    /// Transfer `s` runs with that share of max-min sharing (Network::start; default 1).
+    void set_share(std::uint32_t s, double share);
+    [[nodiscard]] double share(std::size_t s) const { return shares_.empty() ? 1.0 : shares_[s]; }
     /// Builds the reverse (dependents) index; required before a round runs the plan.
     void seal();
 
@@ -55,6 +58,7 @@ public:
 
 private:
     std::vector<PlanStep> steps_;
+    std::vector<double> shares_;  ///< per step, or empty: every share 1 (most plans)
     std::vector<std::uint32_t> after_offsets_{0};
     std::vector<std::uint32_t> after_;
     std::vector<std::uint32_t> dependent_offsets_;

@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <span>
 #include <stdexcept>
 
 #include "topologies/in_network.hpp"
@@ -229,6 +230,16 @@ sim::Plan ps_plan(const PsLayout& l) {
         for (std::size_t r = 0; r < g.size(); ++r) ready[g[r]] = {rs[r]};
     }
     const auto contributions = static_cast<std::uint32_t>(groups.size());
+    // Per server: its streams' share of max-min sharing (PsLayout::stream_share), 1 each by default.
+    if (!l.stream_share.empty() && l.stream_share.size() != l.pieces.size())
+        throw std::invalid_argument("parameter server: one stream share per server expected");
+    auto server_share = [&](std::size_t s) { return l.stream_share.empty() ? 1.0 : l.stream_share[s]; };
+    auto send = [&](std::uint32_t src, std::uint32_t dst, double bytes, std::span<const std::uint32_t> after,
+                    double flows) {
+        const std::uint32_t step = plan.add(src, dst, sim::Bytes{bytes}, after);
+        if (flows != 1.0 && src != dst && bytes > 0.0) plan.set_share(step, flows);
+        return step;
+    };
     std::vector<std::uint32_t> last_push(n), last_pull(n), deps;
     std::vector<std::vector<std::uint32_t>> pulls(n);  // per worker: its last pull from each server
     for (std::size_t s = 0; s < l.pieces.size(); ++s) {
@@ -258,19 +269,16 @@ sim::Plan ps_plan(const PsLayout& l) {
             for (std::uint32_t w = 0; w < n; ++w) {
                 if (w == e && l.groups.empty()) continue;  // a worker's own share of its host's server stays put
                 std::vector<std::uint32_t> after = last_push[w] == kNone ? ready[w] : std::vector{last_push[w]};
-                last_push[w] = plan.add(w, e, sim::Bytes{w == e ? 0.0 : bytes * share[w]}, after);
+                last_push[w] = send(w, e, w == e ? 0.0 : bytes * share[w], after, server_share(s));
                 deps.push_back(last_push[w]);
             }
             if (last_sum != kNone) deps.push_back(last_sum);  // the server sums one tensor at a time
             last_sum = plan.add_work(e, aggregation_time(bytes, contributions, l.aggregation_rate), deps);
             for (std::uint32_t w = 0; w < n; ++w) {
                 if (w == e && l.groups.empty()) continue;
-                if (last_pull[w] == kNone) {
-                    last_pull[w] = plan.add(e, w, sim::Bytes{w == e ? 0.0 : bytes * share[w]}, {last_sum});
-                } else {
-                    last_pull[w] =
-                        plan.add(e, w, sim::Bytes{w == e ? 0.0 : bytes * share[w]}, {last_sum, last_pull[w]});
-                }
+                const std::uint32_t after[] = {last_sum, last_pull[w]};
+                last_pull[w] = send(e, w, w == e ? 0.0 : bytes * share[w],
+                                    std::span(after, last_pull[w] == kNone ? 1 : 2), server_share(s));
             }
         }
         for (std::uint32_t w = 0; w < n; ++w)
@@ -340,7 +348,19 @@ sim::Plan byteps(std::uint32_t n, std::uint32_t k, const std::vector<double>& te
         for (std::uint32_t s = 0; s < n + k; ++s)
             pieces[s].push_back(ShardPiece{t, fraction * (s < n ? split.worker : split.cpu)});
     }
-    return sharded_parameter_server(n, n + k, server_endpoint, pieces, per_tensor, aggregation_rate);
+    PsLayout layout{n, n + k, server_endpoint, pieces, per_tensor, aggregation_rate, {}};
+    layout.stream_share = byteps_stream_shares(n, k);
+    return ps_plan(layout);
+}
+
+std::vector<double> byteps_stream_shares(std::uint32_t hosts, std::uint32_t k) {
+    const BytePsSplit split = byteps_split(hosts, k, 1.0);
+    std::vector<double> shares(hosts + k);
+    for (std::uint32_t s = 0; s < hosts + k; ++s) {
+        const double share = (s < hosts ? split.worker : split.cpu) * (hosts + k);
+        shares[s] = share > 0.0 ? share : 1.0;
+    }
+    return shares;
 }
 
 std::uint32_t byteps_hosts(const ArchitectureSpec& spec, const CollectiveContext& ctx) {
@@ -391,8 +411,9 @@ std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, 
                     pieces[s].push_back(ShardPiece{
                         t, (total > 0.0 ? tensors[t] / total : 0.0) * (s < hosts ? split.worker : split.cpu)});
         }
-        return std::make_unique<PlanCollective>(
-            ps_plan(PsLayout{n, n + k, server_endpoint, pieces, spec.per_tensor, spec.aggregation_rate, groups}));
+        PsLayout layout{n, n + k, server_endpoint, pieces, spec.per_tensor, spec.aggregation_rate, groups};
+        layout.stream_share = byteps_stream_shares(hosts, k);
+        return std::make_unique<PlanCollective>(ps_plan(layout));
     }
     const bool in_switch = spec.switch_aggregation && ctx.aggregation_switch > 0;
     if (spec.sharding == PsSharding::bytes && !spec.per_tensor && groups.empty() && !in_switch)

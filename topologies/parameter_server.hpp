@@ -124,7 +124,17 @@ struct PsLayout {
     /// Segments the switch may hold at once (its aggregation memory / segment, at least 1; 0: unbounded): a
     /// segment's pushes wait until the multicast of the segment `window` places earlier has freed its slot.
     std::uint32_t window = 0;
+    /// Per server (empty: 1 each): how many flows each push to it and pull from it counts as in max-min sharing
+    /// (sim::Plan::set_share). BytePS (byteps_stream_shares): a worker keeps as many of a server's partitions in
+    /// flight as that server holds of the model (BytePS pushes every ready partition at once, ZPush being
+    /// asynchronous, and its Hash_Mixed_Mode gives a CPU server x / y times a worker host's partitions), so every
+    /// stream of a worker's NIC progresses in proportion to its bytes -- the schedule the BytePS bound assumes.
+    std::vector<double> stream_share = {};
 };
+/// BytePS's stream shares for PsLayout: per server (worker hosts 0..hosts-1, then the k CPU servers) its share of
+/// the model over the mean share, y (n + k) / S for a worker host and x (n + k) / S for a CPU server (1 where a share
+/// is 0: such a server holds nothing).};
+[[nodiscard]] std::vector<double> byteps_stream_shares(std::uint32_t hosts, std::uint32_t k);
 /// The default aggregation memory of a summing switch (network.aggregation_memory): SwitchML on a Tofino 1
 /// (p4lang/p4app-switchML dev_root/p4/configuration.p4 @27a09911: 16,384 64-bit registers per stage, two per slot for
 /// the shadow copy, 8,192 slots of one 256-byte packet -- dev_root/p4/README.md, "a payload that is either 256B or

@@ -263,7 +263,11 @@ TEST_CASE("properties: metamorphic relations across architecture x sync x overla
             none.erase("overlap");
             const double with = scenario::run_scenario(scenario::load_scenario(ideal)).jobs.at(0).iteration_time_s;
             const double without = scenario::run_scenario(scenario::load_scenario(none)).jobs.at(0).iteration_time_s;
-            CHECK(with <= without * (1 + 1e-9) + 1e-12);
+            // BytePS overlapped: the messages run as concurrent rounds that share each link evenly, so their pulls
+            // wait for pushes that one pipelined round (no overlap) would have finished; where communication dominates,
+            // that costs up to a few percent (docs/ACCURACY.md, BytePS).
+            const bool byteps = j["architecture"].value("style", "") == "byteps";
+            CHECK(with <= without * (byteps ? 1.06 : 1 + 1e-9) + 1e-12);
         }
         // 3. Local aggregation.
         if (j["architecture"]["kind"] == "ps" && (!j.contains("sync") || j["sync"]["kind"] == "bsp")) {

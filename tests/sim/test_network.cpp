@@ -90,6 +90,62 @@ TEST_CASE("network: an empty route completes at once") {
     CHECK(t == 0.0);
 }
 
+TEST_CASE("network: a transfer's share is its weight in max-min sharing, its bytes counted once") {
+    // One link of 100 B/s. A (share 3, 300 B) and B (share 1, 100 B) start together: A counts as three flows,
+    // so A moves at 75 B/s and B at 25 B/s; both end at 4 s (the link is busy throughout: 400 B / 100 B/s).
+    // C (share 0.4, 100 B) then runs alone: a share does not cap a lone transfer, it ends 1 s later.
+    // Two links in series, D (share 2.5) on both and E (share 1) on the second only: the second link's
+    // 100 B/s splits 2.5 : 1, D at 71.43 B/s, E at 28.57 B/s (the first link is not D's bottleneck).
+    Engine e;
+    Network n(e);
+    const auto l = n.add_link({Bandwidth::bytes_per_s(100.0), Time::zero()});
+    double ta = -1, tb = -1, tc = -1;
+    n.start(
+        {l}, Bytes{300.0}, [&] { ta = e.now().seconds(); }, 3.0);
+    n.start({l}, Bytes{100.0}, [&] { tb = e.now().seconds(); });
+    e.at(Time::seconds(4.0), [&] {
+        n.start(
+            {l}, Bytes{100.0}, [&] { tc = e.now().seconds(); }, 0.4);
+    });
+    e.run();
+    CHECK(ta == doctest::Approx(4.0).epsilon(kTol));
+    CHECK(tb == doctest::Approx(4.0).epsilon(kTol));
+    CHECK(tc == doctest::Approx(5.0).epsilon(kTol));
+    CHECK(n.stats(l).bytes == 500.0);
+    CHECK(n.stats(l).transfers == 3);
+
+    const auto first = n.add_link({Bandwidth::bytes_per_s(1000.0), Time::zero()});
+    const auto second = n.add_link({Bandwidth::bytes_per_s(100.0), Time::zero()});
+    double td = -1, te = -1;
+    const double t0 = e.now().seconds();
+    n.start(
+        {first, second}, Bytes{250.0}, [&] { td = e.now().seconds() - t0; }, 2.5);
+    n.start({second}, Bytes{100.0}, [&] { te = e.now().seconds() - t0; });
+    e.run();
+    // D: 250 B at 250/3.5 B/s ends at 3.5 s; E: 100 B at 100/3.5 B/s ends at 3.5 s too.
+    CHECK(td == doctest::Approx(3.5).epsilon(kTol));
+    CHECK(te == doctest::Approx(3.5).epsilon(kTol));
+    CHECK_THROWS(n.start(
+        {l}, Bytes{1.0}, [] {}, 0.0));
+}
+
+TEST_CASE("max-min: fractional weights that do not sum exactly still end the filling") {
+    // Ten flows of weight 0.1 on one link and one of 0.7 with them on a second link: 0.1 summed ten times is not
+    // 1.0 in floating point; the filling must still freeze every flow (and not loop on a residue of 1e-16).
+    Engine e;
+    Network n(e);
+    const auto a = n.add_link({Bandwidth::bytes_per_s(10.0), Time::zero()});
+    const auto b = n.add_link({Bandwidth::bytes_per_s(1.0), Time::zero()});
+    int finished = 0;
+    for (int i = 0; i < 10; ++i)
+        n.start(
+            {a}, Bytes{1.0}, [&] { ++finished; }, 0.1);
+    n.start(
+        {a, b}, Bytes{1.0}, [&] { ++finished; }, 0.7);
+    e.run();
+    CHECK(finished == 11);
+}
+
 TEST_CASE("transfer DAG: dependencies, gates and endpoint completion") {
     // Endpoints 0,1,2 on links (one per endpoint pair direction) of 10 B/s, no latency.
     // Step 0: 0->1 100 B. Step 1: 1->2 50 B after step 0. Step 2: local work at 2 (3 s) after step 1.
