@@ -342,7 +342,8 @@ const KeyTable<N>& network_keys() {
             key("aggregation_memory", &N::aggregation_memory,
                 "with sharp: the aggregation state the summing switch holds in flight for parameter servers "
                 "(architecture.switch_aggregation), shared equally by the jobs summing in it (SwitchML's pools, "
-                "ATP's aggregators); a job's servers split its share, and a segment waits for a free slot (default "
+                "ATP's aggregators); a job's servers split its share, each stream holding share / 512 KiB segments "
+                "plus the 4 its store-and-forward legs keep in flight, and a segment waits for a free slot (default "
                 "2MiB, SwitchML's on a Tofino 1)",
                 {1})
                 .when(sharp_on())

@@ -36,7 +36,7 @@ double Network::flow_cap(const Route& route) const {
     return cap;
 }
 
-void Network::start(const Route& route, Bytes bytes, Callback on_done, double share) {
+void Network::start(const Route& route, Bytes bytes, Callback on_done, double share, Time latency_paid) {
     if (!(share > 0.0) || !std::isfinite(share)) throw std::invalid_argument("a transfer's share must be positive");
     ++started_;
     if (route.empty()) {
@@ -78,7 +78,8 @@ void Network::start(const Route& route, Bytes bytes, Callback on_done, double sh
         links_[x.route[i]].stats.bytes += w * bytes.value();
         links_[x.route[i]].stats.transfers += static_cast<std::uint64_t>(w);
     }
-    engine_.after(latency(route), [this, t] { activate(t); });
+    const Time wait = latency(route);
+    engine_.after(latency_paid >= wait ? Time::zero() : wait - latency_paid, [this, t] { activate(t); });
 }
 
 void Network::activate(std::uint32_t t) {

@@ -68,7 +68,10 @@ public:
     /// `share` (> 0, default 1): the transfer counts as that many flows in max-min sharing on every link of its route
     /// and moves at that many times the fair rate -- a stream that keeps `share` times the average number of
     /// messages in flight (BytePS's partitions, topologies/parameter_server.hpp). Its bytes are counted once.
-    void start(const Route& route, Bytes bytes, Callback on_done, double share = 1.0);
+    /// `latency_paid`: how much of the route's latency (and overhead) has already elapsed for this transfer -- the
+    /// next message of a stream whose sender had it ready while the previous one was still arriving
+    /// (Plan::set_follows); it starts sharing after the rest, at once when paid >= latency(route).
+    void start(const Route& route, Bytes bytes, Callback on_done, double share = 1.0, Time latency_paid = Time::zero());
 
     /// Transfers started so far (each counted once, however many links it crosses).
     [[nodiscard]] std::uint64_t transfers_started() const { return started_; }

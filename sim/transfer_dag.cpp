@@ -12,6 +12,7 @@ std::uint32_t Plan::add(std::uint32_t src, std::uint32_t dst, Bytes bytes, std::
         if (d >= index) throw std::logic_error("plan step depends on a later step");
     steps_.push_back(PlanStep{src, dst, bytes, Time::zero()});
     if (!shares_.empty()) shares_.push_back(1.0);
+    if (!follows_.empty()) follows_.push_back(kNoStep);
     after_.insert(after_.end(), after.begin(), after.end());
     after_offsets_.push_back(static_cast<std::uint32_t>(after_.size()));
     sealed_ = false;
@@ -29,6 +30,17 @@ void Plan::set_share(std::uint32_t s, double share) {
     if (!(share > 0.0) || !std::isfinite(share)) throw std::logic_error("a plan step's share must be positive");
     if (shares_.empty()) shares_.assign(steps_.size(), 1.0);
     shares_[s] = share;
+}
+
+void Plan::set_follows(std::uint32_t s, std::uint32_t prev) {
+    if (s >= steps_.size() || prev >= s) throw std::logic_error("a stream's message must follow an earlier step");
+    const auto deps = after(s);
+    if (std::find(deps.begin(), deps.end(), prev) == deps.end())
+        throw std::logic_error("a stream's message must come after the message it follows");
+    if (steps_[s].src != steps_[prev].src || steps_[s].dst != steps_[prev].dst || steps_[s].src == steps_[s].dst)
+        throw std::logic_error("a stream's messages are transfers between the same endpoints");
+    if (follows_.empty()) follows_.assign(steps_.size(), kNoStep);
+    follows_[s] = prev;
 }
 
 void Plan::seal() {
@@ -115,6 +127,10 @@ DagRunner::DagRunner(Engine& engine, Network& network, const Plan& plan, RouteLo
       started_(plan.size(), 0),
       steps_left_(plan.size()) {
     if (!plan.sealed()) throw std::logic_error("a plan must be sealed before it runs");
+    if (plan.has_streams()) {
+        finished_at_.assign(plan.size(), Time::zero());
+        gate_opened_.assign(plan.endpoints, Time::zero());
+    }
     for (std::uint32_t s = 0; s < plan.size(); ++s) {
         const PlanStep& step = plan.step(s);
         if (step.src >= plan.endpoints || step.dst >= plan.endpoints)
@@ -129,6 +145,7 @@ DagRunner::DagRunner(Engine& engine, Network& network, const Plan& plan, RouteLo
 void DagRunner::open(std::uint32_t e) {
     if (gate_open_[e]) return;
     gate_open_[e] = 1;
+    if (!gate_opened_.empty()) gate_opened_[e] = engine_.now();
     if (endpoint_steps_left_[e] == 0) {
         on_done_(e);
         return;
@@ -149,13 +166,23 @@ void DagRunner::try_start(std::uint32_t s) {
     if (step.src == step.dst) {
         engine_.after(step.work, [this, s] { complete(s); });
     } else {
+        Time paid = Time::zero();
+        if (const std::uint32_t prev = plan_.follows(s); prev != Plan::kNoStep) {
+            // The sender had this message ready once its other dependencies and its gate were: since then the
+            // route's latency has been running behind `prev`'s bytes.
+            Time ready = gate_opened_[step.src];
+            for (std::uint32_t d : plan_.after(s))
+                if (d != prev) ready = std::max(ready, finished_at_[d]);
+            paid = engine_.now() - std::min(ready, engine_.now());
+        }
         network_.start(
-            routes_(step.src, step.dst), step.bytes, [this, s] { complete(s); }, plan_.share(s));
+            routes_(step.src, step.dst), step.bytes, [this, s] { complete(s); }, plan_.share(s), paid);
     }
 }
 
 void DagRunner::complete(std::uint32_t s) {
     --steps_left_;
+    if (!finished_at_.empty()) finished_at_[s] = engine_.now();
     const PlanStep& step = plan_.step(s);
     for (std::uint32_t d : plan_.dependents(s))
         if (--deps_left_[d] == 0) try_start(d);

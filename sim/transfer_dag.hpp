@@ -45,6 +45,14 @@ public:
     /// Transfer `s` runs with that share of max-min sharing (Network::start; default 1).
     void set_share(std::uint32_t s, double share);
     [[nodiscard]] double share(std::size_t s) const { return shares_.empty() ? 1.0 : shares_[s]; }
+    /// Transfer `s` is the next message of the stream whose previous message is `prev` (one of s's `after` steps, a
+    /// transfer between the same endpoints): the sender sends it right behind `prev`, so the route's latency and
+    /// overhead that have run since s's other dependencies (and its source's gate) were met count as paid -- a stream
+    /// of back-to-back messages pays them once, a message that waited on something else pays what it has not.
+    void set_follows(std::uint32_t s, std::uint32_t prev);
+    static constexpr std::uint32_t kNoStep = 0xFFFFFFFFU;
+    [[nodiscard]] std::uint32_t follows(std::size_t s) const { return follows_.empty() ? kNoStep : follows_[s]; }
+    [[nodiscard]] bool has_streams() const { return !follows_.empty(); }
     /// Builds the reverse (dependents) index; required before a round runs the plan.
     void seal();
 
@@ -58,7 +66,8 @@ public:
 
 private:
     std::vector<PlanStep> steps_;
-    std::vector<double> shares_;  ///< per step, or empty: every share 1 (most plans)
+    std::vector<double> shares_;          ///< per step, or empty: every share 1 (most plans)
+    std::vector<std::uint32_t> follows_;  ///< per step, or empty: no streams (most plans)
     std::vector<std::uint32_t> after_offsets_{0};
     std::vector<std::uint32_t> after_;
     std::vector<std::uint32_t> dependent_offsets_;
@@ -123,6 +132,8 @@ private:
     std::vector<std::vector<std::uint32_t>> waiting_;  ///< per endpoint: steps ready but for its gate
     std::vector<char> started_;
     std::size_t steps_left_ = 0;
+    std::vector<Time> finished_at_;  ///< per step (plans with streams only)
+    std::vector<Time> gate_opened_;  ///< per endpoint (plans with streams only)
 };
 
 }  // namespace ddlsim::sim

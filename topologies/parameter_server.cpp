@@ -175,22 +175,30 @@ void switch_legs(sim::Plan& plan, const PsLayout& l, std::uint32_t window, std::
             deps.clear();
             // The switch's memory: this segment's slot is the one the segment `window` places earlier freed.
             const std::uint32_t slot = window > 0 && freed.size() >= window ? freed[freed.size() - window] : kNone;
+            // Each leg is a stream of back-to-back segments (PsLayout::switch_endpoint).
+            auto next = [&](std::uint32_t prev, std::uint32_t src, std::uint32_t dst, double b,
+                            std::span<const std::uint32_t> after) {
+                const std::uint32_t step = plan.add(src, dst, sim::Bytes{b}, after);
+                if (prev != kNone && b > 0.0 && plan.step(prev).bytes.value() > 0.0) plan.set_follows(step, prev);
+                return step;
+            };
             for (std::uint32_t w = 0; w < n; ++w) {
                 std::vector<std::uint32_t> after =
                     last_push[w] == kNone ? ready[w] : std::vector<std::uint32_t>{last_push[w]};
                 if (slot != kNone) after.push_back(slot);
-                last_push[w] = plan.add(w, a, sim::Bytes{seg * share[w]}, after);
+                last_push[w] = next(last_push[w], w, a, seg * share[w], after);
                 deps.push_back(last_push[w]);
             }
+            const std::uint32_t prev_up = last_up;
             if (last_up != kNone) deps.push_back(last_up);
-            last_up = plan.add(a, e, sim::Bytes{seg}, deps);
-            last_down = plan.add(e, a, sim::Bytes{seg},
-                                 last_down == kNone ? std::vector<std::uint32_t>{last_up}
-                                                    : std::vector<std::uint32_t>{last_up, last_down});
-            for (std::uint32_t w = 0; w < n; ++w)
-                last_pull[w] = plan.add(a, w, sim::Bytes{seg * share[w]},
-                                        last_pull[w] == kNone ? std::vector<std::uint32_t>{last_down}
-                                                              : std::vector<std::uint32_t>{last_down, last_pull[w]});
+            last_up = next(prev_up, a, e, seg, deps);
+            const std::uint32_t down_after[] = {last_up, last_down};
+            last_down = next(last_down, e, a, seg, std::span(down_after, last_down == kNone ? 1 : 2));
+            for (std::uint32_t w = 0; w < n; ++w) {
+                const std::uint32_t pull_after[] = {last_down, last_pull[w]};
+                last_pull[w] =
+                    next(last_pull[w], a, w, seg * share[w], std::span(pull_after, last_pull[w] == kNone ? 1 : 2));
+            }
             // The slot is free once the multicast reached every worker (a zero-time step at the switch).
             if (window > 0) {
                 deps.assign(last_pull.begin(), last_pull.end());
@@ -257,7 +265,10 @@ sim::Plan ps_plan(const PsLayout& l) {
             // The job's slots are split evenly among its servers' streams (at least one each).
             std::vector<std::uint32_t> freed;
             const auto servers = static_cast<std::uint32_t>(l.pieces.size());
-            const std::uint32_t window = l.window > 0 ? std::max(1U, l.window / servers) : 0;
+            const std::uint32_t window =
+                l.memory > 0.0
+                    ? static_cast<std::uint32_t>(std::floor(l.memory / servers / l.segment)) + kStoreAndForwardSegments
+                    : 0;
             switch_legs(plan, l, window, e, messages, share, ready, last_push, last_pull, freed);
             for (std::uint32_t w = 0; w < n; ++w)
                 if (last_pull[w] != kNone) pulls[w].push_back(last_pull[w]);
@@ -429,8 +440,7 @@ std::unique_ptr<Collective> make_parameter_server(const ArchitectureSpec& spec, 
         layout.switch_endpoint = ctx.aggregation_switch;
         layout.endpoints = std::max(layout.endpoints, ctx.aggregation_switch + 1);
         layout.segment = switch_aggregation_segment();
-        if (spec.switch_memory > 0.0)
-            layout.window = static_cast<std::uint32_t>(std::max(1.0, std::floor(spec.switch_memory / layout.segment)));
+        layout.memory = std::max(0.0, spec.switch_memory);
     }
     return std::make_unique<PlanCollective>(ps_plan(layout));
 }

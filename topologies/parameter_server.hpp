@@ -41,8 +41,9 @@
 // the workers' pushes end at the switch they all reach (the SHARP switch of the fabric), which sums them as they pass
 // (no rate factor: every leg runs at its links' rate, as SwitchML's and ATP's switch dataplanes aggregate packets at
 // line rate), hands the server one sum and multicasts its reply, segment by segment (PsLayout::switch_endpoint). A
-// server's link carries S/k each way instead of nS/k: on an idle star with one server, links of rate B and no latency,
-// k segments of s = S/k take (k + 3) s / B (four legs, pipelined), against 2nS/B for the plain PS.
+// server's link carries S/k each way instead of nS/k: on an idle star with one server, links of rate B and latency L,
+// k segments of s = S/k take 4L + (k + 3) s / B (four legs, pipelined, each a stream that pays its latency once),
+// against 2nS/B for the plain PS.
 #pragma once
 
 #include <cstdint>
@@ -118,12 +119,19 @@ struct PsLayout {
     /// Switch aggregation (SwitchML, ATP): endpoint of the switch every push goes to (none: pushes go to the servers).
     /// Each message travels in segments of `segment` bytes: every worker pushes its part of a segment to the switch,
     /// which, once all have, sends the sum to the server (no summation work there); the server returns the segment to
-    /// the switch, which multicasts it to every worker. Each of the four legs is a stream per pair, in order.
+    /// the switch, which multicasts it to every worker. Each of the four legs is a stream per pair of back-to-back
+    /// segments (sim::Plan::set_follows): it pays its route's latency once, not once per segment.
     std::optional<std::uint32_t> switch_endpoint = std::nullopt;
     double segment = 0.0;
-    /// Segments the switch may hold at once (its aggregation memory / segment, at least 1; 0: unbounded): a
-    /// segment's pushes wait until the multicast of the segment `window` places earlier has freed its slot.
-    std::uint32_t window = 0;
+    /// The switch's aggregation memory this job holds, in bytes (0: unbounded). A server's stream may have
+    /// floor(memory / servers / segment) + kStoreAndForwardSegments segments in flight: a segment's pushes wait until
+    /// the multicast of the segment that many places earlier has ended. The switch sums and forwards packets as they
+    /// pass (cut-through), so its memory holds what is on the wire between a packet's push and its multicast; the
+    /// flow model moves whole segments store-and-forward through the four legs, which keeps up to four segments in
+    /// flight where the switch would hold a few packets of each: they are counted beside the memory's own slots.
+    /// So the memory binds where it is below the legs' bandwidth-delay product (B x 4 L on a star), as it does on
+    /// the switch, and a segment that waited on it pays the route latency again.
+    double memory = 0.0;
     /// Per server (empty: 1 each): how many flows each push to it and pull from it counts as in max-min sharing
     /// (sim::Plan::set_share). BytePS (byteps_stream_shares): a worker keeps as many of a server's partitions in
     /// flight as that server holds of the model (BytePS pushes every ready partition at once, ZPush being
@@ -135,6 +143,8 @@ struct PsLayout {
 /// the model over the mean share, y (n + k) / S for a worker host and x (n + k) / S for a CPU server (1 where a share
 /// is 0: such a server holds nothing).};
 [[nodiscard]] std::vector<double> byteps_stream_shares(std::uint32_t hosts, std::uint32_t k);
+/// Segments the four store-and-forward legs of switch aggregation keep in flight beside the memory's slots (PsLayout).
+inline constexpr std::uint32_t kStoreAndForwardSegments = 4;
 /// The default aggregation memory of a summing switch (network.aggregation_memory): SwitchML on a Tofino 1
 /// (p4lang/p4app-switchML dev_root/p4/configuration.p4 @27a09911: 16,384 64-bit registers per stage, two per slot for
 /// the shadow copy, 8,192 slots of one 256-byte packet -- dev_root/p4/README.md, "a payload that is either 256B or

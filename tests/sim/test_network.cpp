@@ -179,6 +179,51 @@ TEST_CASE("transfer DAG: dependencies, gates and endpoint completion") {
     CHECK(done[2] == doctest::Approx(28.0));
 }
 
+TEST_CASE("transfer DAG: a stream of back-to-back messages pays the route's latency once") {
+    // One link of 100 B/s with latency 1 s, three messages of 100 B from endpoint 0 to 1, each after the one before.
+    // Chained only by completion, each pays the latency: 3 x (1 + 1) = 6 s. Marked as a stream (set_follows), the
+    // second and third leave right behind the first: 1 + 3 x 1 = 4 s. A third message that also waits for local work
+    // at endpoint 0 ending at 5 s (after the second arrived at 3 s) had nothing on the wire: 5 + 1 + 1 = 7 s.
+    const auto run = [](bool stream, double work) {
+        Engine e;
+        Network n(e);
+        const auto l = n.add_link({Bandwidth::bytes_per_s(100.0), Time::seconds(1.0)});
+        const Route r{l}, none{};
+        Plan p;
+        p.endpoints = 2;
+        const auto m0 = p.add(0, 1, Bytes{100.0});
+        const auto m1 = p.add(0, 1, Bytes{100.0}, {m0});
+        std::vector<std::uint32_t> after{m1};
+        if (work > 0.0) after.push_back(p.add_work(0, Time::seconds(work)));
+        const auto m2 = p.add(0, 1, Bytes{100.0}, after);
+        if (stream) {
+            p.set_follows(m1, m0);
+            p.set_follows(m2, m1);
+        }
+        p.seal();
+        double last = -1;
+        DagRunner dag(
+            e, n, p, [&](std::uint32_t a, std::uint32_t b) -> const Route& { return a == b ? none : r; },
+            [&](std::uint32_t ep) {
+                if (ep == 1) last = e.now().seconds();
+            });
+        dag.open(0);
+        dag.open(1);
+        e.run();
+        return last;
+    };
+    CHECK(run(false, 0.0) == doctest::Approx(6.0).epsilon(kTol));
+    CHECK(run(true, 0.0) == doctest::Approx(4.0).epsilon(kTol));
+    CHECK(run(true, 5.0) == doctest::Approx(7.0).epsilon(kTol));
+    Plan bad;
+    bad.endpoints = 3;
+    const auto a = bad.add(0, 1, Bytes{1.0});
+    const auto b = bad.add(0, 2, Bytes{1.0}, {a});
+    const auto c = bad.add(0, 1, Bytes{1.0});
+    CHECK_THROWS(bad.set_follows(b, a));  // another destination
+    CHECK_THROWS(bad.set_follows(c, a));  // not after it
+}
+
 TEST_CASE("transfer DAG: alpha-beta estimate by levels") {
     // Level 0: 0->1 and 2->1, 100 B each at 10 B/s, latency 1 s: endpoint 1 receives 200 B one
     // after another: 1 + 20 = 21 s. Level 1: work 5 s at 1. Level 2: 1->0, 100 B: 1 + 10 = 11 s.

@@ -1,6 +1,7 @@
 // Parameter servers summing in the switch (architecture.switch_aggregation, topologies/parameter_server.hpp): the
 // pipelined time of the four legs derived by hand on an idle star, the bytes each link carries, the speed-up over the
-// plain PS's incast, the switch's memory (a window of segments, shared between jobs), and the refusals at the key.
+// plain PS's incast, the switch's memory (segments in flight per stream, shared between jobs), and the refusals at the
+// key.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -59,12 +60,15 @@ TEST_CASE("switch aggregation on an idle star: k segments of s through four pipe
         }
 }
 
-TEST_CASE("switch aggregation with latency: every leg pays its one link, (k + 3)(L + s / B)") {
+TEST_CASE("switch aggregation with latency: each leg's stream pays its link's latency once, 4 L + (k + 3) s / B") {
     const double seg = topo::switch_aggregation_segment();
     constexpr double L = 5e-6;
     const models::JobResult r = testing::run_first_job(star_ps(4, 4.0 * seg, true, "5us"));
-    // A leg's route is one link (host to switch or back), so each leg pays L: stages of L + s/B, 4 + 3 of them.
-    CHECK(r.iteration_time_s == doctest::Approx(7.0 * (L + seg / kB)).epsilon(1e-9));
+    // A leg's route is one link (host to switch or back). Its segments go back to back (sim::Plan::set_follows):
+    // segment i of a leg is ready a stage after it was on the leg before (s/B >> L), behind the previous segment on
+    // its own stream, so it pays no second latency; the first segment pays L on each of the four legs. (Paying L per
+    // segment, as before the streams, took (k + 3)(L + s/B).)
+    CHECK(r.iteration_time_s == doctest::Approx(4.0 * L + 7.0 * seg / kB).epsilon(1e-9));
 }
 
 TEST_CASE("switch aggregation on a two_tier of multi-GPU nodes: local aggregation first, the top switch sums") {
@@ -112,33 +116,40 @@ TEST_CASE("switch aggregation is refused at the key without a switch that sums, 
     CHECK(testing::refused_at(j) == "$.architecture.switch_aggregation");
 }
 
-TEST_CASE("switch memory: a window of w segments, (4k / w + w - 1) s / B on an idle star") {
-    // With w slots a segment's pushes wait for the multicast of the segment w places earlier: w segments share one
-    // round of the four legs (4 s / B) and the last group adds w - 1 stages. w = 4 (SwitchML's 2 MiB over 512 KiB
-    // segments, the default) never waits on an idle star: (k + 3) s / B, as above.
+TEST_CASE("switch memory binds only below the legs' bandwidth-delay product: k L + (k + 3) s / B with no slot") {
+    // A stream holds floor(memory / segment) + 4 segments in flight (PsLayout::memory: the four store-and-forward
+    // legs' segments beside the memory's slots). With less than one segment of memory, 4: segment i's pushes wait
+    // for the multicast of segment i - 4 and pay L again (nothing of theirs was on the wire). By hand, with M_i the
+    // end of segment i's multicast: the first four pipeline, M_i = 4L + (i + 4) s/B; then each group of four starts
+    // L after the group before ended, M_{i+4} = M_i + 4L + 4 s/B, so for k a multiple of 4, T = k L + (k + 3) s/B.
+    // Without latency nothing is held up: (k + 3) s / B whatever the memory.
     const double seg = topo::switch_aggregation_segment();
     constexpr double k = 8.0;
-    for (const int w : {1, 2, 4}) {
-        CAPTURE(w);
-        json j = star_ps(4, k * seg, true);
-        j["network"]["aggregation_memory"] = fmt::format("{}B", w * seg);
-        const models::JobResult r = testing::run_first_job(j);
-        CHECK(r.iteration_time_s == doctest::Approx((4.0 * k / w + w - 1.0) * seg / kB).epsilon(1e-9));
-    }
-    // Less than one segment still holds one.
     json j = star_ps(4, k * seg, true);
     j["network"]["aggregation_memory"] = "1KiB";
-    CHECK(testing::run_first_job(j).iteration_time_s == doctest::Approx(4.0 * k * seg / kB).epsilon(1e-9));
+    CHECK(testing::run_first_job(j).iteration_time_s == doctest::Approx((k + 3.0) * seg / kB).epsilon(1e-9));
+    for (const double L : {50e-6, 400e-6, 2e-3}) {
+        CAPTURE(L);
+        json tight = star_ps(4, k * seg, true, fmt::format("{}us", L * 1e6));
+        tight["network"]["aggregation_memory"] = "1KiB";
+        CHECK(testing::run_first_job(tight).iteration_time_s ==
+              doctest::Approx(k * L + (k + 3.0) * seg / kB).epsilon(1e-9));
+        // The default 2 MiB holds 4 slots + 4: k = 8 segments all fit, none waits, at any latency.
+        const double t =
+            testing::run_first_job(star_ps(4, k * seg, true, fmt::format("{}us", L * 1e6))).iteration_time_s;
+        CHECK(t == doctest::Approx(4.0 * L + (k + 3.0) * seg / kB).epsilon(1e-9));
+    }
 }
 
 TEST_CASE("switch memory shared between jobs (ATP's point): two jobs on one switch get half each") {
     // Two jobs of 4 workers and a server each, on disjoint hosts of one star: their legs share no link, only the
-    // switch's memory. With 2 MiB (4 segments) each holds 2, and runs as alone with 1 MiB: (2k + 1) s / B; with
-    // 4 MiB each holds 4: (k + 3) s / B, as one job alone with the default.
+    // switch's memory. L = 400 us, s / B = 524 us. Alone with 2 MiB a job holds 4 + 4 segments: all k = 8 fit, none
+    // waits (as above): 4L + (k + 3) s/B. Sharing 2 MiB each holds 2 + 4, which waits where 4L > 2 s/B: slower
+    // than alone, and no slower than with no slot at all, k L + (k + 3) s/B. With 4 MiB each holds 4 + 4 again.
     const double seg = topo::switch_aggregation_segment();
-    constexpr double k = 8.0;
+    constexpr double k = 8.0, L = 400e-6;
     const auto two_jobs = [&](const std::string& memory) {
-        json job = star_ps(4, k * seg, true);
+        json job = star_ps(4, k * seg, true, "400us");
         json a = {{"name", "a"},
                   {"workers", 4},
                   {"batch_size", 1},
@@ -156,15 +167,16 @@ TEST_CASE("switch memory shared between jobs (ATP's point): two jobs on one swit
         network["aggregation_memory"] = memory;
         return json{{"iterations", 2}, {"network", network}, {"jobs", {a, b}}};
     };
-    const std::vector<std::pair<std::string, double>> cases{{"2MiB", 2.0 * k + 1.0}, {"4MiB", k + 3.0}};
-    for (const auto& c : cases) {
-        const std::string& memory = c.first;  // a plain reference: clang 14 cannot capture structured bindings
-        CAPTURE(memory);
-        const auto r = scenario::run_scenario(scenario::load_scenario(two_jobs(memory)));
-        REQUIRE(r.jobs.size() == 2);
-        for (const auto& job : r.jobs)
-            CHECK(job.iteration_time_s == doctest::Approx(c.second * seg / kB).epsilon(1e-9));
+    const double alone = 4.0 * L + (k + 3.0) * seg / kB;
+    const auto shared = scenario::run_scenario(scenario::load_scenario(two_jobs("2MiB")));
+    REQUIRE(shared.jobs.size() == 2);
+    for (const auto& job : shared.jobs) {
+        CHECK(job.iteration_time_s > alone * (1 + 1e-6));
+        CHECK(job.iteration_time_s <= (k * L + (k + 3.0) * seg / kB) * (1 + 1e-9));
     }
+    const auto roomy = scenario::run_scenario(scenario::load_scenario(two_jobs("4MiB")));
+    REQUIRE(roomy.jobs.size() == 2);
+    for (const auto& job : roomy.jobs) CHECK(job.iteration_time_s == doctest::Approx(alone).epsilon(1e-9));
 }
 
 TEST_CASE("switch memory: network.aggregation_memory applies with sharp, defaults to SwitchML's 2 MiB") {
