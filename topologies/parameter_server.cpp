@@ -168,6 +168,13 @@ void switch_legs(sim::Plan& plan, const PsLayout& l, std::uint32_t window, std::
     const std::uint32_t n = l.workers;
     std::uint32_t last_up = kNone, last_down = kNone;
     std::vector<std::uint32_t> deps;
+    // Each leg is a stream of back-to-back segments (PsLayout::switch_endpoint): a segment follows `prev` on it.
+    auto next = [&](std::uint32_t prev, std::uint32_t src, std::uint32_t dst, double b,
+                    std::span<const std::uint32_t> after) {
+        const std::uint32_t step = plan.add(src, dst, sim::Bytes{b}, after);
+        if (prev != kNone) plan.set_follows(step, prev);
+        return step;
+    };
     for (double bytes : messages) {
         const double count = l.segment > 0.0 ? std::max(1.0, std::ceil(bytes / l.segment)) : 1.0;
         const double seg = bytes / count;
@@ -175,13 +182,6 @@ void switch_legs(sim::Plan& plan, const PsLayout& l, std::uint32_t window, std::
             deps.clear();
             // The switch's memory: this segment's slot is the one the segment `window` places earlier freed.
             const std::uint32_t slot = window > 0 && freed.size() >= window ? freed[freed.size() - window] : kNone;
-            // Each leg is a stream of back-to-back segments (PsLayout::switch_endpoint).
-            auto next = [&](std::uint32_t prev, std::uint32_t src, std::uint32_t dst, double b,
-                            std::span<const std::uint32_t> after) {
-                const std::uint32_t step = plan.add(src, dst, sim::Bytes{b}, after);
-                if (prev != kNone && b > 0.0 && plan.step(prev).bytes.value() > 0.0) plan.set_follows(step, prev);
-                return step;
-            };
             for (std::uint32_t w = 0; w < n; ++w) {
                 std::vector<std::uint32_t> after =
                     last_push[w] == kNone ? ready[w] : std::vector<std::uint32_t>{last_push[w]};
@@ -262,7 +262,7 @@ sim::Plan ps_plan(const PsLayout& l) {
         std::fill(last_pull.begin(), last_pull.end(), kNone);
         std::uint32_t last_sum = kNone;
         if (l.switch_endpoint) {
-            // The job's slots are split evenly among its servers' streams (at least one each).
+            // The job's memory is split evenly among its servers' streams (PsLayout::memory).
             std::vector<std::uint32_t> freed;
             const auto servers = static_cast<std::uint32_t>(l.pieces.size());
             const std::uint32_t window =
@@ -303,13 +303,6 @@ sim::Plan ps_plan(const PsLayout& l) {
         (void)local_ring(plan, g, total / static_cast<double>(g.size()), first);
     }
     return plan;
-}
-
-sim::Plan sharded_parameter_server(std::uint32_t n, std::uint32_t endpoints,
-                                   const std::vector<std::uint32_t>& server_endpoint,
-                                   const std::vector<std::vector<ShardPiece>>& pieces, bool per_tensor,
-                                   std::optional<sim::Bandwidth> aggregation_rate) {
-    return ps_plan(PsLayout{n, endpoints, server_endpoint, pieces, per_tensor, aggregation_rate, {}});
 }
 
 std::vector<std::vector<ShardPiece>> byteps_partitions(std::uint32_t hosts, std::uint32_t k,

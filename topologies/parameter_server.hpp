@@ -165,12 +165,6 @@ inline constexpr double kSwitchAggregationMemory = 2.0 * 1024.0 * 1024.0;
                                                                      const std::vector<double>& tensors,
                                                                      double partition);
 
-/// PS plan: server s of `servers` is endpoint `server_endpoint[s]` and holds `pieces[s]`.
-[[nodiscard]] sim::Plan sharded_parameter_server(std::uint32_t n, std::uint32_t endpoints,
-                                                 const std::vector<std::uint32_t>& server_endpoint,
-                                                 const std::vector<std::vector<ShardPiece>>& pieces, bool per_tensor,
-                                                 std::optional<sim::Bandwidth> aggregation_rate);
-
 /// BytePS plan: n workers that also serve, k CPU servers (endpoints n..n+k-1).
 [[nodiscard]] sim::Plan byteps(std::uint32_t n, std::uint32_t k, const std::vector<double>& tensors, bool per_tensor,
                                std::optional<sim::Bandwidth> aggregation_rate);
