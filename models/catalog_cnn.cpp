@@ -130,6 +130,7 @@ public:
         Layer layer = named_layer(name);
         const FeatureMap out = add_conv(layer, name, in, conv);
         add_vector(layer, name + ".bias", conv.out_channels);
+        layer.parts.back().bias = true;
         add_memory(layer, PartKind::elementwise, 2.0, static_cast<double>(out.size()));  // ReLU
         workload_.layers.push_back(std::move(layer));
         skip(1);

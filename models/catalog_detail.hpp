@@ -46,6 +46,7 @@ inline void add_linear(Layer& layer, const std::string& prefix, std::int64_t in,
                                     .flops = flops,
                                     .activations = static_cast<double>(rows * (in + out)),
                                     .weights = static_cast<double>(in * out + out),
+                                    .bias = true,
                                     .rows_per_sample = static_cast<double>(rows),
                                     .cols = static_cast<double>(out)});
 }

@@ -114,11 +114,13 @@ double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t b
 //   kHostLaunch   on the host per kernel it launches itself. `compiled`: 5 us, the runtime call alone (Inductor's
 //                 wrapper calls the kernels' launchers directly): "usually, the launch time on the CPU side is between
 //                 5-20 microseconds" in PyTorch training traces (facebookresearch/HolisticTraceAnalysis
-//                 docs/source/features/cuda_kernel_launch_stats.rst @0c2146a8), its low end. `eager`: 14.6 us, what
+//                 docs/source/features/cuda_kernel_launch_stats.rst @0c2146a8), its low end. `eager`: 17.35 us, what
 //                 PyTorch 2.11's dispatcher, autograd and autocast take per kernel of an eager training step, measured
-//                 on its own (validate/gpu_bench/torch_host_cost.py; h200_host_cost_2026-12-04.json: chains of tiny
-//                 element-wise ops, Linear(64, 64) and Conv2d + BatchNorm + ReLU modules, 14.6, 17.2 and 13.8 us per
-//                 kernel on an H200 machine's Xeon; the median chain), inside HTA's range
+//                 on its own (validate/gpu_bench/torch_host_cost.py: chains of tiny element-wise ops, Linear(64, 64)
+//                 and Conv2d + BatchNorm + ReLU modules) on two lent H200 machines: 14.6, 17.2 and 13.8 us per kernel
+//                 on the first (h200_host_cost_2026-12-04.json), 17.5, 22.1 and 20.4 us on the second
+//                 (h200_host_cost_2026-12-04_repeat.json); the median of the six, inside HTA's range. Hosts differ by
+//                 about a fifth, so one machine's chains alone are not the typical host
 // A layer's forward (backward) then takes max(sum over its kernels of (roofline + kDeviceGap), kernels x host
 // launch): the host runs ahead of the device within a layer but cannot launch faster than one kernel per
 // host launch (a launch-bound small batch). Kernels: one per part forward; backward two per GEMM part (input and
@@ -132,7 +134,7 @@ double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t b
 // Custom layers (no parts) and layers with explicit times have no known kernels and pay none of this.
 constexpr double kDeviceGap = 70e-6 / 80.0;
 constexpr double kHostLaunchCompiled = 5e-6;
-constexpr double kHostLaunchEager = 14.63e-6;
+constexpr double kHostLaunchEager = 17.35e-6;
 
 // PyTorch eager launches kernels beside those of the parts' own arithmetic (read off one profiled eager step per
 // operator, validate/gpu_bench/h200_kernel_inventory_2026-12-04.json: PyTorch 2.11, ResNet-50, BERT-large, GPT-2):
@@ -144,27 +146,47 @@ constexpr double kHostLaunchEager = 14.63e-6;
 //               (torch/nn/modules/batchnorm.py): 3 more forward and 1 more backward than the part's one each. The
 //               built-in CNNs' norm parts are all BatchNorm (catalog_cnn.cpp); the transformers' are LayerNorm and
 //               softmax (autocast keeps them in FP32), which get nothing extra here.
-// They are counted as launches and device gaps only: their bytes (the casts: 6 per weight) are small beside a step.
-// Not counted: memsets, bias-gradient reductions, dropout, the loss and the optimizer's kernels (docs/ACCURACY.md).
-std::pair<double, double> eager_extra_kernels(const std::vector<LayerPart>& parts, const DeviceSpec& d) {
-    const bool autocast = activation_bytes(d.precision) < 4.0;
-    double fwd = 0.0, bwd = 0.0;
-    for (const LayerPart& part : parts) {
-        if (autocast && is_gemm(part.kind) && part.weights > 0.0) {
-            fwd += 1.0;
-            bwd += 1.0;
-        }
-        if (part.kind == PartKind::norm && !part.fp32_under_amp) {
-            fwd += 3.0;
-            bwd += 1.0;
-        }
-    }
-    return {fwd, bwd};
-}
-
+//   bias        a GEMM with a bias (nn.Linear, a biased Conv2d) adds it in its epilogue forward, but its gradient is
+//               a reduction of the output gradient over the batch's rows, a kernel of its own backward (addmm's
+//               backward sums the gradient to the bias's shape; convolution_backward's bias gradient): the inventory's
+//               reduce_kernel, 146 of BERT-large's 149 biased GEMMs; under autocast the bias is cast down with its
+//               weight and its gradient cast back (the casts' second half in the inventory: 847 copies for 149
+//               biased GEMMs): 1 more forward under autocast, 1 more backward, 2 under autocast; the reduction
+//               reads the output gradient once (rows x cols x b elements)
+// Besides that read they are counted as launches and device gaps only: the casts' bytes (6 per weight) are small
+// beside a step.
+// Not counted: memsets (194 of BERT-large's kernels: cuBLAS and cuDNN workspaces, no rule per part found), the loss
+// and the optimizer's kernels (docs/ACCURACY.md).
 /// Bytes per activation element of `p` at the device's precision (4 for parts autocast keeps in FP32).
 double element_bytes(const LayerPart& p, const DeviceSpec& d) {
     return p.fp32_under_amp ? 4.0 : activation_bytes(d.precision);
+}
+
+struct EagerExtra {
+    double fwd = 0.0, bwd = 0.0;  ///< kernels
+    double bwd_s = 0.0;           ///< the bias gradients' read of the output gradient
+};
+
+EagerExtra eager_extra_kernels(const std::vector<LayerPart>& parts, const DeviceSpec& d, std::uint32_t batch,
+                               double bandwidth) {
+    const bool autocast = activation_bytes(d.precision) < 4.0;
+    EagerExtra out;
+    for (const LayerPart& part : parts) {
+        if (autocast && is_gemm(part.kind) && part.weights > 0.0) {
+            out.fwd += 1.0;
+            out.bwd += 1.0;
+        }
+        if (is_gemm(part.kind) && part.bias) {
+            out.fwd += autocast ? 1.0 : 0.0;
+            out.bwd += autocast ? 2.0 : 1.0;
+            out.bwd_s += part.rows_per_sample * part.cols * batch * element_bytes(part, d) / bandwidth;
+        }
+        if (part.kind == PartKind::norm && !part.fp32_under_amp) {
+            out.fwd += 3.0;
+            out.bwd += 1.0;
+        }
+    }
+    return out;
 }
 
 bool fusible(const LayerPart& p) {
@@ -314,11 +336,11 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
             } else {
                 for (const LayerPart& part : kernels_of(l.parts, d)) account(part);
                 if (d.software == Software::eager) {  // PyTorch eager's kernels beside the parts' own (see above)
-                    const auto [f, bk] = eager_extra_kernels(l.parts, d);
-                    fwd += f * kDeviceGap;
-                    bwd += bk * kDeviceGap;
-                    fwd_kernels += f;
-                    bwd_kernels += bk;
+                    const EagerExtra extra = eager_extra_kernels(l.parts, d, b, bandwidth);
+                    fwd += extra.fwd * kDeviceGap;
+                    bwd += extra.bwd * kDeviceGap + extra.bwd_s;
+                    fwd_kernels += extra.fwd;
+                    bwd_kernels += extra.bwd;
                 }
                 // The host launches each kernel itself except under CUDA graphs; it cannot launch faster.
                 const double host = d.software == Software::optimized  ? 0.0

@@ -63,7 +63,8 @@ struct LayerPart {
     double flops = 0.0;        ///< forward FLOPs per sample (2 x MACs)
     double activations = 0.0;  ///< activation elements read + written per sample
     double weights = 0.0;      ///< weight elements read once per pass (not per sample)
-    double bytes = 0.0;        ///< bytes per sample given as such (custom layers' fwd_bytes), any precision
+    bool bias = false;   ///< a GEMM that adds a bias vector (nn.Linear, a biased Conv2d): its gradient is a reduction
+    double bytes = 0.0;  ///< bytes per sample given as such (custom layers' fwd_bytes), any precision
     /// Memory-bound parts of the built-in models: elements of the tensor it streams per sample (activations is
     /// passes x elements); a fused chain saves a write and a read of it per boundary. 0: unknown.
     double elements = 0.0;
