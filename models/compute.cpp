@@ -412,4 +412,35 @@ void add_recomputation(ComputeProfile& p, const Workload& w) {
         }
 }
 
+namespace {
+bool is_batchnorm(const LayerPart& p, ModelFamily family) {
+    return family == ModelFamily::cnn && p.kind == PartKind::norm && !p.fp32_under_amp;
+}
+}  // namespace
+
+bool has_batchnorm(const Workload& w) {
+    for (const Layer& l : w.layers)
+        for (const LayerPart& p : l.parts)
+            if (is_batchnorm(p, w.family)) return true;
+    return false;
+}
+
+void add_batchnorm_sync(ComputeProfile& p, const Workload& w, sim::Time latency, double seconds_per_byte) {
+    constexpr double kBytesPerChannel = 8.0;  // two fp32 values per channel each way (mean, variance; two sums)
+    for (std::size_t i = 0; i < p.layers.size() && i < w.layers.size(); ++i) {
+        double channels = 0.0, seconds = 0.0;
+        for (const LayerPart& part : w.layers[i].parts) {
+            if (is_gemm(part.kind)) channels = part.cols;
+            if (is_batchnorm(part, w.family))
+                seconds += latency.seconds() + kBytesPerChannel * channels * seconds_per_byte;
+        }
+        if (seconds <= 0.0) continue;
+        const sim::Time t = sim::Time::seconds(seconds);
+        p.layers[i].fwd += t;
+        p.layers[i].bwd += t;
+        p.fwd += t;
+        p.bwd += t;
+    }
+}
+
 }  // namespace ddlsim::models

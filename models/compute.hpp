@@ -74,6 +74,15 @@ struct ComputeProfile {
 /// again in backward, so its backward time grows by its forward time; the totals follow.
 void add_recomputation(ComputeProfile& p, const Workload& w);
 
+/// Whether the model has BatchNorm layers (the built-in CNNs' norm parts; catalog_cnn.cpp).
+[[nodiscard]] bool has_batchnorm(const Workload& w);
+
+/// SyncBatchNorm (job key bn_group): each layer with a BatchNorm waits, forward and backward, for one all-reduce
+/// among its group of the statistics (forward: each channel's mean and variance; backward: the two gradient sums
+/// per channel; fp32, 8 bytes per channel) on the critical path: `latency` + 8 C x `seconds_per_byte` each way,
+/// C the channels of the convolution before it.
+void add_batchnorm_sync(ComputeProfile& p, const Workload& w, sim::Time latency, double seconds_per_byte);
+
 /// Seconds of one part for a local batch of `batch` samples, forward (backward = false) or backward.
 [[nodiscard]] double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t batch, bool backward);
 

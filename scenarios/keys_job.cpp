@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "models/compression.hpp"
+#include "models/compute.hpp"
 #include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
@@ -159,6 +160,26 @@ std::vector<keys::Key<J>> job_key_list() {
             },
             [](const J& s) { return json(s.activation_checkpointing ? "full" : "none"); })
             .with_default("none"),
+        key("bn_group", &J::bn_group,
+            "GPUs that synchronise their BatchNorm statistics (SyncBatchNorm; MLPerf's BN_GROUP), consecutive ranks in "
+            "groups of this size: every BatchNorm layer then all-reduces its statistics forward and its gradient sums "
+            "backward within the group, on the critical path, at NCCL's own small-message (LL) ring cost (default 1: "
+            "each GPU its own)",
+            {1, detail::kMaxWorkers})
+            .with_default(1)
+            .when([](const J& s) { return models::has_batchnorm(s.workload); },
+                  "applies to models with BatchNorm layers (the built-in ResNets and inception_v3)")
+            .and_then([](J& s, const std::string& path) {
+                if (s.workers % s.bn_group != 0)
+                    throw ScenarioError(
+                        path, fmt::format("expected a divisor of workers ({}), got {}", s.workers, s.bn_group));
+                // A group steps together through every BatchNorm: the synchronous schemes only.
+                if (s.bn_group > 1 && s.sync.kind != models::SyncKind::bsp &&
+                    s.sync.kind != models::SyncKind::local_sgd && s.sync.kind != models::SyncKind::diloco)
+                    throw ScenarioError(path,
+                                        fmt::format("applies to sync \"bsp\", \"local_sgd\" or \"diloco\", not \"{}\"",
+                                                    sim::enum_name(s.sync.kind)));
+            }),
         block(
             "sharding",
             "sharded data parallelism: ZeRO stages 1-3, FSDP, hybrid sharding (default: none, every worker holds a "

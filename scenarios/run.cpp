@@ -15,6 +15,7 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/resolved.hpp"
 #include "scenarios/schema_tables.hpp"
+#include "topologies/transport.hpp"
 
 namespace ddlsim::scenario {
 namespace {
@@ -187,6 +188,20 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
             throw ScenarioError(fmt::format("{}[{}]", wpath, w), e.what());
         }
         job.worker_device.push_back(j.worker_devices[w]);
+    }
+    if (j.bn_group > 1) {  // SyncBatchNorm: each group of consecutive ranks; the slowest group's all-reduce binds all
+        topo::SmallAllreduce worst;
+        std::vector<topo::Vertex> group;
+        for (std::uint32_t first = 0; first < j.workers; first += j.bn_group) {
+            group.clear();
+            for (std::uint32_t r = first; r < first + j.bn_group; ++r) group.push_back(*fabric.find(j.placement.at(r)));
+            const topo::SmallAllreduce c = topo::nccl_small_allreduce(fabric, group);
+            if (c.latency > worst.latency) worst.latency = c.latency;
+            worst.seconds_per_byte = std::max(worst.seconds_per_byte, c.seconds_per_byte);
+        }
+        models::add_batchnorm_sync(job.compute, j.workload, worst.latency, worst.seconds_per_byte);
+        for (auto& wc : job.worker_compute)
+            models::add_batchnorm_sync(wc, j.workload, worst.latency, worst.seconds_per_byte);
     }
     if (j.activation_checkpointing) {
         models::add_recomputation(job.compute, j.workload);

@@ -56,6 +56,7 @@ struct JobSpec {
     std::uint32_t batch_size = 1;
     std::uint32_t gradient_accumulation = 1;  ///< micro-batches per optimizer step
     bool activation_checkpointing = false;    ///< "activation_checkpointing": "full"
+    std::uint32_t bn_group = 1;  ///< "bn_group": GPUs that synchronise their BatchNorm statistics (SyncBatchNorm)
     models::DeviceSpec device;
     std::vector<std::string> placement;         ///< host of each worker
     std::vector<std::string> server_placement;  ///< host of each server endpoint (ps)

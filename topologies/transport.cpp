@@ -20,6 +20,11 @@
 //           reaches 4.5-5.2 GB/s bus bandwidth (36-42 Gbit/s, 36-42 % of line rate) with several sockets.
 //           We take 19 Gbit/s per stream and 2 streams per transfer (38 Gbit/s), which leaves 10-40 GbE
 //           at line-rate goodput and caps 100 GbE near [NCCL-450]'s measurement.
+//  [NCCL-T] also models NCCL's LL protocol, which it picks for messages of a few kilobytes: a ring all-reduce over
+//           r ranks on m nodes costs baseLat Ring/LL 3.6 us + 2(r - m) intra-node steps x hwLat Ring/LL (NVLink
+//           0.47 us, PCI 1.0 us; x 1.8 when m > 1) + 2(m - 1) network steps x 2.7 us, and moves data at a quarter
+//           of the ring's bus bandwidth (busBw *= 1/4 for Ring/LL all-reduce), an algorithm bandwidth of
+//           busBw x r / (2(r - 1)).
 #include "topologies/transport.hpp"
 
 #include <algorithm>
@@ -90,6 +95,33 @@ sim::Time apply_transports(Fabric& fabric, const FabricTransports& t) {
         collective = std::max(collective, tr.collective_overhead);
     });
     return collective;
+}
+
+SmallAllreduce nccl_small_allreduce(const Fabric& fabric, std::span<const Vertex> group) {
+    constexpr double kBaseLatLl = 3.6e-6;                                    // [NCCL-T] baseLat Ring/LL
+    constexpr double kNvlinkLl = 0.47e-6, kPciLl = 1.0e-6, kNetLl = 2.7e-6;  // [NCCL-T] hwLat Ring/LL
+    constexpr double kLlMultiNode = 1.8;                                     // [NCCL-T] intraLat *= 1.8
+    constexpr double kLlBandwidth = 0.25;                                    // [NCCL-T] Ring/LL busBw *= 1/4
+    SmallAllreduce out;
+    const auto r = static_cast<double>(group.size());
+    if (group.size() < 2) return out;
+    std::vector<std::uint32_t> nodes;
+    bool nvlink = false;
+    double bus = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < group.size(); ++i) {
+        nodes.push_back(fabric.node_of(group[i]));
+        const Vertex next = group[(i + 1) % group.size()];  // the ring's hop from member i
+        bus = std::min(bus, fabric.path_bandwidth(group[i], next).bytes_per_s());
+        if (fabric.node_of(group[i]) == fabric.node_of(next))
+            for (const sim::LinkIndex l : fabric.route(group[i], next))
+                nvlink = nvlink || fabric.link_info(l / 2).medium == Medium::nvlink;
+    }
+    std::sort(nodes.begin(), nodes.end());
+    const auto m = static_cast<double>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
+    const double intra = (nvlink ? kNvlinkLl : kPciLl) * (m > 1.0 ? kLlMultiNode : 1.0);
+    out.latency = sim::Time::seconds(kBaseLatLl + 2.0 * (r - m) * intra + 2.0 * (m - 1.0) * kNetLl);
+    out.seconds_per_byte = 2.0 * (r - 1.0) / r / (kLlBandwidth * bus);
+    return out;
 }
 
 }  // namespace ddlsim::topo

@@ -88,4 +88,13 @@ sim::Time apply_transports(Fabric& fabric, const FabricTransports& t);
 [[nodiscard]] TransportSpec transport_for(const FabricTransports& t, LinkClass cls, sim::Bandwidth line_rate,
                                           Medium medium = Medium::unknown);
 
+/// What one small all-reduce among `group` costs (SyncBatchNorm's statistics: kilobytes), by NCCL's own model of a
+/// ring with its LL protocol, the one it picks for messages this small (transport.cpp [NCCL-T]): a latency, and the
+/// seconds each byte adds.
+struct SmallAllreduce {
+    sim::Time latency;
+    double seconds_per_byte = 0.0;
+};
+[[nodiscard]] SmallAllreduce nccl_small_allreduce(const Fabric& fabric, std::span<const Vertex> group);
+
 }  // namespace ddlsim::topo
