@@ -136,6 +136,11 @@ constexpr double kDeviceGap = 70e-6 / 80.0;
 constexpr double kHostLaunchCompiled = 5e-6;
 constexpr double kHostLaunchEager = 17.35e-6;
 
+/// Bytes per activation element of `p` at the device's precision (4 for parts autocast keeps in FP32).
+double element_bytes(const LayerPart& p, const DeviceSpec& d) {
+    return p.fp32_under_amp ? 4.0 : activation_bytes(d.precision);
+}
+
 // PyTorch eager launches kernels beside those of the parts' own arithmetic (read off one profiled eager step per
 // operator, validate/gpu_bench/h200_kernel_inventory_2026-12-04.json: PyTorch 2.11, ResNet-50, BERT-large, GPT-2):
 //   autocast    under fp16/bf16/fp8 every GEMM weight is cast down once per forward (the cast cache lives only for
@@ -157,11 +162,6 @@ constexpr double kHostLaunchEager = 17.35e-6;
 // beside a step.
 // Not counted: memsets (194 of BERT-large's kernels: cuBLAS and cuDNN workspaces, no rule per part found), the loss
 // and the optimizer's kernels (docs/ACCURACY.md).
-/// Bytes per activation element of `p` at the device's precision (4 for parts autocast keeps in FP32).
-double element_bytes(const LayerPart& p, const DeviceSpec& d) {
-    return p.fp32_under_amp ? 4.0 : activation_bytes(d.precision);
-}
-
 struct EagerExtra {
     double fwd = 0.0, bwd = 0.0;  ///< kernels
     double bwd_s = 0.0;           ///< the bias gradients' read of the output gradient
