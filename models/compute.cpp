@@ -440,6 +440,7 @@ void add_batchnorm_sync(ComputeProfile& p, const Workload& w, sim::Time latency,
         p.layers[i].bwd += t;
         p.fwd += t;
         p.bwd += t;
+        p.batchnorm_sync += t;
     }
 }
 

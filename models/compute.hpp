@@ -60,6 +60,9 @@ struct ComputeProfile {
     /// Gradient accumulation: the forward and backward passes of the k - 1 micro-batches before the last one of
     /// an optimizer step, (k - 1)(fwd + bwd), with no communication (DDP's no_sync); zero without accumulation.
     sim::Time accumulation;
+    /// SyncBatchNorm's waits within fwd (add_batchnorm_sync): training-mode statistics, which an evaluation's
+    /// forward (BatchNorm in eval mode, running statistics) does not wait for.
+    sim::Time batchnorm_sync;
 
     /// One optimizer step: every micro-batch's forward and backward, then the update.
     [[nodiscard]] sim::Time iteration() const { return accumulation + fwd + bwd + update; }

@@ -1,6 +1,7 @@
 // Time to train of a simulated job (models/time_to_train.hpp): what the run gives it, and its result keys.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "models/device.hpp"
@@ -19,7 +20,8 @@ std::optional<models::TimeToTrain> job_time_to_train(const JobSpec& spec, const 
     run.samples_per_s = r.throughput_samples_per_s;
     run.workers = spec.workers;  // the GPUs billed (dedicated parameter servers are hosts, not GPUs)
     run.batch_size = spec.batch_size;
-    run.forward_s = r.forward_time_s;
+    // An evaluation's forward runs BatchNorm on its running statistics: no SyncBatchNorm wait (bn_group).
+    run.forward_s = std::max(0.0, r.forward_time_s - job.compute.batchnorm_sync.seconds());
     run.metric_allreduce_s = models::metric_allreduce_time(job, fabric).seconds();
     const models::MemoryEstimate mem = job_memory(spec);
     run.rank_state_bytes = mem.weights + mem.optimizer;

@@ -9,6 +9,7 @@
 
 #include "models/compute.hpp"
 #include "models/workload.hpp"
+#include "scenarios/run.hpp"
 #include "tests/support/scenario_harness.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/node_type.hpp"
@@ -82,7 +83,8 @@ TEST_CASE("sync batchnorm: NCCL's LL ring latency inside a node, across nodes an
 
 TEST_CASE("sync batchnorm: each BatchNorm layer pays one small all-reduce forward and one backward") {
     // ResNet-50 on two GPUs of one DGX A100, the NVLink links ideal (their nominal 300 GB/s): bn_group 2 adds to the
-    // compute of an iteration 2 x sum over BatchNorms of (4.54 us + 8 C x 1 / (0.25 x 300 GB/s)), C each one's channels.
+    // compute of an iteration 2 x sum over BatchNorms of (4.54 us + 8 C x 1 / (0.25 x 300 GB/s)), C each one's
+    // channels.
     const models::Workload rn50 = models::builtin_workload("resnet50").value();
     double batchnorms = 0.0, channels = 0.0, last_cols = 0.0;
     for (const models::Layer& l : rn50.layers)
@@ -99,6 +101,25 @@ TEST_CASE("sync batchnorm: each BatchNorm layer pays one small all-reduce forwar
     const double local = testing::run_first_job(two_gpus(0)).compute_time_s;
     CHECK(testing::run_first_job(two_gpus(1)).compute_time_s == local);  // 1: each GPU its own statistics
     CHECK(testing::run_first_job(two_gpus(2)).compute_time_s - local == doctest::Approx(expected).epsilon(1e-9));
+}
+
+TEST_CASE("sync batchnorm: an evaluation's forward does not wait for the group") {
+    // Evaluation runs BatchNorm on its running statistics: each evaluation costs the same forward passes with and
+    // without bn_group, while training steps pay the waits.
+    auto with_training = [](int bn_group) {
+        json j = two_gpus(bn_group);
+        j["training"] = {{"samples_to_target", 1000000},
+                         {"epoch_samples", 100000},
+                         {"evaluation", {{"every_epochs", 1}, {"samples", 50000}}}};
+        return scenario::run_scenario(scenario::load_scenario(j));
+    };
+    const auto local = with_training(1).time_to_train.at(0);
+    const auto synced = with_training(2).time_to_train.at(0);
+    REQUIRE(local.has_value());
+    REQUIRE(synced.has_value());
+    CHECK(local->evaluation_each_s > 0.0);
+    CHECK(synced->evaluation_each_s == doctest::Approx(local->evaluation_each_s).epsilon(1e-12));
+    CHECK(synced->training_s > local->training_s);
 }
 
 TEST_CASE("sync batchnorm: refused where it cannot apply") {
