@@ -136,6 +136,12 @@ constexpr double kDeviceGap = 70e-6 / 80.0;
 constexpr double kHostLaunchCompiled = 5e-6;
 constexpr double kHostLaunchEager = 17.35e-6;
 
+/// A BatchNorm part: a norm autocast does not keep in FP32 (the built-in CNNs' BatchNorms; LayerNorm and softmax are
+/// kept in FP32, catalog_transformer.cpp).
+bool is_batchnorm(const LayerPart& p) {
+    return p.kind == PartKind::norm && !p.fp32_under_amp;
+}
+
 /// Bytes per activation element of `p` at the device's precision (4 for parts autocast keeps in FP32).
 double element_bytes(const LayerPart& p, const DeviceSpec& d) {
     return p.fp32_under_amp ? 4.0 : activation_bytes(d.precision);
@@ -181,7 +187,7 @@ EagerExtra eager_extra_kernels(const std::vector<LayerPart>& parts, const Device
             out.bwd += autocast ? 2.0 : 1.0;
             out.bwd_s += part.rows_per_sample * part.cols * batch * element_bytes(part, d) / bandwidth;
         }
-        if (part.kind == PartKind::norm && !part.fp32_under_amp) {
+        if (is_batchnorm(part)) {
             out.fwd += 3.0;
             out.bwd += 1.0;
         }
@@ -412,16 +418,11 @@ void add_recomputation(ComputeProfile& p, const Workload& w) {
         }
 }
 
-namespace {
-bool is_batchnorm(const LayerPart& p, ModelFamily family) {
-    return family == ModelFamily::cnn && p.kind == PartKind::norm && !p.fp32_under_amp;
-}
-}  // namespace
-
 bool has_batchnorm(const Workload& w) {
+    if (w.family != ModelFamily::cnn) return false;
     for (const Layer& l : w.layers)
         for (const LayerPart& p : l.parts)
-            if (is_batchnorm(p, w.family)) return true;
+            if (is_batchnorm(p)) return true;
     return false;
 }
 
@@ -431,8 +432,7 @@ void add_batchnorm_sync(ComputeProfile& p, const Workload& w, sim::Time latency,
         double channels = 0.0, seconds = 0.0;
         for (const LayerPart& part : w.layers[i].parts) {
             if (is_gemm(part.kind)) channels = part.cols;
-            if (is_batchnorm(part, w.family))
-                seconds += latency.seconds() + kBytesPerChannel * channels * seconds_per_byte;
+            if (is_batchnorm(part)) seconds += latency.seconds() + kBytesPerChannel * channels * seconds_per_byte;
         }
         if (seconds <= 0.0) continue;
         const sim::Time t = sim::Time::seconds(seconds);

@@ -23,6 +23,14 @@ json device_union(std::string description) {
              json::array({enum_schema(device_names(), "built-in profile"), ref_schema("device", "device object")})}};
 }
 
+// Keys of workers that step in lockstep (gradient accumulation, SyncBatchNorm): BSP, Local SGD and DiLoCo only.
+void require_lockstep(const J& s, const std::string& path) {
+    using models::SyncKind;
+    if (s.sync.kind != SyncKind::bsp && s.sync.kind != SyncKind::local_sgd && s.sync.kind != SyncKind::diloco)
+        throw ScenarioError(path, fmt::format("applies to sync \"bsp\", \"local_sgd\" or \"diloco\", not \"{}\"",
+                                              sim::enum_name(s.sync.kind)));
+}
+
 // The path of a sibling key: "$.jobs[0].sharding" -> "$.jobs[0].architecture".
 std::string sibling(const std::string& path, std::string_view key) {
     return path.substr(0, path.rfind('.') + 1) + std::string(key);
@@ -140,11 +148,7 @@ std::vector<keys::Key<J>> job_key_list() {
             .and_then([](J& s, const std::string& path) {
                 // The asynchronous schemes push after every micro-batch's own clock; accumulation is a synchronous
                 // data-parallel technique (DDP no_sync), modelled for BSP and Local SGD.
-                if (s.gradient_accumulation > 1 && s.sync.kind != models::SyncKind::bsp &&
-                    s.sync.kind != models::SyncKind::local_sgd && s.sync.kind != models::SyncKind::diloco)
-                    throw ScenarioError(path,
-                                        fmt::format("applies to sync \"bsp\", \"local_sgd\" or \"diloco\", not \"{}\"",
-                                                    sim::enum_name(s.sync.kind)));
+                if (s.gradient_accumulation > 1) require_lockstep(s, path);
                 // P3 / ByteScheduler start the next forward under the previous step's pulls; with accumulation that
                 // forward is the first micro-batch's, which this model does not gate.
                 if (s.gradient_accumulation > 1 && s.overlap.priority)
@@ -174,11 +178,7 @@ std::vector<keys::Key<J>> job_key_list() {
                     throw ScenarioError(
                         path, fmt::format("expected a divisor of workers ({}), got {}", s.workers, s.bn_group));
                 // A group steps together through every BatchNorm: the synchronous schemes only.
-                if (s.bn_group > 1 && s.sync.kind != models::SyncKind::bsp &&
-                    s.sync.kind != models::SyncKind::local_sgd && s.sync.kind != models::SyncKind::diloco)
-                    throw ScenarioError(path,
-                                        fmt::format("applies to sync \"bsp\", \"local_sgd\" or \"diloco\", not \"{}\"",
-                                                    sim::enum_name(s.sync.kind)));
+                if (s.bn_group > 1) require_lockstep(s, path);
             }),
         block(
             "sharding",

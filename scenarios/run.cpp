@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <variant>
@@ -189,13 +190,13 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
         }
         job.worker_device.push_back(j.worker_devices[w]);
     }
+    for (const auto& h : j.placement) job.endpoint_hosts.push_back(*fabric.find(h));
+    for (const auto& h : j.server_placement) job.endpoint_hosts.push_back(*fabric.find(h));
     if (j.bn_group > 1) {  // SyncBatchNorm: each group of consecutive ranks; the slowest group's all-reduce binds all
         topo::SmallAllreduce worst;
-        std::vector<topo::Vertex> group;
+        const std::span<const topo::Vertex> ranks(job.endpoint_hosts);
         for (std::uint32_t first = 0; first < j.workers; first += j.bn_group) {
-            group.clear();
-            for (std::uint32_t r = first; r < first + j.bn_group; ++r) group.push_back(*fabric.find(j.placement.at(r)));
-            const topo::SmallAllreduce c = topo::nccl_small_allreduce(fabric, group);
+            const topo::SmallAllreduce c = topo::nccl_small_allreduce(fabric, ranks.subspan(first, j.bn_group));
             if (c.latency > worst.latency) worst.latency = c.latency;
             worst.seconds_per_byte = std::max(worst.seconds_per_byte, c.seconds_per_byte);
         }
@@ -211,8 +212,6 @@ models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::F
     const double extra = static_cast<double>(j.gradient_accumulation - 1);
     job.compute.accumulation = models::scaled(job.compute.fwd + job.compute.bwd, extra);
     for (auto& wc : job.worker_compute) wc.accumulation = models::scaled(wc.fwd + wc.bwd, extra);
-    for (const auto& h : j.placement) job.endpoint_hosts.push_back(*fabric.find(h));
-    for (const auto& h : j.server_placement) job.endpoint_hosts.push_back(*fabric.find(h));
     // NVLink SHARP: the nodes' reducing switches, endpoints after the workers (models::reducing_switches).
     // InfiniBand SHARP: the rails' switches, endpoints after those (models::sharp_switches).
     if (j.architecture.kind == topo::ArchKind::allreduce) {
