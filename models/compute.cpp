@@ -30,15 +30,17 @@
 // on CUDA cores cuDNN's autotuner (PyTorch cudnn.benchmark, TensorFlow's default autotuning) runs a 3 x 3 stride-1
 // convolution as F(m x m, 3 x 3) when that is faster, so a convolution part costs the lesser of the direct cost
 // above and the Winograd cost, in its non-fused form (input transform, (m+2)^2 batched GEMMs, output transform):
-//       t_w = F_w b / (peak x e_conv x q_w) + B_w / (memory bandwidth x e_memory)
+//       t_w = F_w b / (peak x e_matmul x q_w) + B_w / (memory bandwidth x e_memory)
 //       F_w = 2 T (m+2)^2 C K per sample, T = ceil(H / m) ceil(W / m) output tiles of an H x W output,
 //             C input and K output channels: 9 m^2 / (m+2)^2 fewer FLOPs than direct (2.25x for m = 2, 4x for m = 4;
 //             fewer where the tiles overhang the map)
 //       B_w = (activations_p + 2 T (m+2)^2 (C + K)) x b x s + weights_p x s_w: the convolution's own input and output
 //             once, and the transformed input and output each written and read once
 //       q_w = wave quantization of (m+2)^2 GEMMs of (T b) x K outputs
-// m per (generation, precision) is in models/device.cpp (0: tensor cores, where cuDNN runs implicit GEMM); with it
-// the model reproduces DeepBench's measured P100 and V100 FP32 times of 3 x 3 layers at median 1.02x and 0.94x.
+// The transformed tiles are multiplied as batched GEMMs, at the GEMM rate (e_matmul; e_conv is implicit-GEMM
+// convolution's, calibrated on DeepBench's direct layers). m per (generation, precision) is in models/device.cpp
+// (0: tensor cores, where cuDNN runs implicit GEMM); with it the model gives DeepBench's measured P100 and V100 FP32
+// times of their Winograd-selected 3 x 3 layers at median 1.08x and 0.92x.
 // The backward pass (data and filter gradients, both Winograd-able) costs twice the forward, as above.
 //
 // `device.efficiency`, when given, replaces e_matmul (and q is not applied); a custom device (no built-in profile)
@@ -89,7 +91,7 @@ double quantize(double gemms, double rows, double cols, int sms) {
 }
 
 /// Seconds of Winograd F(m x m, 3 x 3) for a 3 x 3 stride-1 convolution part (forward), or +inf where it does not
-/// apply. `bandwidth` and `rate` are the device's sustained memory bandwidth and direct-convolution FLOP rate.
+/// apply. `bandwidth` and `rate` are the device's sustained memory bandwidth and GEMM FLOP rate.
 double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t batch, double element, double bandwidth,
                         double rate) {
     const ConvGeometry& g = p.conv;
@@ -300,7 +302,8 @@ double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t ba
         rate = d.peak.per_s() * (part.kind == PartKind::conv ? d.conv_efficiency() : d.matmul_efficiency());
     }
     const double direct = std::max(mult * part.flops * batch / (rate * wave_quantization(part, d, batch)), memory_s);
-    return std::min(direct, mult * winograd_seconds(part, d, batch, element, bandwidth, rate));
+    return std::min(
+        direct, mult * winograd_seconds(part, d, batch, element, bandwidth, d.peak.per_s() * d.matmul_efficiency()));
 }
 
 ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint32_t batch, double bytes_per_param,

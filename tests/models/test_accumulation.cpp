@@ -2,6 +2,8 @@
 // no_sync): hand-derived step times and bytes, and the refusals.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "scenarios/json_reader.hpp"
@@ -34,14 +36,14 @@ TEST_CASE("accumulation: k micro-batches add (k - 1)(fwd + bwd) per step and mov
         j4["network"]["model"] = model;
         const auto a = run(j1), b = run(j4);
         const double micro = a.forward_time_s + a.backward_time_s;
-        CHECK(b.iteration_time_s == doctest::Approx(a.iteration_time_s + 3.0 * micro).epsilon(1e-9));
-        CHECK(b.compute_time_s == doctest::Approx(a.compute_time_s + 3.0 * micro).epsilon(1e-9));
+        CHECK(b.iteration_time_s == ddlsim::testing::approx(a.iteration_time_s + 3.0 * micro).epsilon(1e-9));
+        CHECK(b.compute_time_s == ddlsim::testing::approx(a.compute_time_s + 3.0 * micro).epsilon(1e-9));
         CHECK(b.bytes_on_wire_per_iteration == a.bytes_on_wire_per_iteration);
         // Four times the samples per step: bytes per sample divided by four.
-        CHECK(b.throughput_samples_per_s == doctest::Approx(8.0 * 32 * 4 / b.iteration_time_s).epsilon(1e-12));
+        CHECK(b.throughput_samples_per_s == ddlsim::testing::approx(8.0 * 32 * 4 / b.iteration_time_s).epsilon(1e-12));
         const double per_sample_1 = a.bytes_on_wire_per_iteration / (8.0 * 32);
         const double per_sample_4 = b.bytes_on_wire_per_iteration / (8.0 * 32 * 4);
-        CHECK(per_sample_4 == doctest::Approx(per_sample_1 / 4.0));
+        CHECK(per_sample_4 == ddlsim::testing::approx(per_sample_1 / 4.0));
         // Accumulation hides the same communication behind more compute: efficiency does not fall.
         CHECK(b.scaling_efficiency >= a.scaling_efficiency);
     }
@@ -57,8 +59,8 @@ TEST_CASE("accumulation: with DDP buckets only the last micro-batch overlaps, th
         }
         const auto a = run(j1), b = run(j3);
         const double micro = a.forward_time_s + a.backward_time_s;
-        CHECK(b.iteration_time_s == doctest::Approx(a.iteration_time_s + 2.0 * micro).epsilon(1e-9));
-        CHECK(b.exposed_communication_time_s == doctest::Approx(a.exposed_communication_time_s).epsilon(1e-6));
+        CHECK(b.iteration_time_s == ddlsim::testing::approx(a.iteration_time_s + 2.0 * micro).epsilon(1e-9));
+        CHECK(b.exposed_communication_time_s == ddlsim::testing::approx(a.exposed_communication_time_s).epsilon(1e-6));
     }
 }
 

@@ -2,6 +2,8 @@
 // HuggingFace), forward FLOPs per sample within a stated tolerance, and a few structural checks derived by hand.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -113,7 +115,7 @@ TEST_CASE("catalog: every model matches its published parameters, tensors and fo
         CHECK_FALSE(workload.input.empty());
         CHECK(workload.params() == model.params);
         CHECK(workload.tensor_count() == model.tensors);
-        CHECK(workload.fwd_flops() / 1e9 == doctest::Approx(model.gflops).epsilon(model.tolerance));
+        CHECK(workload.fwd_flops() / 1e9 == ddlsim::testing::approx(model.gflops).epsilon(model.tolerance));
     }
 }
 
@@ -153,7 +155,7 @@ TEST_CASE("catalog: resnet50 structure") {
     REQUIRE(conv2 != nullptr);
     CHECK(conv2->tensors.front().name == "layer2.0.conv2.weight");
     CHECK(conv2->params() == 128 * 128 * 9 + 2 * 128);
-    CHECK(conv2->fwd_flops == doctest::Approx(2.0 * 128 * 128 * 9 * 28 * 28));
+    CHECK(conv2->fwd_flops == ddlsim::testing::approx(2.0 * 128 * 128 * 9 * 28 * 28));
 }
 
 TEST_CASE("catalog: alexnet and vgg16 hold most parameters in their fully connected layers") {
@@ -202,7 +204,7 @@ TEST_CASE("catalog: bert_base starts with its embeddings and ends with the poole
     // Self-attention at sequence 128: Q, K, V projections (3 x 128 x 768^2 MACs) and two 128 x 128 x 768 matmuls.
     const Layer* attention = find_layer(workload, "encoder.layer.5.attention.self");
     REQUIRE(attention != nullptr);
-    CHECK(attention->fwd_flops == doctest::Approx(2.0 * (3.0 * 128 * 768 * 768 + 2.0 * 128 * 128 * 768)));
+    CHECK(attention->fwd_flops == ddlsim::testing::approx(2.0 * (3.0 * 128 * 768 * 768 + 2.0 * 128 * 128 * 768)));
 }
 
 TEST_CASE("catalog: gpt2 ties its LM head to wte and charges the head's matmul to the last layer") {
@@ -212,7 +214,7 @@ TEST_CASE("catalog: gpt2 ties its LM head to wte and charges the head's matmul t
     // No lm_head tensor anywhere: only ln_f's weight and bias in the last layer, which carries 1024 x 768 x 50257 MACs.
     const Layer& head = workload.layers.back();
     CHECK(head.params() == 2 * 768);
-    CHECK(head.fwd_flops == doctest::Approx(2.0 * 1024 * 768 * 50257));
+    CHECK(head.fwd_flops == ddlsim::testing::approx(2.0 * 1024 * 768 * 50257));
     for (const Layer& layer : workload.layers) {
         for (const Tensor& tensor : layer.tensors) CHECK(tensor.name.find("lm_head") == std::string::npos);
     }

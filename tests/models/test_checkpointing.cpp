@@ -2,6 +2,8 @@
 // activations kept, against hand-derived figures.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "scenarios/json_reader.hpp"
@@ -39,15 +41,16 @@ TEST_CASE("checkpointing: backward recomputes the blocks' forward, the embedding
     CHECK(full.forward_time_s == plain.forward_time_s);
     CHECK(full.backward_time_s > plain.backward_time_s);
     CHECK(full.backward_time_s < plain.backward_time_s + plain.forward_time_s);
-    CHECK(full.iteration_time_s ==
-          doctest::Approx(plain.iteration_time_s + (full.backward_time_s - plain.backward_time_s)).epsilon(1e-9));
+    CHECK(
+        full.iteration_time_s ==
+        ddlsim::testing::approx(plain.iteration_time_s + (full.backward_time_s - plain.backward_time_s)).epsilon(1e-9));
     // A model without blocks recomputes every layer: backward + forward exactly.
     json custom = llama(1, "full");
     custom["model"] = {
         {"layers", json::array({{{"name", "a"}, {"params", 1000}, {"fwd_time", "3ms"}, {"bwd_time", "5ms"}},
                                 {{"name", "b"}, {"params", 1000}, {"fwd_time", "2ms"}, {"bwd_time", "4ms"}}})}};
     const auto c = scenario::run_scenario(scenario::load_scenario(custom)).jobs.at(0);
-    CHECK(c.backward_time_s == doctest::Approx(0.009 + 0.005).epsilon(1e-12));
+    CHECK(c.backward_time_s == ddlsim::testing::approx(0.009 + 0.005).epsilon(1e-12));
 }
 
 TEST_CASE("checkpointing: each further block keeps only its input, 2sbh bytes in 16-bit") {
@@ -57,8 +60,8 @@ TEST_CASE("checkpointing: each further block keeps only its input, 2sbh bytes in
     auto acts = [](int layers, const char* ac) {
         return scenario::job_memory(scenario::load_scenario(llama(layers, ac)).jobs.at(0)).activations;
     };
-    CHECK(acts(5, "full") - acts(4, "full") == doctest::Approx(2.0 * s * b * h).epsilon(1e-12));
-    CHECK(acts(9, "full") - acts(4, "full") == doctest::Approx(5 * 2.0 * s * b * h).epsilon(1e-12));
+    CHECK(acts(5, "full") - acts(4, "full") == ddlsim::testing::approx(2.0 * s * b * h).epsilon(1e-12));
+    CHECK(acts(9, "full") - acts(4, "full") == ddlsim::testing::approx(5 * 2.0 * s * b * h).epsilon(1e-12));
     // Without checkpointing a block keeps far more (its attention and MLP activations).
     CHECK(acts(5, "none") - acts(4, "none") > 10.0 * 2.0 * s * b * h);
     CHECK(acts(8, "full") < acts(8, "none"));

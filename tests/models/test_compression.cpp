@@ -3,6 +3,8 @@
 // registry (names, validation); and the matrix view of tensors (tensor_shape, the catalog's shapes).
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -141,7 +143,7 @@ TEST_CASE("compression: topk sends k (value, index) pairs, gathered") {
     // Radix select over 4-byte keys: 4 histogram passes + 1 compaction pass read 5 x 40000 bytes, charged at
     // the 0.50/3.56 of memory bandwidth measured top-k kernels reach (200000 x 3.56/0.5 = 1424000), the payload
     // is written, the receive buffer zeroed (40000): 1464800 bytes; flops (3 x 4 + 2) x 10000.
-    CHECK(c.encode.memory_bytes == doctest::Approx(1464800.0).epsilon(1e-12));
+    CHECK(c.encode.memory_bytes == ddlsim::testing::approx(1464800.0).epsilon(1e-12));
     CHECK(c.encode.flops == 140000.0);
     // Decode per payload: read 800 + scatter-add 100 x 4 bytes read and written; one add each.
     CHECK(c.decode_per_payload.memory_bytes == 1600.0);
@@ -166,7 +168,7 @@ TEST_CASE("compression: topk sends k (value, index) pairs, gathered") {
     s.value_bits = 32;
     s.index_bits = 32;
     const auto ef = compress(s, vector_of(10000));
-    CHECK(ef.encode.memory_bytes == doctest::Approx(1664800.0).epsilon(1e-12));
+    CHECK(ef.encode.memory_bytes == ddlsim::testing::approx(1664800.0).epsilon(1e-12));
     CHECK(ef.encode.flops == 160000.0);
     CHECK(ef.error_feedback_bytes == 40000.0);
 }
@@ -191,7 +193,7 @@ TEST_CASE("compression: dgc samples its threshold, keeps momentum and residual")
     // 10Bn + sB + kB + P = 400000 + 400 + 400 + 800.
     CHECK(c.encode.memory_bytes == 401600.0);
     // Momentum 2n, filter 2n, error feedback 2n, sample 100 log2 100.
-    CHECK(c.encode.flops == doctest::Approx(60000.0 + 100.0 * std::log2(100.0)));
+    CHECK(c.encode.flops == ddlsim::testing::approx(60000.0 + 100.0 * std::log2(100.0)));
     CHECK(c.error_feedback_bytes == 40000.0);
     CHECK(c.decode_per_payload.memory_bytes == 1600.0);
     CHECK(models::make_compressor(spec_of("dgc"))->describe() == "dgc (density 0.01, error feedback)");
@@ -203,10 +205,10 @@ TEST_CASE("compression: gtopk merges and re-selects k pairs at each step") {
     const auto c = compress("gtopk", 10000);
     CHECK(c.aggregation == Aggregation::gtopk);
     CHECK(c.payload_bytes == 800.0);
-    CHECK(c.decode_per_payload.memory_bytes == doctest::Approx(1600.0 + 28480.0 + 800.0).epsilon(1e-12));
+    CHECK(c.decode_per_payload.memory_bytes == ddlsim::testing::approx(1600.0 + 28480.0 + 800.0).epsilon(1e-12));
     CHECK(c.decode_per_payload.flops == 3000.0);
     // Encode: topk's 1464800 bytes + the final scatter (read 800, write 400).
-    CHECK(c.encode.memory_bytes == doctest::Approx(1466000.0).epsilon(1e-12));
+    CHECK(c.encode.memory_bytes == ddlsim::testing::approx(1466000.0).epsilon(1e-12));
 }
 
 TEST_CASE("compression: powersgd sends P and Q of a matrix, vectors dense") {
@@ -251,12 +253,12 @@ TEST_CASE("compression: codec_time is memory at bandwidth plus flops at the sust
     // 1e6 bytes at 1e9 B/s = 1 ms; 1e9 flops at 1e12 x 0.5 = 2 ms; total 3 ms, 6 ms at cost_scale 2.
     const auto d = device(1e12, 0.5, 1e9);
     const models::CodecWork w{1e6, 1e9};
-    CHECK(models::codec_time(w, d, 1.0).seconds() == doctest::Approx(3e-3));
-    CHECK(models::codec_time(w, d, 2.0).seconds() == doctest::Approx(6e-3));
+    CHECK(models::codec_time(w, d, 1.0).seconds() == ddlsim::testing::approx(3e-3));
+    CHECK(models::codec_time(w, d, 2.0).seconds() == ddlsim::testing::approx(6e-3));
     CHECK(models::codec_time(models::CodecWork{}, d, 1.0).ps() == 0);
     // qsgd 8 bits encode of 1000 fp32 elements: 9004 bytes / 1e9 + 7000 flops / 5e11 = 9.004 us + 14 ns.
     const auto c = compress("qsgd", 1000);
-    CHECK(models::codec_time(c.encode, d, 1.0).seconds() == doctest::Approx(9.018e-6));
+    CHECK(models::codec_time(c.encode, d, 1.0).seconds() == ddlsim::testing::approx(9.018e-6));
     CHECK_THROWS_AS((void)models::codec_time(w, d, -1.0), std::invalid_argument);
 }
 

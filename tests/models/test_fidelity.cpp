@@ -3,6 +3,8 @@
 // restarting per message, "wfbp": false still overlapping, PS event estimates).
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -61,7 +63,7 @@ TEST_CASE("transport rdma: ring all-reduce T = launch + 2(n-1)(2L + o + S/(n e B
             CAPTURE(n);
             CAPTURE(model);
             j["network"]["model"] = model;
-            CHECK(run(j).jobs.front().iteration_time_s == doctest::Approx(expected).epsilon(1e-6));
+            CHECK(run(j).jobs.front().iteration_time_s == ddlsim::testing::approx(expected).epsilon(1e-6));
         }
     }
 }
@@ -78,12 +80,13 @@ TEST_CASE("transport auto: rdma from 100 Gbit/s, tcp below; tcp caps one transfe
     json j = comm_only(2, S, "100Gbps", {{"kind", "allreduce"}});
     j["network"]["transport"] = "tcp";
     const double expected = t.collective_overhead.seconds() + 2 * (2 * L + t.message_overhead.seconds() + S / 2 / cap);
-    CHECK(run(j).jobs.front().iteration_time_s == doctest::Approx(expected).epsilon(1e-6));
+    CHECK(run(j).jobs.front().iteration_time_s == ddlsim::testing::approx(expected).epsilon(1e-6));
     // An explicit object overrides the preset's numbers, and more streams lift the cap to line goodput.
     j["network"]["transport"] = {{"kind", "tcp"}, {"streams", 8}};
     const double line = 100e9 / 8 * t.efficiency;
     CHECK(run(j).jobs.front().iteration_time_s ==
-          doctest::Approx(t.collective_overhead.seconds() + 2 * (2 * L + t.message_overhead.seconds() + S / 2 / line))
+          ddlsim::testing::approx(t.collective_overhead.seconds() +
+                                  2 * (2 * L + t.message_overhead.seconds() + S / 2 / line))
               .epsilon(1e-6));
 }
 
@@ -100,8 +103,8 @@ TEST_CASE("transport tcp: the ring's per-message cost grows with the number of m
     for (int n : {8, 32}) {
         CAPTURE(n);
         CHECK(time(n, "tcp") ==
-              doctest::Approx(t.collective_overhead.seconds() +
-                              2 * (n - 1) * (2 * L + t.message_overhead.seconds() + S / (n * t.efficiency * B)))
+              ddlsim::testing::approx(t.collective_overhead.seconds() +
+                                      2 * (n - 1) * (2 * L + t.message_overhead.seconds() + S / (n * t.efficiency * B)))
                   .epsilon(1e-6));
     }
     CHECK(time(32, "tcp") / time(8, "tcp") > 1.2 * time(32, "ideal") / time(8, "ideal"));
@@ -176,8 +179,8 @@ TEST_CASE("local aggregation: one push and one pull of S per machine through its
     const auto with = run(j).jobs.front();
     j["architecture"]["local_aggregation"] = false;
     const auto without = run(j).jobs.front();
-    CHECK(with.machine_bytes_per_iteration == doctest::Approx(2 * 4 * S).epsilon(1e-9));
-    CHECK(without.machine_bytes_per_iteration == doctest::Approx(2 * 16 * S).epsilon(1e-9));
+    CHECK(with.machine_bytes_per_iteration == ddlsim::testing::approx(2 * 4 * S).epsilon(1e-9));
+    CHECK(without.machine_bytes_per_iteration == ddlsim::testing::approx(2 * 16 * S).epsilon(1e-9));
     CHECK(with.iteration_time_s < without.iteration_time_s);
     // BytePS on the same machines (one summation server per machine, 2 CPU servers) gains likewise.
     j["architecture"] = {{"kind", "ps"}, {"style", "byteps"}, {"servers", 2}};
@@ -240,11 +243,12 @@ TEST_CASE("defect: BytePS partitions of priority messages are placed over the wh
     j["network"]["latency"] = "0us";
     j["overlap"] = {{"priority", true}, {"partition_size", "4MB"}, {"credit", 1}};
     const double one = run(j).jobs.front().iteration_time_s;
-    CHECK(one == doctest::Approx(25 * 2 * 16 * 4e6 / 1.25e9).epsilon(0.01));
+    CHECK(one == ddlsim::testing::approx(25 * 2 * 16 * 4e6 / 1.25e9).epsilon(0.01));
     for (int c : {2, 4, 5}) {
         CAPTURE(c);
         j["overlap"]["credit"] = c;
-        CHECK(run(j).jobs.front().iteration_time_s == doctest::Approx(std::ceil(25.0 / c) * one / 25).epsilon(0.03));
+        CHECK(run(j).jobs.front().iteration_time_s ==
+              ddlsim::testing::approx(std::ceil(25.0 / c) * one / 25).epsilon(0.03));
     }
 }
 
@@ -272,15 +276,15 @@ TEST_CASE("overlap slowdown: backward layers that run beside communication are s
     const auto slowed = run(j, &trace).jobs.front();
     j["overlap"]["compute_slowdown"] = 0;
     const auto free = run(j).jobs.front();
-    CHECK(busy(slowed) == doctest::Approx(10e-3 + 2e-3 + 9 * 3e-3).epsilon(1e-9));
-    CHECK(busy(free) == doctest::Approx(30e-3).epsilon(1e-9));
+    CHECK(busy(slowed) == ddlsim::testing::approx(10e-3 + 2e-3 + 9 * 3e-3).epsilon(1e-9));
+    CHECK(busy(free) == ddlsim::testing::approx(30e-3).epsilon(1e-9));
     CHECK(slowed.iteration_time_s >= free.iteration_time_s);
     CHECK(trace.json().find("slowed by communication") != std::string::npos);
     // Default: 0.189 (cited), and 0 with the ideal transport.
     j["overlap"].erase("compute_slowdown");
-    CHECK(busy(run(j).jobs.front()) == doctest::Approx(30e-3).epsilon(1e-9));
+    CHECK(busy(run(j).jobs.front()) == ddlsim::testing::approx(30e-3).epsilon(1e-9));
     j["network"]["transport"] = "rdma";
-    CHECK(busy(run(j).jobs.front()) == doctest::Approx(10e-3 + 2e-3 + 9 * 2e-3 * 1.189).epsilon(1e-9));
+    CHECK(busy(run(j).jobs.front()) == ddlsim::testing::approx(10e-3 + 2e-3 + 9 * 2e-3 * 1.189).epsilon(1e-9));
 }
 
 TEST_CASE("compression pays only on slow networks (Agarwal et al., MLSys 2022): top-k 1% + EF vs dense DDP, 8 V100") {
@@ -318,10 +322,10 @@ TEST_CASE("memory per GPU: ZeRO's 16 bytes per parameter for mixed-precision Ada
     const auto r = memory({{"name", "A100"}, {"precision", "bf16"}}, "gpt2", 1, "adam");
     const auto& m = r["memory_per_gpu_bytes"];
     const double params = r["scenario"]["parameters"].get<double>();
-    CHECK(m["weights"].get<double>() == doctest::Approx(6.0 * params));  // 2 (half) + 4 (master)
-    CHECK(m["optimizer"].get<double>() == doctest::Approx(8.0 * params));
+    CHECK(m["weights"].get<double>() == ddlsim::testing::approx(6.0 * params));  // 2 (half) + 4 (master)
+    CHECK(m["optimizer"].get<double>() == ddlsim::testing::approx(8.0 * params));
     CHECK(m["total"].get<double>() >= 14.0 * params);
-    CHECK(m["capacity"].get<double>() == doctest::Approx(80e9));
+    CHECK(m["capacity"].get<double>() == ddlsim::testing::approx(80e9));
     // NVIDIA DeepLearningExamples train ResNet-50 at batch 112 (fp32) and 256 (AMP) on 16 GB V100s: they fit.
     CHECK(memory("V100", "resnet50", 112)["memory_fits"] == true);
     CHECK(memory({{"name", "V100"}, {"precision", "fp16"}}, "resnet50", 256)["memory_fits"] == true);
@@ -357,13 +361,13 @@ TEST_CASE("time breakdown: compute + codec + exposed communication + waiting = t
         CAPTURE(stragglers);
         const double sum = b["compute"].get<double>() + b["codec"].get<double>() +
                            b["exposed_communication"].get<double>() + b["waiting"].get<double>();
-        CHECK(sum == doctest::Approx(r["iteration_time_s"].get<double>()).epsilon(1e-9));
+        CHECK(sum == ddlsim::testing::approx(r["iteration_time_s"].get<double>()).epsilon(1e-9));
         if (stragglers) {
             CHECK(b["waiting"].get<double>() > 0.2 * r["iteration_time_s"].get<double>());
             CHECK(b["exposed_communication"].get<double>() < 1.5 * ring);
         } else {
-            CHECK(b["waiting"].get<double>() == doctest::Approx(0.0));
-            CHECK(b["exposed_communication"].get<double>() == doctest::Approx(ring).epsilon(1e-6));
+            CHECK(b["waiting"].get<double>() == ddlsim::testing::approx(0.0));
+            CHECK(b["exposed_communication"].get<double>() == ddlsim::testing::approx(ring).epsilon(1e-6));
         }
     }
 }
@@ -388,12 +392,12 @@ TEST_CASE("defect: WFBP keeps the backward of parameter-less front layers (the u
         if (std::string(grouping) == "buffer")
             g["overlap"] = {{"fusion", "buffer"}, {"bucket_size", "1MB"}, {"compute_slowdown", 0.1}};
         const auto r = scenario::run_scenario(scenario::load_scenario(g)).jobs.front();
-        CHECK(r.iteration_time_s == doctest::Approx(0.0402).epsilon(1e-6));
+        CHECK(r.iteration_time_s == ddlsim::testing::approx(0.0402).epsilon(1e-6));
         CHECK(r.scaling_efficiency <= 1.0);
         // Gradient accumulation: the first micro-batch computes 12 + 24 ms with nothing in flight.
         g["gradient_accumulation"] = 2;
         const auto a = scenario::run_scenario(scenario::load_scenario(g)).jobs.front();
-        CHECK(a.iteration_time_s == doctest::Approx(0.036 + 0.0402).epsilon(1e-6));
+        CHECK(a.iteration_time_s == ddlsim::testing::approx(0.036 + 0.0402).epsilon(1e-6));
         CHECK(a.scaling_efficiency <= 1.0);
     }
 }
@@ -410,8 +414,8 @@ TEST_CASE("defect: one worker with nothing to send runs at its compute time (WFB
         json v = j;
         v.merge_patch(json::parse(variant));
         const auto r = scenario::run_scenario(scenario::load_scenario(v)).jobs.front();
-        CHECK(r.iteration_time_s == doctest::Approx(r.compute_time_s).epsilon(1e-9));
-        CHECK(r.scaling_efficiency == doctest::Approx(1.0).epsilon(1e-9));
+        CHECK(r.iteration_time_s == ddlsim::testing::approx(r.compute_time_s).epsilon(1e-9));
+        CHECK(r.scaling_efficiency == ddlsim::testing::approx(1.0).epsilon(1e-9));
     }
 }
 
@@ -438,7 +442,7 @@ TEST_CASE("ring all-reduce runs one channel per GPU on nodes with a NIC per GPU 
         CAPTURE(model);
         j["network"]["model"] = model;
         const auto r = run(j).jobs.front();
-        CHECK(r.iteration_time_s - r.compute_time_s == doctest::Approx(channels).epsilon(0.01));
+        CHECK(r.iteration_time_s - r.compute_time_s == ddlsim::testing::approx(channels).epsilon(0.01));
     }
     // Plain two-tier nodes with one NIC: the GPUs share it, one ring (the closed form cannot share a link).
     j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 8},           {"bandwidth", "400Gbps"},
@@ -448,6 +452,6 @@ TEST_CASE("ring all-reduce runs one channel per GPU on nodes with a NIC per GPU 
         CAPTURE(model);
         j["network"]["model"] = model;
         const auto r = run(j).jobs.front();
-        CHECK(r.iteration_time_s - r.compute_time_s == doctest::Approx(8 * channels).epsilon(0.01));
+        CHECK(r.iteration_time_s - r.compute_time_s == ddlsim::testing::approx(8 * channels).epsilon(0.01));
     }
 }

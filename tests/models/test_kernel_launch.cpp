@@ -4,6 +4,8 @@
 // Each expectation is derived by hand from those two constants and the roofline.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "models/compute.hpp"
@@ -62,20 +64,21 @@ TEST_CASE("kernels: eager pays a device gap per kernel, and the host's launches 
     const models::Workload big = conv_bn_relu(1e9, 1e6);
     // Eager's BatchNorm is 3 more kernels forward and 1 more backward (PyTorch's statistics, transform, running
     // stats and counter; models/compute.cpp), each a gap: 6 gaps forward, 5 backward.
-    CHECK(fwd_s(big, slow_device(S::eager), 10) == doctest::Approx(0.010 + 0.120 + 0.080 + 6 * kGap).epsilon(1e-12));
-    CHECK(bwd_s(big, slow_device(S::eager), 10) == doctest::Approx(2 * (0.210) + 5 * kGap).epsilon(1e-12));
+    CHECK(fwd_s(big, slow_device(S::eager), 10) ==
+          ddlsim::testing::approx(0.010 + 0.120 + 0.080 + 6 * kGap).epsilon(1e-12));
+    CHECK(bwd_s(big, slow_device(S::eager), 10) == ddlsim::testing::approx(2 * (0.210) + 5 * kGap).epsilon(1e-12));
     // Tiny: 1 kFLOP and 10 elements per sample at b = 1 are nanoseconds of work; the host launches 6 kernels forward
     // and 5 backward, 17.35 us each, which the device's gaps (0.875 us) do not reach.
     const models::Workload tiny = conv_bn_relu(1e3, 10);
-    CHECK(fwd_s(tiny, slow_device(S::eager), 1) == doctest::Approx(6 * kHost).epsilon(1e-12));
-    CHECK(bwd_s(tiny, slow_device(S::eager), 1) == doctest::Approx(5 * kHost).epsilon(1e-12));
+    CHECK(fwd_s(tiny, slow_device(S::eager), 1) == ddlsim::testing::approx(6 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(tiny, slow_device(S::eager), 1) == ddlsim::testing::approx(5 * kHost).epsilon(1e-12));
     // compiled fuses the norm and the element-wise op: 2 kernels forward, 3 backward, each launched in 5 us.
-    CHECK(fwd_s(tiny, slow_device(S::compiled), 1) == doctest::Approx(2 * kLaunch).epsilon(1e-12));
-    CHECK(bwd_s(tiny, slow_device(S::compiled), 1) == doctest::Approx(3 * kLaunch).epsilon(1e-12));
+    CHECK(fwd_s(tiny, slow_device(S::compiled), 1) == ddlsim::testing::approx(2 * kLaunch).epsilon(1e-12));
+    CHECK(bwd_s(tiny, slow_device(S::compiled), 1) == ddlsim::testing::approx(3 * kLaunch).epsilon(1e-12));
     // CUDA graphs (optimized): no host launches; the chain is one kernel, so two device gaps forward and three
     // backward plus the roofline of what is left (nanoseconds: the matmul's 1 ns, the chain's 3 x 10 x 4 B / 1 GB/s).
-    CHECK(fwd_s(tiny, slow_device(S::optimized), 1) == doctest::Approx(2 * kGap + 1e-9 + 120e-9).epsilon(1e-9));
-    CHECK(bwd_s(tiny, slow_device(S::optimized), 1) == doctest::Approx(3 * kGap + 2e-9 + 240e-9).epsilon(1e-9));
+    CHECK(fwd_s(tiny, slow_device(S::optimized), 1) == ddlsim::testing::approx(2 * kGap + 1e-9 + 120e-9).epsilon(1e-9));
+    CHECK(bwd_s(tiny, slow_device(S::optimized), 1) == ddlsim::testing::approx(3 * kGap + 2e-9 + 240e-9).epsilon(1e-9));
 }
 
 TEST_CASE("kernels: eager autocast casts each GEMM weight down and its gradient back, one kernel each way") {
@@ -93,13 +96,13 @@ TEST_CASE("kernels: eager autocast casts each GEMM weight down and its gradient 
         d.precision = models::Precision::fp16;
         return d;
     };
-    CHECK(fwd_s(w, slow_device(S::eager), 1) == doctest::Approx(1 * kHost).epsilon(1e-12));
-    CHECK(bwd_s(w, slow_device(S::eager), 1) == doctest::Approx(2 * kHost).epsilon(1e-12));
-    CHECK(fwd_s(w, fp16(S::eager), 1) == doctest::Approx(2 * kHost).epsilon(1e-12));
-    CHECK(bwd_s(w, fp16(S::eager), 1) == doctest::Approx(3 * kHost).epsilon(1e-12));
-    CHECK(fwd_s(w, fp16(S::compiled), 1) == doctest::Approx(1 * kLaunch).epsilon(1e-12));
+    CHECK(fwd_s(w, slow_device(S::eager), 1) == ddlsim::testing::approx(1 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(w, slow_device(S::eager), 1) == ddlsim::testing::approx(2 * kHost).epsilon(1e-12));
+    CHECK(fwd_s(w, fp16(S::eager), 1) == ddlsim::testing::approx(2 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(w, fp16(S::eager), 1) == ddlsim::testing::approx(3 * kHost).epsilon(1e-12));
+    CHECK(fwd_s(w, fp16(S::compiled), 1) == ddlsim::testing::approx(1 * kLaunch).epsilon(1e-12));
     w.layers[0].parts[0].weights = 0.0;
-    CHECK(fwd_s(w, fp16(S::eager), 1) == doctest::Approx(1 * kHost).epsilon(1e-12));
+    CHECK(fwd_s(w, fp16(S::eager), 1) == ddlsim::testing::approx(1 * kHost).epsilon(1e-12));
     // ResNet-50 in fp16 eager at batch 1: 53 convolutions and the classifier cast (54 each way) and 53 BatchNorms
     // (3 more forward, 1 more backward) beside one kernel per part forward and two per GEMM backward.
     const models::Workload rn50 = models::builtin_workload("resnet50").value();
@@ -123,7 +126,7 @@ TEST_CASE("kernels: eager autocast casts each GEMM weight down and its gradient 
     const auto& job = s.jobs.front();
     const auto p = models::compute_profile(job.workload, job.device, 1, job.bytes_per_param, job.optimizer);
     // Every layer is host-bound at batch 1 on an H100: forward and backward are the kernels x 17.35 us.
-    CHECK(p.fwd.seconds() + p.bwd.seconds() == doctest::Approx(kernels * kHost).epsilon(1e-9));
+    CHECK(p.fwd.seconds() + p.bwd.seconds() == ddlsim::testing::approx(kernels * kHost).epsilon(1e-9));
 }
 
 TEST_CASE("kernels: eager reduces a bias's gradient in a kernel of its own, and autocast casts the bias both ways") {
@@ -143,18 +146,18 @@ TEST_CASE("kernels: eager reduces a bias's gradient in a kernel of its own, and 
     fp16.precision = models::Precision::fp16;
     // At b = 1 the host binds. FP32: 1 kernel forward; backward the GEMM's 2 and the bias gradient's reduction (3).
     // fp16 autocast: the weight's and the bias's casts forward (3); backward 2 GEMMs, 2 casts back, 1 reduction (5).
-    CHECK(fwd_s(w, slow_device(S::eager), 1) == doctest::Approx(1 * kHost).epsilon(1e-12));
-    CHECK(bwd_s(w, slow_device(S::eager), 1) == doctest::Approx(3 * kHost).epsilon(1e-12));
-    CHECK(fwd_s(w, fp16, 1) == doctest::Approx(3 * kHost).epsilon(1e-12));
-    CHECK(bwd_s(w, fp16, 1) == doctest::Approx(5 * kHost).epsilon(1e-12));
+    CHECK(fwd_s(w, slow_device(S::eager), 1) == ddlsim::testing::approx(1 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(w, slow_device(S::eager), 1) == ddlsim::testing::approx(3 * kHost).epsilon(1e-12));
+    CHECK(fwd_s(w, fp16, 1) == ddlsim::testing::approx(3 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(w, fp16, 1) == ddlsim::testing::approx(5 * kHost).epsilon(1e-12));
     // (At b = 1 the reduction's read, 1000 x 4 B / 1 GB/s = 4 us, and the gaps stay below the host's 3 x 17.35 us.)
     // At b = 100 (FP32) the reduction reads the output gradient, 1 x 1000 x 100 elements x 4 B / 1 GB/s = 0.4 ms,
     // beside the GEMM's backward (2 x 1e3 x 100 FLOPs / 1 TFLOPS = 0.2 us; 2 x 10 x 4 B / 1 GB/s = 80 ns: the FLOPs
     // bind) and three device gaps; the host's 3 x 17.35 us stays below.
-    CHECK(bwd_s(w, slow_device(S::eager), 100) == doctest::Approx(4e-4 + 2e-7 + 3 * kGap).epsilon(1e-9));
+    CHECK(bwd_s(w, slow_device(S::eager), 100) == ddlsim::testing::approx(4e-4 + 2e-7 + 3 * kGap).epsilon(1e-9));
     // Without the bias: no reduction, no read.
     w.layers[0].parts[0].bias = false;
-    CHECK(bwd_s(w, slow_device(S::eager), 100) == doctest::Approx(2 * kHost).epsilon(1e-12));
+    CHECK(bwd_s(w, slow_device(S::eager), 100) == ddlsim::testing::approx(2 * kHost).epsilon(1e-12));
 }
 
 TEST_CASE("kernels: compiled and optimized fuse BatchNorm and ReLU into one kernel") {
@@ -162,11 +165,12 @@ TEST_CASE("kernels: compiled and optimized fuse BatchNorm and ReLU into one kern
     const models::Workload big = conv_bn_relu(1e9, 1e6);
     // compiled: the chain streams 3e + 2e passes less the intermediate's write and read, 3e: 3e6 x 4 B x 10 / 1e9 =
     // 120 ms, one kernel; the matmul stays 10 ms.
-    CHECK(fwd_s(big, slow_device(S::compiled), 10) == doctest::Approx(0.010 + 0.120 + 2 * kGap).epsilon(1e-12));
+    CHECK(fwd_s(big, slow_device(S::compiled), 10) == ddlsim::testing::approx(0.010 + 0.120 + 2 * kGap).epsilon(1e-12));
     // Backward twice the bytes, the matmul's two kernels and the chain's one.
-    CHECK(bwd_s(big, slow_device(S::compiled), 10) == doctest::Approx(2 * 0.130 + 3 * kGap).epsilon(1e-12));
+    CHECK(bwd_s(big, slow_device(S::compiled), 10) == ddlsim::testing::approx(2 * 0.130 + 3 * kGap).epsilon(1e-12));
     // optimized: the same kernels, launched by a CUDA graph: equal to compiled once the host is not the bound.
-    CHECK(fwd_s(big, slow_device(S::optimized), 10) == doctest::Approx(0.010 + 0.120 + 2 * kGap).epsilon(1e-12));
+    CHECK(fwd_s(big, slow_device(S::optimized), 10) ==
+          ddlsim::testing::approx(0.010 + 0.120 + 2 * kGap).epsilon(1e-12));
     // Metamorphic: each step of the software ladder is no slower, on a built-in model at any batch.
     for (const std::uint32_t b : {1U, 16U, 256U}) {
         CAPTURE(b);
@@ -211,7 +215,7 @@ TEST_CASE("kernels: launch costs matter at small batches only, and custom layers
     w.name = "c";
     w.layers.push_back({"a", {{"a.w", 1000}}, 1e6, std::nullopt, std::nullopt, std::nullopt, {}});
     for (const auto s : {models::Software::eager, models::Software::optimized})
-        CHECK(fwd_s(w, slow_device(s), 1) == doctest::Approx(1e6 / 1e12).epsilon(1e-12));
+        CHECK(fwd_s(w, slow_device(s), 1) == ddlsim::testing::approx(1e6 / 1e12).epsilon(1e-12));
 }
 
 TEST_CASE("kernels: device.software is read, echoed and refused at its path") {

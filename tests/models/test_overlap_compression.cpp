@@ -2,6 +2,8 @@
 // the timeline, each against a hand-derived expectation.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -68,11 +70,11 @@ TEST_CASE("wfbp: a 3-layer model's iteration follows the pipeline recurrence") {
             end = std::max(ready, end) + ring_time(n, layers[l].bytes, gbps);
         }
         const auto r = run(j);
-        CHECK(r.iteration_time_s == doctest::Approx(end).epsilon(1e-6));
-        CHECK(r.collectives_per_iteration == doctest::Approx(3));
+        CHECK(r.iteration_time_s == ddlsim::testing::approx(end).epsilon(1e-6));
+        CHECK(r.collectives_per_iteration == ddlsim::testing::approx(3));
         // Without WFBP: compute, then one all-reduce of everything.
         j["overlap"] = json::object();
-        CHECK(run(j).iteration_time_s == doctest::Approx(fwd + 0.018 + ring_time(n, 64e6, gbps)).epsilon(1e-6));
+        CHECK(run(j).iteration_time_s == ddlsim::testing::approx(fwd + 0.018 + ring_time(n, 64e6, gbps)).epsilon(1e-6));
     }
 }
 
@@ -82,25 +84,25 @@ TEST_CASE("fusion buffer: the number of collectives is the computed bucket count
     json j = layered(4, layers, 10, {{"wfbp", true}, {"fusion", "buffer"}, {"bucket_size", "10MB"}});
     const auto s = scenario::load_scenario(j);
     const auto rr = scenario::run_scenario(s);
-    CHECK(rr.jobs.front().collectives_per_iteration == doctest::Approx(4));
+    CHECK(rr.jobs.front().collectives_per_iteration == ddlsim::testing::approx(4));
     // A ring all-reduce is 2(n-1)n transfers: 4 collectives x 24 x 5 iterations.
     CHECK(rr.transfers == 4u * 24u * 5u);
     j["overlap"]["bucket_size"] = "100MB";
-    CHECK(run(j).collectives_per_iteration == doctest::Approx(1));
+    CHECK(run(j).collectives_per_iteration == ddlsim::testing::approx(1));
     j["overlap"] = {{"wfbp", true}};
-    CHECK(run(j).collectives_per_iteration == doctest::Approx(10));
+    CHECK(run(j).collectives_per_iteration == ddlsim::testing::approx(10));
     // Horovod cycles: tensors ready within one 5 ms cycle (backward 2 ms each) are fused.
     j["overlap"] = {{"wfbp", true}, {"fusion", "buffer"}, {"bucket_size", "64MB"}, {"cycle_time", "5ms"}};
     // At 100 Gbit/s a buffer's all-reduce (8-12 MB: under 2 ms) ends within its cycle. Ready at 2,4,...,20 ms:
     // cycles at 5, 10, 15, 20 ms fuse 2 + 3 + 2 + 3 tensors = 4 buffers.
     j["network"]["bandwidth"] = "100Gbps";
-    CHECK(run(j).collectives_per_iteration == doctest::Approx(4));
+    CHECK(run(j).collectives_per_iteration == ddlsim::testing::approx(4));
     // At 10 Gbit/s a collective outlasts the cycle and the next cycle waits for it (Horovod's loop runs one
     // cycle at a time): the 5 ms cycle fuses 2 tensors (8 MB: 2(n-1)/n x 8 MB / 1.25 GB/s = 9.6 ms, ends at
     // 14.66 ms); the next starts then with the 5 tensors ready by 14 ms (20 MB, 24 ms, ends 38.7 ms); the last
     // fuses the remaining 3: 3 buffers.
     j["network"]["bandwidth"] = "10Gbps";
-    CHECK(run(j).collectives_per_iteration == doctest::Approx(3));
+    CHECK(run(j).collectives_per_iteration == ddlsim::testing::approx(3));
 }
 
 TEST_CASE("mgwfbp: merges small layers (start-up dominated) and keeps large ones apart") {
@@ -116,7 +118,7 @@ TEST_CASE("mgwfbp: merges small layers (start-up dominated) and keeps large ones
     // Large layers with long backward gaps: each all-reduce finishes before the next gradient, no merge.
     std::vector<L> big(4, L{4e6, 0.01, 0.05});
     json k = layered(4, big, 100, {{"fusion", "mgwfbp"}});
-    CHECK(run(k).collectives_per_iteration == doctest::Approx(4));
+    CHECK(run(k).collectives_per_iteration == ddlsim::testing::approx(4));
 }
 
 TEST_CASE("priority: the next forward starts earlier than with FIFO WFBP") {
@@ -152,7 +154,7 @@ TEST_CASE("topk: all-gather puts (n-1) n 8 d params bytes on the wire") {
             const double params = 10e6;
             json j = layered(n, {{params * 4, 0.0, 0.0}}, 10, json::object());
             j["compression"] = {{"kind", "topk"}, {"density", d}};
-            CHECK(run(j).bytes_on_wire_per_iteration == doctest::Approx((n - 1.0) * n * 8 * d * params));
+            CHECK(run(j).bytes_on_wire_per_iteration == ddlsim::testing::approx((n - 1.0) * n * 8 * d * params));
         }
     }
 }
@@ -162,11 +164,11 @@ TEST_CASE("qsgd at 8 bits moves a quarter of the dense bytes, plus one 4-byte no
     const double S = 40e6;
     json j = layered(n, {{S, 0.0, 0.0}}, 10, json::object());
     const double dense = run(j).bytes_on_wire_per_iteration;
-    CHECK(dense == doctest::Approx(2.0 * (n - 1) * S));
+    CHECK(dense == ddlsim::testing::approx(2.0 * (n - 1) * S));
     j["compression"] = {{"kind", "qsgd"}, {"bits", 8}};
-    CHECK(run(j).bytes_on_wire_per_iteration == doctest::Approx(2.0 * (n - 1) * (S / 4 + 4)));
+    CHECK(run(j).bytes_on_wire_per_iteration == ddlsim::testing::approx(2.0 * (n - 1) * (S / 4 + 4)));
     j["compression"] = {{"kind", "fp16"}};
-    CHECK(run(j).bytes_on_wire_per_iteration == doctest::Approx(2.0 * (n - 1) * S / 2));
+    CHECK(run(j).bytes_on_wire_per_iteration == ddlsim::testing::approx(2.0 * (n - 1) * S / 2));
 }
 
 TEST_CASE("sparse all-gather beats the dense ring only below a density of about 1/n") {
@@ -181,7 +183,8 @@ TEST_CASE("sparse all-gather beats the dense ring only below a density of about 
     // (n-1)(2L + 8 d N / B) vs 2(n-1)(2L + 4N/(nB)): equal bandwidth terms at d = 1/n.
     CHECK(topk(0.5 / n) < dense);
     CHECK(topk(2.0 / n) > dense);
-    CHECK(topk(0.5 / n) == doctest::Approx((n - 1) * (2 * kL + 8 * (0.5 / n) * (S / 4) / 1.25e9)).epsilon(1e-4));
+    CHECK(topk(0.5 / n) ==
+          ddlsim::testing::approx((n - 1) * (2 * kL + 8 * (0.5 / n) * (S / 4) / 1.25e9)).epsilon(1e-4));
 }
 
 TEST_CASE("codec work is on the critical path: encode + decode add to the iteration") {
@@ -191,20 +194,20 @@ TEST_CASE("codec work is on the critical path: encode + decode add to the iterat
     j["compression"]["cost_scale"] = 2.0;
     const auto r2 = run(j);
     CHECK(r1.codec_time_s > 0.0);
-    CHECK(r2.codec_time_s == doctest::Approx(2 * r1.codec_time_s));
-    CHECK(r2.iteration_time_s - r1.iteration_time_s == doctest::Approx(r1.codec_time_s).epsilon(1e-6));
+    CHECK(r2.codec_time_s == ddlsim::testing::approx(2 * r1.codec_time_s));
+    CHECK(r2.iteration_time_s - r1.iteration_time_s == ddlsim::testing::approx(r1.codec_time_s).epsilon(1e-6));
 }
 
 TEST_CASE("powersgd: two all-reduces of P and Q; gtopk: a tree of k-sparse messages") {
     json j = layered(4, {{4e6, 0.0, 0.0}}, 10, json::object());
     j["compression"] = {{"kind", "powersgd"}, {"rank", 4}};
     const auto p = run(j);
-    CHECK(p.collectives_per_iteration == doctest::Approx(2));
+    CHECK(p.collectives_per_iteration == ddlsim::testing::approx(2));
     CHECK(p.bytes_on_wire_per_iteration < 0.05 * 2 * 3 * 4e6);
     j["compression"] = {{"kind", "gtopk"}, {"density", 0.01}};
     const auto g = run(j);
     // gTopKAllReduce: 2(n-1) messages of k pairs (8 bytes each).
-    CHECK(g.bytes_on_wire_per_iteration == doctest::Approx(2.0 * 3 * 8 * 0.01 * 1e6));
+    CHECK(g.bytes_on_wire_per_iteration == ddlsim::testing::approx(2.0 * 3 * 8 * 0.01 * 1e6));
 }
 
 TEST_CASE("trace: per-worker and per-link tracks; WFBP communication overlaps backward") {

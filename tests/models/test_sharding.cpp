@@ -3,6 +3,8 @@
 // per-unit all-gathers overlapping compute in the trace, and the refusals.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -63,8 +65,8 @@ TEST_CASE("sharding: ZeRO-1 and ZeRO-2 on an idle star: compute, reduce-scatter,
                 j["sharding"] = {{"stage", stage}};
                 const auto r = run(j);
                 const double expected = 0.001 + 0.002 + ring_phase(n, S) + 0.004 / n + ring_phase(n, S);
-                CHECK(r.iteration_time_s == doctest::Approx(expected).epsilon(1e-9));
-                CHECK(r.update_time_s == doctest::Approx(0.004 / n).epsilon(1e-12));
+                CHECK(r.iteration_time_s == ddlsim::testing::approx(expected).epsilon(1e-9));
+                CHECK(r.update_time_s == ddlsim::testing::approx(0.004 / n).epsilon(1e-12));
             }
         }
     }
@@ -83,7 +85,7 @@ TEST_CASE("sharding: ZeRO-3 without prefetch runs every unit's three collectives
         const auto r = run(j);
         // update_time is per layer: the shard update is units x 4 ms / n.
         const double expected = units * (0.001 + 0.002 + 0.004 / n) + 3 * units * ring_phase(n, S);
-        CHECK(r.iteration_time_s == doctest::Approx(expected).epsilon(1e-9));
+        CHECK(r.iteration_time_s == ddlsim::testing::approx(expected).epsilon(1e-9));
     }
 }
 
@@ -112,10 +114,10 @@ TEST_CASE("sharding: ZeRO-1/2 move a ring all-reduce's bytes, ZeRO-3 1.5 times t
         z3["sharding"] = {{"stage", 3}};
         const double ring = run(ddp).bytes_on_wire_per_iteration;
         // Hand-derived: every worker sends 2(n-1)/n S.
-        CHECK(ring == doctest::Approx(n * 2.0 * (n - 1) / n * S).epsilon(1e-12));
-        CHECK(run(z1).bytes_on_wire_per_iteration == doctest::Approx(ring).epsilon(1e-12));
-        CHECK(run(z2).bytes_on_wire_per_iteration == doctest::Approx(ring).epsilon(1e-12));
-        CHECK(run(z3).bytes_on_wire_per_iteration == doctest::Approx(1.5 * ring).epsilon(1e-12));
+        CHECK(ring == ddlsim::testing::approx(n * 2.0 * (n - 1) / n * S).epsilon(1e-12));
+        CHECK(run(z1).bytes_on_wire_per_iteration == ddlsim::testing::approx(ring).epsilon(1e-12));
+        CHECK(run(z2).bytes_on_wire_per_iteration == ddlsim::testing::approx(ring).epsilon(1e-12));
+        CHECK(run(z3).bytes_on_wire_per_iteration == ddlsim::testing::approx(1.5 * ring).epsilon(1e-12));
     }
 }
 
@@ -135,17 +137,17 @@ TEST_CASE("sharding: hybrid sharding sends between nodes only the replica all-re
             j["sharding"] = {{"stage", stage}, {"group", "node"}};
             const auto r = run(j);
             const double inter = n * 2.0 * (nodes - 1) / nodes * S / g;
-            CHECK(r.machine_bytes_per_iteration == doctest::Approx(inter).epsilon(1e-12));
+            CHECK(r.machine_bytes_per_iteration == ddlsim::testing::approx(inter).epsilon(1e-12));
             // Within nodes: each phase moves (g-1)/g S per GPU; stage 3 has three of them, stage 2 two.
             const double intra = n * (stage == 3 ? 3.0 : 2.0) * (g - 1) / g * S;
-            CHECK(r.bytes_on_wire_per_iteration == doctest::Approx(inter + intra).epsilon(1e-12));
+            CHECK(r.bytes_on_wire_per_iteration == ddlsim::testing::approx(inter + intra).epsilon(1e-12));
             // Full sharding runs rings over all n GPUs, node after node: `nodes` of its hops cross machines, each
             // carrying (n-1) chunks of S/n per phase.
             json full = j;
             full["sharding"] = {{"stage", stage}};
             const double phases = stage == 3 ? 3.0 : 2.0;
             CHECK(run(full).machine_bytes_per_iteration ==
-                  doctest::Approx(phases * nodes * (n - 1) * S / n).epsilon(1e-12));
+                  ddlsim::testing::approx(phases * nodes * (n - 1) * S / n).epsilon(1e-12));
         }
     }
 }
@@ -168,10 +170,10 @@ TEST_CASE("sharding: memory per GPU follows ZeRO's (2 + 2 + K) psi / N with mixe
         return std::array<double, 4>{m.weights + m.gradients + m.optimizer, m.activations, m.buffers, m.total()};
     };
     const double psi = static_cast<double>(scenario::load_scenario(j).jobs.at(0).workload.params());
-    CHECK(state(0)[0] == doctest::Approx(16.0 * psi));
-    CHECK(state(1)[0] == doctest::Approx(4.0 * psi + 12.0 * psi / n));
-    CHECK(state(2)[0] == doctest::Approx(2.0 * psi + 14.0 * psi / n));
-    CHECK(state(3)[0] == doctest::Approx(16.0 * psi / n));
+    CHECK(state(0)[0] == ddlsim::testing::approx(16.0 * psi));
+    CHECK(state(1)[0] == ddlsim::testing::approx(4.0 * psi + 12.0 * psi / n));
+    CHECK(state(2)[0] == ddlsim::testing::approx(2.0 * psi + 14.0 * psi / n));
+    CHECK(state(3)[0] == ddlsim::testing::approx(16.0 * psi / n));
     // Activations are not sharded; each stage needs less in all.
     CHECK(state(3)[1] == state(0)[1]);
     CHECK(state(3)[3] < state(2)[3]);
@@ -189,12 +191,13 @@ TEST_CASE("sharding: accumulation reduce-scatters once per step, so bytes per sa
         const auto ra = run(a), rb = run(b);
         if (stage == 2) {
             // Replicated parameters: the same bytes per step, four times the samples.
-            CHECK(rb.bytes_on_wire_per_iteration == doctest::Approx(ra.bytes_on_wire_per_iteration));
-            CHECK(rb.iteration_time_s == doctest::Approx(ra.iteration_time_s + 3 * 3 * 0.003).epsilon(1e-9));
+            CHECK(rb.bytes_on_wire_per_iteration == ddlsim::testing::approx(ra.bytes_on_wire_per_iteration));
+            CHECK(rb.iteration_time_s == ddlsim::testing::approx(ra.iteration_time_s + 3 * 3 * 0.003).epsilon(1e-9));
         } else {
             // Stage 3 gathers the parameters for every micro-batch's forward and backward, but reduce-scatters once:
             // 2k + 1 phases of the gradient size instead of 3.
-            CHECK(rb.bytes_on_wire_per_iteration == doctest::Approx(ra.bytes_on_wire_per_iteration * 9.0 / 3.0));
+            CHECK(rb.bytes_on_wire_per_iteration ==
+                  ddlsim::testing::approx(ra.bytes_on_wire_per_iteration * 9.0 / 3.0));
         }
         const double per_sample_a = ra.bytes_on_wire_per_iteration / 4.0;
         const double per_sample_b = rb.bytes_on_wire_per_iteration / 16.0;
@@ -355,7 +358,8 @@ TEST_CASE("sharding: rings across nodes run as channels, one per GPU, so every N
     j["sharding"] = {{"stage", 1}};
     const auto r = run(j);
     const double phase = (n - 1) * S / (8.0 * n) / nic;
-    CHECK(r.iteration_time_s == doctest::Approx(2 * phase).epsilon(0.05));
+    CHECK(r.iteration_time_s == ddlsim::testing::approx(2 * phase).epsilon(0.05));
     // The bytes between machines are the single ring's: each channel crosses 2 node boundaries with (n-1) S/(8n).
-    CHECK(r.machine_bytes_per_iteration == doctest::Approx(2.0 * 8 * 2 * (n - 1) * S / (8.0 * n)).epsilon(1e-12));
+    CHECK(r.machine_bytes_per_iteration ==
+          ddlsim::testing::approx(2.0 * 8 * 2 * (n - 1) * S / (8.0 * n)).epsilon(1e-12));
 }

@@ -2,6 +2,8 @@
 // hand-derived invariant (see models/trainer.hpp for the semantics).
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -51,11 +53,11 @@ TEST_CASE("bsp: a worker twice as slow sets the iteration: 2 x compute + communi
         j["network"]["model"] = model;
         j["stragglers"] = {{"fixed", {{"0", 2.0}}}};
         const auto r = run(j);
-        CHECK(r.iteration_time_s == doctest::Approx(2 * (f + b) + ring_time(n, S, 10)).epsilon(1e-6));
+        CHECK(r.iteration_time_s == ddlsim::testing::approx(2 * (f + b) + ring_time(n, S, 10)).epsilon(1e-6));
         // The fast workers wait for the slow one: idle = (f + b) + communication per iteration.
         REQUIRE(r.workers.size() == static_cast<std::size_t>(n));
-        CHECK(r.workers[1].idle_s == doctest::Approx(10 * ((f + b) + ring_time(n, S, 10))).epsilon(1e-6));
-        CHECK(r.workers[0].idle_s == doctest::Approx(10 * ring_time(n, S, 10)).epsilon(1e-6));
+        CHECK(r.workers[1].idle_s == ddlsim::testing::approx(10 * ((f + b) + ring_time(n, S, 10))).epsilon(1e-6));
+        CHECK(r.workers[0].idle_s == ddlsim::testing::approx(10 * ring_time(n, S, 10)).epsilon(1e-6));
     }
 }
 
@@ -71,13 +73,13 @@ TEST_CASE("bsp: a heterogeneous cluster runs at the pace of its slowest device")
     const auto r = run(j);
     // P100 (SXM2) fp32 peak 10.6 TFLOPS at efficiency 0.5: 3 x 64 GFLOP / 5.3 TFLOP/s.
     const double slowest = 3 * 64e9 / (10.6e12 * 0.5);
-    CHECK(r.iteration_time_s == doctest::Approx(slowest + ring_time(4, 8e6, 10)).epsilon(1e-6));
+    CHECK(r.iteration_time_s == ddlsim::testing::approx(slowest + ring_time(4, 8e6, 10)).epsilon(1e-6));
 }
 
 TEST_CASE("network.host_bandwidth: a slow host link bounds a ring: 2(n-1)(2L + S/(n B_slow))") {
     json j = one_layer(4, 8e6, 0.0, 0.0, 10, kRing);
     j["network"]["host_bandwidth"] = {{"h2", "1Gbps"}};
-    CHECK(run(j).iteration_time_s == doctest::Approx(ring_time(4, 8e6, 1)).epsilon(1e-6));
+    CHECK(run(j).iteration_time_s == ddlsim::testing::approx(ring_time(4, 8e6, 1)).epsilon(1e-6));
 }
 
 TEST_CASE("asp: n homogeneous workers see staleness n-1 (mean (n-1)(1 - 1/(2I)) over I iterations)") {
@@ -89,7 +91,7 @@ TEST_CASE("asp: n homogeneous workers see staleness n-1 (mean (n-1)(1 - 1/(2I)) 
         const auto r = run(j);
         REQUIRE(r.has_staleness);
         CHECK(r.staleness_max == static_cast<std::uint64_t>(n - 1));
-        CHECK(r.staleness_mean == doctest::Approx((n - 1) * (1.0 - 1.0 / 40)).epsilon(1e-12));
+        CHECK(r.staleness_mean == ddlsim::testing::approx((n - 1) * (1.0 - 1.0 / 40)).epsilon(1e-12));
         CHECK(r.model_versions == static_cast<std::uint64_t>(n * 20));
     }
 }
@@ -140,7 +142,7 @@ TEST_CASE("ssp / asp / fedavg / ad-psgd: time held back by peers is waiting, not
         CHECK(b.exposed_communication >= 0.0);
         CHECK(b.waiting >= 0.0);
         CHECK(b.compute + b.codec + b.exposed_communication + b.waiting ==
-              doctest::Approx(r.iteration_time_s).epsilon(1e-9));
+              ddlsim::testing::approx(r.iteration_time_s).epsilon(1e-9));
         return b;
     };
     // Workers on their own clocks train at their own rates (docs/MODEL.md): the iteration is n / sum(1 / T_w), T_w
@@ -150,9 +152,9 @@ TEST_CASE("ssp / asp / fedavg / ad-psgd: time held back by peers is waiting, not
     const double fast = 0.03, slow = 0.09, I = 40;
     auto expect = [&](const models::JobResult::Breakdown& b, double iteration, double T_fast) {
         const double rf = 1 / T_fast, rs = 1 / slow, R = 3 * rf + rs;
-        CHECK(iteration == doctest::Approx(4 / R).epsilon(0.05));
-        CHECK(b.compute == doctest::Approx((3 * rf * fast + rs * slow) / R).epsilon(0.05));
-        CHECK(b.waiting == doctest::Approx(3 * rf * (T_fast - fast) / R).epsilon(0.05));
+        CHECK(iteration == ddlsim::testing::approx(4 / R).epsilon(0.05));
+        CHECK(b.compute == ddlsim::testing::approx((3 * rf * fast + rs * slow) / R).epsilon(0.05));
+        CHECK(b.waiting == ddlsim::testing::approx(3 * rf * (T_fast - fast) / R).epsilon(0.05));
     };
     // SSP with bound 2: the three others are held back to the straggler's pace and end when it has done I - 2
     // iterations, T_fast = (I - 2) 0.09 / I.
@@ -173,7 +175,7 @@ TEST_CASE("ssp / asp / fedavg / ad-psgd: time held back by peers is waiting, not
     expect(asp, ar.iteration_time_s, fast);
     CHECK(asp.waiting < 0.001);
     j["sync"] = {{"kind", "bsp"}};
-    CHECK(run(j).iteration_time_s == doctest::Approx(slow).epsilon(0.05));
+    CHECK(run(j).iteration_time_s == ddlsim::testing::approx(slow).epsilon(0.05));
     j["architecture"] = {{"kind", "ps"}, {"placement", "colocated"}, {"servers", 4}};
     const double bsp_colocated = run(j).iteration_time_s;
     j["sync"] = {{"kind", "asp"}};
@@ -191,9 +193,9 @@ TEST_CASE("ssp / asp / fedavg / ad-psgd: time held back by peers is waiting, not
     f["sync"] = {{"kind", "fedavg"}, {"local_steps", 5}};
     const auto fr = run(f);
     const auto fed = sums(fr);
-    CHECK(fed.compute == doctest::Approx(5 * 0.045).epsilon(1e-6));
-    CHECK(fed.waiting == doctest::Approx(0.225).epsilon(0.05));
-    CHECK(fed.exposed_communication == doctest::Approx(fr.communication_time_s).epsilon(1e-9));
+    CHECK(fed.compute == ddlsim::testing::approx(5 * 0.045).epsilon(1e-6));
+    CHECK(fed.waiting == ddlsim::testing::approx(0.225).epsilon(0.05));
+    CHECK(fed.exposed_communication == ddlsim::testing::approx(fr.communication_time_s).epsilon(1e-9));
 }
 
 TEST_CASE("local sgd: bytes per iteration are bsp's divided by H; iteration = compute + comm / H") {
@@ -206,8 +208,9 @@ TEST_CASE("local sgd: bytes per iteration are bsp's divided by H; iteration = co
         CAPTURE(H);
         j["sync"] = {{"kind", "local_sgd"}, {"period", H}};
         const auto r = run(j);
-        CHECK(r.bytes_on_wire_per_iteration == doctest::Approx(bsp.bytes_on_wire_per_iteration / H).epsilon(1e-12));
-        CHECK(r.iteration_time_s == doctest::Approx(f + b + ring_time(n, S, 10) / H).epsilon(1e-6));
+        CHECK(r.bytes_on_wire_per_iteration ==
+              ddlsim::testing::approx(bsp.bytes_on_wire_per_iteration / H).epsilon(1e-12));
+        CHECK(r.iteration_time_s == ddlsim::testing::approx(f + b + ring_time(n, S, 10) / H).epsilon(1e-6));
         CHECK(r.rounds == static_cast<std::uint64_t>(12 / H));
     }
 }
@@ -218,14 +221,14 @@ TEST_CASE("fedavg: per-round traffic scales with clients_per_round, not with the
         json j = one_layer(population, S, 0.001, 0.002, 10, kPs);
         j["sync"] = {{"kind", "fedavg"}, {"clients_per_round", c}, {"local_steps", 3}};
         const auto r = run(j);
-        CHECK(r.clients_per_round_mean == doctest::Approx(c));
+        CHECK(r.clients_per_round_mean == ddlsim::testing::approx(c));
         CHECK(r.workers.size() == static_cast<std::size_t>(population));
         return r.bytes_on_wire_per_iteration;
     };
     // Every sampled client downloads and uploads S bytes through the dedicated server.
-    CHECK(bytes(16, 4) == doctest::Approx(2 * 4 * S));
-    CHECK(bytes(64, 4) == doctest::Approx(2 * 4 * S));
-    CHECK(bytes(64, 8) == doctest::Approx(2 * 8 * S));
+    CHECK(bytes(16, 4) == ddlsim::testing::approx(2 * 4 * S));
+    CHECK(bytes(64, 4) == ddlsim::testing::approx(2 * 4 * S));
+    CHECK(bytes(64, 8) == ddlsim::testing::approx(2 * 8 * S));
 }
 
 TEST_CASE("fedavg: round time = download + E local steps + upload (one client, idle star)") {
@@ -234,7 +237,7 @@ TEST_CASE("fedavg: round time = download + E local steps + upload (one client, i
     j["sync"] = {{"kind", "fedavg"}, {"clients_per_round", 1}, {"local_steps", 5}};
     const double transfer = 2 * kL + S / (10e9 / 8);
     const auto r = run(j);
-    CHECK(r.iteration_time_s == doctest::Approx(2 * transfer + 5 * (f + b)).epsilon(1e-6));
+    CHECK(r.iteration_time_s == ddlsim::testing::approx(2 * transfer + 5 * (f + b)).epsilon(1e-6));
     // Availability: on average c * availability ... at least one client takes part every round.
     j["sync"] = {{"kind", "fedavg"}, {"clients_per_round", 4}, {"availability", 0.25}};
     const auto sparse = run(j);
@@ -286,5 +289,5 @@ TEST_CASE("stragglers: periodic slowdown adds (slowdown-1) x compute once every 
     j["iterations"] = 8;
     j["stragglers"] = {{"distribution", "periodic"}, {"every", 4}, {"slowdown", 3.0}};
     // Iteration i: worker i % 4 is slow, so every iteration has one slow worker: 3 (f + b) + comm.
-    CHECK(run(j).iteration_time_s == doctest::Approx(3 * (f + b) + ring_time(4, 1e6, 100)).epsilon(1e-6));
+    CHECK(run(j).iteration_time_s == ddlsim::testing::approx(3 * (f + b) + ring_time(4, 1e6, 100)).epsilon(1e-6));
 }

@@ -4,6 +4,8 @@
 // evaluations from the forward time, checkpoints from bytes / bandwidth).
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -16,7 +18,6 @@
 #include "models/time_to_train.hpp"
 
 namespace m = ddlsim::models;
-using doctest::Approx;
 
 namespace {
 
@@ -61,30 +62,30 @@ TEST_CASE("time to train: builtin reproduces every MLPerf reference point it cit
         for (const Raw& r : raw) {
             const auto s = m::samples_at(data->points, r.bs);
             INFO(file << " batch " << r.bs);
-            CHECK(s.samples == Approx(r.mean).epsilon(1e-9));
-            CHECK(s.low == Approx(r.lo).epsilon(1e-9));
-            CHECK(s.high == Approx(r.hi).epsilon(1e-9));
+            CHECK(s.samples == ddlsim::testing::approx(r.mean).epsilon(1e-9));
+            CHECK(s.low == ddlsim::testing::approx(r.lo).epsilon(1e-9));
+            CHECK(s.high == ddlsim::testing::approx(r.hi).epsilon(1e-9));
             CHECK_FALSE(s.extrapolated);
         }
     }
     // The figures quoted from the same files: ResNet-50 about 35 epochs at 1,632 and 3,264, 85.8 at 67,840; BERT
     // 2.41 M samples at 448 and 5.51 M at 16,384.
-    CHECK(m::samples_at(resnet->points, 1632).samples / 1281167 == Approx(35.0).epsilon(0.01));
-    CHECK(m::samples_at(resnet->points, 3264).samples / 1281167 == Approx(35.2).epsilon(0.01));
-    CHECK(m::samples_at(resnet->points, 67840).samples / 1281167 == Approx(85.8).epsilon(0.01));
-    CHECK(m::samples_at(bert->points, 448).samples == Approx(2.41e6).epsilon(0.01));
-    CHECK(m::samples_at(bert->points, 16384).samples == Approx(5.51e6).epsilon(0.01));
+    CHECK(m::samples_at(resnet->points, 1632).samples / 1281167 == ddlsim::testing::approx(35.0).epsilon(0.01));
+    CHECK(m::samples_at(resnet->points, 3264).samples / 1281167 == ddlsim::testing::approx(35.2).epsilon(0.01));
+    CHECK(m::samples_at(resnet->points, 67840).samples / 1281167 == ddlsim::testing::approx(85.8).epsilon(0.01));
+    CHECK(m::samples_at(bert->points, 448).samples == ddlsim::testing::approx(2.41e6).epsilon(0.01));
+    CHECK(m::samples_at(bert->points, 16384).samples == ddlsim::testing::approx(5.51e6).epsilon(0.01));
 }
 
 TEST_CASE("time to train: between points linear in the batch, below the first its value, past the last the fit") {
     const std::vector<m::ConvergencePoint> pts{
         {1000, 1e6, 0.9e6, 1.1e6, 5}, {3000, 2e6, 1.8e6, 2.2e6, 5}, {5000, 4e6, 3.6e6, 4.4e6, 5}};
     auto s = m::samples_at(pts, 2000);
-    CHECK(s.samples == Approx(1.5e6));
-    CHECK(s.low == Approx(1.35e6));
-    CHECK(s.high == Approx(1.65e6));
+    CHECK(s.samples == ddlsim::testing::approx(1.5e6));
+    CHECK(s.low == ddlsim::testing::approx(1.35e6));
+    CHECK(s.high == ddlsim::testing::approx(1.65e6));
     s = m::samples_at(pts, 4500);
-    CHECK(s.samples == Approx(2e6 + 0.75 * 2e6));
+    CHECK(s.samples == ddlsim::testing::approx(2e6 + 0.75 * 2e6));
     s = m::samples_at(pts, 10);
     CHECK(s.samples == 1e6);
     CHECK_FALSE(s.extrapolated);
@@ -92,13 +93,13 @@ TEST_CASE("time to train: between points linear in the batch, below the first it
     // unit of batch, by hand) from the last point, the range scaled with it.
     const auto fit = m::fit_noise_scale(pts);
     REQUIRE(fit);
-    CHECK(fit->min_samples / fit->critical_batch == Approx(750.0));
+    CHECK(fit->min_samples / fit->critical_batch == ddlsim::testing::approx(750.0));
     s = m::samples_at(pts, 7000);
     CHECK(s.extrapolated);
-    CHECK(s.samples == Approx(4e6 + 750.0 * 2000));
-    CHECK(s.low / s.samples == Approx(0.9));
+    CHECK(s.samples == ddlsim::testing::approx(4e6 + 750.0 * 2000));
+    CHECK(s.low / s.samples == ddlsim::testing::approx(0.9));
     // Continuous at the last point.
-    CHECK(m::samples_at(pts, 5000.000001).samples == Approx(4e6));
+    CHECK(m::samples_at(pts, 5000.000001).samples == ddlsim::testing::approx(4e6));
 }
 
 TEST_CASE("time to train: the noise-scale fit recovers E_min and B_crit of exact points") {
@@ -107,8 +108,8 @@ TEST_CASE("time to train: the noise-scale fit recovers E_min and B_crit of exact
     for (double b : {256.0, 1024.0, 4096.0, 16384.0}) pts.push_back({b, truth.samples(b), 0, 0, 1});
     const auto fit = m::fit_noise_scale(pts);
     REQUIRE(fit);
-    CHECK(fit->critical_batch == Approx(2500.0));
-    CHECK(fit->min_samples == Approx(3e6));
+    CHECK(fit->critical_batch == ddlsim::testing::approx(2500.0));
+    CHECK(fit->min_samples == ddlsim::testing::approx(3e6));
     // Points that do not grow with the batch have no critical batch.
     CHECK_FALSE(m::fit_noise_scale({{100, 5e6, 0, 0, 1}, {200, 4e6, 0, 0, 1}}));
     // The built-in ResNet-50 data: E_min near its small-batch 35 epochs, B_crit of tens of thousands.
@@ -149,11 +150,11 @@ TEST_CASE("time to train: fixed samples over the simulated throughput, evaluatio
     spec.samples_to_target = fixed(1e6);
     auto t = m::time_to_train(spec, run_of_8());
     CHECK(t.optimizer_steps == 1000);
-    CHECK(t.training_s == Approx(2000.0));
-    CHECK(t.total_s == Approx(2000.0));
+    CHECK(t.training_s == ddlsim::testing::approx(2000.0));
+    CHECK(t.total_s == ddlsim::testing::approx(2000.0));
     CHECK(t.total_low_s == t.total_s);  // a number has no spread
-    CHECK(t.gpu_hours == Approx(2000.0 * 8 / 3600));
-    CHECK(t.energy_kwh.value() == Approx(2000.0 * 8 / 3600 * 0.7));
+    CHECK(t.gpu_hours == ddlsim::testing::approx(2000.0 * 8 / 3600));
+    CHECK(t.energy_kwh.value() == ddlsim::testing::approx(2000.0 * 8 / 3600 * 0.7));
     CHECK_FALSE(t.cost);
     CHECK(t.epochs == 0.0);  // no epoch size
 
@@ -174,12 +175,12 @@ TEST_CASE("time to train: fixed samples over the simulated throughput, evaluatio
     spec.price_per_gpu_hour = 2.5;
     t = m::time_to_train(spec, run_of_8());
     CHECK(t.evaluations == 10);
-    CHECK(t.evaluation_each_s == Approx(40 * 0.01 + 0.001));
-    CHECK(t.evaluation_s == Approx(10 * 0.401));
+    CHECK(t.evaluation_each_s == ddlsim::testing::approx(40 * 0.01 + 0.001));
+    CHECK(t.evaluation_s == ddlsim::testing::approx(10 * 0.401));
     CHECK(t.checkpoints == 3);
-    CHECK(t.checkpoint_each_s == Approx(3.0));
-    CHECK(t.total_s == Approx(2000.0 + 4.01 + 9.0));
-    CHECK(t.cost.value() == Approx((2000.0 + 4.01 + 9.0) * 8 / 3600 * 2.5));
+    CHECK(t.checkpoint_each_s == ddlsim::testing::approx(3.0));
+    CHECK(t.total_s == ddlsim::testing::approx(2000.0 + 4.01 + 9.0));
+    CHECK(t.cost.value() == ddlsim::testing::approx((2000.0 + 4.01 + 9.0) * 8 / 3600 * 2.5));
 
     // The first evaluation later: from 500,000 every 100,000 up to 1e6: 6 of them. Checkpoints by time: every
     // 450 s of training, 4 in 2,000 s; given bytes override the default.
@@ -190,7 +191,7 @@ TEST_CASE("time to train: fixed samples over the simulated throughput, evaluatio
     t = m::time_to_train(spec, run_of_8());
     CHECK(t.evaluations == 6);
     CHECK(t.checkpoints == 4);
-    CHECK(t.checkpoint_s == Approx(2.0));
+    CHECK(t.checkpoint_s == ddlsim::testing::approx(2.0));
 }
 
 TEST_CASE("time to train: the noise-scale form, tokens, epochs, a user table's range and the efficiency factor") {
@@ -200,14 +201,14 @@ TEST_CASE("time to train: the noise-scale form, tokens, epochs, a user table's r
     noise.noise = {1000.0, 1e6};
     spec.samples_to_target = noise;
     auto t = m::time_to_train(spec, run_of_8());  // B = 1000 = B_crit: twice E_min
-    CHECK(t.samples.samples == Approx(2e6));
-    CHECK(t.training_s == Approx(4000.0));
+    CHECK(t.samples.samples == ddlsim::testing::approx(2e6));
+    CHECK(t.training_s == ddlsim::testing::approx(4000.0));
 
     spec.samples_to_target.reset();
     spec.tokens_to_target = 2e9;
     auto run = run_of_8();
     run.tokens_per_sample = 2000;
-    CHECK(m::time_to_train(spec, run).samples.samples == Approx(1e6));
+    CHECK(m::time_to_train(spec, run).samples.samples == ddlsim::testing::approx(1e6));
     run.tokens_per_sample = 0;
     CHECK_THROWS_AS((void)m::time_to_train(spec, run), std::invalid_argument);
 
@@ -219,13 +220,13 @@ TEST_CASE("time to train: the noise-scale form, tokens, epochs, a user table's r
     spec.epoch_samples = 5e5;
     spec.statistical_efficiency = 1.5;
     t = m::time_to_train(spec, run_of_8());  // B = 1000: 1.5e6 + (500 / 1500) x 3e6 = 2.5e6, x 1.5
-    CHECK(t.samples.samples == Approx(3.75e6));
-    CHECK(t.epochs == Approx(7.5));
+    CHECK(t.samples.samples == ddlsim::testing::approx(3.75e6));
+    CHECK(t.epochs == ddlsim::testing::approx(7.5));
     CHECK(t.efficiency.source == "scenario");
     // The fit through the two points: slope 2000 per unit of batch, E_min = 1.5e6 - 500 x 2000 = 5e5.
     REQUIRE(t.fitted.has_value());
-    CHECK(t.fitted->min_samples == Approx(5e5));
-    CHECK(t.fitted->critical_batch == Approx(250.0));
+    CHECK(t.fitted->min_samples == ddlsim::testing::approx(5e5));
+    CHECK(t.fitted->critical_batch == ddlsim::testing::approx(250.0));
 }
 
 TEST_CASE("time to train: builtin for a model without data is refused, BSP's factor is 1 by definition") {
@@ -239,8 +240,8 @@ TEST_CASE("time to train: builtin for a model without data is refused, BSP's fac
     run.global_batch = 3264;
     run.samples_per_s = 3264;  // one step a second
     const auto t = m::time_to_train(spec, run);
-    CHECK(t.epochs == Approx(35.2).epsilon(0.01));
-    CHECK(t.training_s == Approx(std::ceil(t.samples.samples / 3264)));
+    CHECK(t.epochs == ddlsim::testing::approx(35.2).epsilon(0.01));
+    CHECK(t.training_s == ddlsim::testing::approx(std::ceil(t.samples.samples / 3264)));
     CHECK(t.total_low_s < t.total_s);
     CHECK(t.total_high_s > t.total_s);
 }

@@ -2,6 +2,8 @@
 // FLOPs, the scenario key, tokens/s and MFU.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -86,9 +88,9 @@ TEST_CASE("transformer: forward FLOPs are a third of the model FLOPs per token, 
         CAPTURE(name);
         const auto w = models::builtin_workload(name);
         REQUIRE(w.has_value());
-        CHECK(
-            w->fwd_flops() ==
-            doctest::Approx(static_cast<double>(w->tokens_per_sample) * w->model_flops_per_token / 3.0).epsilon(1e-12));
+        CHECK(w->fwd_flops() ==
+              ddlsim::testing::approx(static_cast<double>(w->tokens_per_sample) * w->model_flops_per_token / 3.0)
+                  .epsilon(1e-12));
     }
     // Llama 2 7B by hand: N = 6,738,415,616 - 32000 x 4096 (embedding) - (2 x 32 + 1) x 4096 (norms)
     // = 6,607,077,376; 6N + 12 x 32 x 4096 x 4096 = 46,084,915,200.
@@ -126,9 +128,9 @@ TEST_CASE("transformer: tokens/s and MFU from the throughput and the dense peak"
     const auto& j = run.jobs.at(0);
     const auto t = scenario::token_rates(sc.jobs[0], j);
     REQUIRE(t.has_value());
-    CHECK(t->tokens_per_s == doctest::Approx(j.throughput_samples_per_s * 4096.0));
+    CHECK(t->tokens_per_s == ddlsim::testing::approx(j.throughput_samples_per_s * 4096.0));
     // H100 SXM dense BF16: 989.5 TFLOPS (the profile's datasheet value) per GPU.
-    CHECK(t->mfu == doctest::Approx(t->tokens_per_s * 46'084'915'200.0 / (8 * 989.5e12)).epsilon(1e-9));
+    CHECK(t->mfu == ddlsim::testing::approx(t->tokens_per_s * 46'084'915'200.0 / (8 * 989.5e12)).epsilon(1e-9));
     CHECK(t->mfu > 0.0);
     CHECK(t->mfu < 1.0);
     const auto out = scenario::result_json(sc, run);
@@ -144,7 +146,7 @@ TEST_CASE("transformer: seq_len of a built-in model changes its sequence, not it
     const auto full = *models::builtin_workload("gpt2");
     const auto half = *models::builtin_workload("gpt2", 512);
     CHECK(half.params() == full.params());
-    CHECK(full.model_flops_per_token - half.model_flops_per_token == doctest::Approx(12.0 * 12 * 768 * 512));
+    CHECK(full.model_flops_per_token - half.model_flops_per_token == ddlsim::testing::approx(12.0 * 12 * 768 * 512));
     const auto bert = *models::builtin_workload("bert_large", 512);
     CHECK(bert.params() == models::builtin_workload("bert_large")->params());
     CHECK(bert.fwd_flops() > 4.0 * models::builtin_workload("bert_large")->fwd_flops());

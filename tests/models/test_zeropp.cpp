@@ -5,6 +5,8 @@
 // tensor), a step timed by hand on an idle star, memory, and the refusals.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -74,11 +76,11 @@ TEST_CASE("ZeRO++ qwZ: every all-gather carries int8 blocks and their scales, a 
         json j = zero3(n, units, S);
         const double plain = run(j).bytes_on_wire_per_iteration;
         // A ring phase over n workers puts (n - 1) x its bytes on the wire: per unit two gathers and a reduce.
-        CHECK(plain == doctest::Approx(units * (n - 1) * 3.0 * S).epsilon(1e-12));
+        CHECK(plain == ddlsim::testing::approx(units * (n - 1) * 3.0 * S).epsilon(1e-12));
         j["sharding"]["quantized_weights"] = true;
         const double gathered = P + 4.0 * n * std::ceil(P / n / 8000.0);
         CHECK(run(j).bytes_on_wire_per_iteration ==
-              doctest::Approx(units * (n - 1) * (2.0 * gathered + S)).epsilon(1e-12));
+              ddlsim::testing::approx(units * (n - 1) * (2.0 * gathered + S)).epsilon(1e-12));
     }
 }
 
@@ -94,18 +96,19 @@ TEST_CASE("ZeRO++ hpZ: backward's all-gathers stay inside the secondary partitio
         // Rings over all n cross machines `nodes` times per step, n - 1 steps of S / n: without hpZ three phases per
         // unit do, with it the forward gather and the reduce-scatter only.
         CHECK(plain.machine_bytes_per_iteration ==
-              doctest::Approx(units * 3.0 * nodes * (n - 1) * S / n).epsilon(1e-12));
-        CHECK(hpz.machine_bytes_per_iteration == doctest::Approx(units * 2.0 * nodes * (n - 1) * S / n).epsilon(1e-12));
+              ddlsim::testing::approx(units * 3.0 * nodes * (n - 1) * S / n).epsilon(1e-12));
+        CHECK(hpz.machine_bytes_per_iteration ==
+              ddlsim::testing::approx(units * 2.0 * nodes * (n - 1) * S / n).epsilon(1e-12));
         // Backward's gather: (g - 1) x S per node group of g.
         CHECK(hpz.bytes_on_wire_per_iteration ==
-              doctest::Approx(units * (2.0 * (n - 1) * S + nodes * (g - 1.0) * S)).epsilon(1e-12));
+              ddlsim::testing::approx(units * (2.0 * (n - 1) * S + nodes * (g - 1.0) * S)).epsilon(1e-12));
         // The secondary copy: the weights at their width over g GPUs.
         const auto weights = [](const json& k) {
             return scenario::job_memory(scenario::load_scenario(k).jobs.at(0)).weights;
         };
         json off = j;
         off["sharding"].erase("hpz_partition_size");
-        CHECK(weights(j) - weights(off) == doctest::Approx(units * S / g).epsilon(1e-12));
+        CHECK(weights(j) - weights(off) == ddlsim::testing::approx(units * S / g).epsilon(1e-12));
         CHECK(hpz.iteration_time_s < plain.iteration_time_s);
     }
 }
@@ -124,10 +127,10 @@ TEST_CASE("ZeRO++ qgZ: int4 inside each node, the node's sums between nodes: (N 
         // `inter`. The two all-gathers stay rings over all n.
         const double a2a_intra = nodes * (g - 1.0) * intra, a2a_inter = g * (nodes - 1.0) * inter;
         CHECK(r.bytes_on_wire_per_iteration ==
-              doctest::Approx(units * (2.0 * (n - 1) * S + a2a_intra + a2a_inter)).epsilon(1e-12));
-        CHECK(
-            r.machine_bytes_per_iteration ==
-            doctest::Approx(units * (2.0 * nodes * (n - 1) * S / n + (nodes - 1.0) * (P / 2 + scales))).epsilon(1e-12));
+              ddlsim::testing::approx(units * (2.0 * (n - 1) * S + a2a_intra + a2a_inter)).epsilon(1e-12));
+        CHECK(r.machine_bytes_per_iteration ==
+              ddlsim::testing::approx(units * (2.0 * nodes * (n - 1) * S / n + (nodes - 1.0) * (P / 2 + scales)))
+                  .epsilon(1e-12));
     }
 }
 
@@ -148,7 +151,7 @@ TEST_CASE("ZeRO++ on an idle star: each unit's quantized collectives and their k
     const double reduce =
         (P * 4.5 + (P * 0.5 + P * 0.5 + P * 0.5 + P / n * 4.0)) / bw + 2 * kL + (n - 1) * inter / n / kB;
     const double expected = units * (0.001 + 0.002 + 0.004 / n) + units * (2 * gather + reduce);
-    CHECK(run(j).iteration_time_s == doctest::Approx(expected).epsilon(1e-9));
+    CHECK(run(j).iteration_time_s == ddlsim::testing::approx(expected).epsilon(1e-9));
 }
 
 TEST_CASE("ZeRO++: refused where it does not apply, naming the key") {

@@ -2,6 +2,8 @@
 // flow network), on an idle star with zero compute so iteration = communication.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -40,8 +42,8 @@ void check_both_models(int n, double S, double gbps, const json& arch, double ex
     for (const char* model : {"flow", "analytic"}) {
         CAPTURE(model);
         const auto r = run(comm_only(n, S, gbps, arch, model));
-        CHECK(r.jobs.front().iteration_time_s == doctest::Approx(expected).epsilon(1e-6));
-        CHECK(r.jobs.front().communication_time_s == doctest::Approx(expected).epsilon(1e-6));
+        CHECK(r.jobs.front().iteration_time_s == ddlsim::testing::approx(expected).epsilon(1e-6));
+        CHECK(r.jobs.front().communication_time_s == ddlsim::testing::approx(expected).epsilon(1e-6));
     }
 }
 
@@ -59,7 +61,8 @@ TEST_CASE("closed form: ring all-reduce T = 2(n-1)(2L + S/(nB)), bytes 2(n-1)S")
                 const double B = g * 1e9 / 8;
                 check_both_models(n, S, g, arch, 2.0 * (n - 1) * (2 * kL + S / (n * B)));
                 const auto r = run(comm_only(n, S, g, arch));
-                CHECK(r.jobs.front().bytes_on_wire_per_iteration == doctest::Approx(2.0 * (n - 1) * S).epsilon(1e-12));
+                CHECK(r.jobs.front().bytes_on_wire_per_iteration ==
+                      ddlsim::testing::approx(2.0 * (n - 1) * S).epsilon(1e-12));
             }
 }
 
@@ -72,7 +75,7 @@ TEST_CASE("closed form: parameter server, one dedicated server T = 2(2L + nS/B)"
                 check_both_models(n, S, g, arch, 2.0 * (2 * kL + n * S / B));
                 // Every worker pushes S and pulls S: 2nS bytes cross the wire.
                 CHECK(run(comm_only(n, S, g, arch)).jobs.front().bytes_on_wire_per_iteration ==
-                      doctest::Approx(2.0 * n * S));
+                      ddlsim::testing::approx(2.0 * n * S));
             }
 }
 
@@ -101,7 +104,7 @@ TEST_CASE("closed form: colocated parameter server on every worker") {
                 const double B = g * 1e9 / 8;
                 check_both_models(n, S, g, arch, 2.0 * (2 * kL + (n - 1) * S / (n * B)));
                 CHECK(run(comm_only(n, S, g, arch)).jobs.front().bytes_on_wire_per_iteration ==
-                      doctest::Approx(2.0 * (n - 1) * S));
+                      ddlsim::testing::approx(2.0 * (n - 1) * S));
             }
 }
 
@@ -128,10 +131,10 @@ TEST_CASE("closed form: BSP iteration = forward + backward + communication + upd
     const double B = 1.25e9;
     const double comm = 6 * (2 * kL + 40e6 / (4 * B));
     const auto r = run(j);
-    CHECK(r.jobs.front().iteration_time_s == doctest::Approx(0.031 + comm).epsilon(1e-9));
-    CHECK(r.jobs.front().compute_time_s == doctest::Approx(0.031).epsilon(1e-12));
-    CHECK(r.jobs.front().scaling_efficiency == doctest::Approx(0.031 / (0.031 + comm)).epsilon(1e-9));
-    CHECK(r.jobs.front().throughput_samples_per_s == doctest::Approx(4 / (0.031 + comm)).epsilon(1e-9));
+    CHECK(r.jobs.front().iteration_time_s == ddlsim::testing::approx(0.031 + comm).epsilon(1e-9));
+    CHECK(r.jobs.front().compute_time_s == ddlsim::testing::approx(0.031).epsilon(1e-12));
+    CHECK(r.jobs.front().scaling_efficiency == ddlsim::testing::approx(0.031 / (0.031 + comm)).epsilon(1e-9));
+    CHECK(r.jobs.front().throughput_samples_per_s == ddlsim::testing::approx(4 / (0.031 + comm)).epsilon(1e-9));
 }
 
 TEST_CASE("two_tier: ring all-reduce is bound by the NIC that carries every chunk") {
@@ -151,7 +154,7 @@ TEST_CASE("two_tier: ring all-reduce is bound by the NIC that carries every chun
     CHECK(t >= 2 * Li + 2 * L + 6 * c / B);
     CHECK(t <= 6 * slow * (1 + 1e-12));
     j["network"]["model"] = "analytic";
-    CHECK(run(j).jobs.front().iteration_time_s == doctest::Approx(6 * slow).epsilon(1e-9));
+    CHECK(run(j).jobs.front().iteration_time_s == ddlsim::testing::approx(6 * slow).epsilon(1e-9));
 }
 
 TEST_CASE("two_tier: parameter server on the top switch") {
@@ -164,7 +167,7 @@ TEST_CASE("two_tier: parameter server on the top switch") {
     j["network"] = {{"topology", "two_tier"}, {"gpus_per_node", 2},           {"bandwidth", "25Gbps"},
                     {"latency", "3us"},       {"intra_bandwidth", "300Gbps"}, {"intra_latency", "1us"},
                     {"transport", "ideal"}};
-    CHECK(run(j).jobs.front().iteration_time_s == doctest::Approx(2 * (Li + 2 * L + 4 * S / B)).epsilon(1e-9));
+    CHECK(run(j).jobs.front().iteration_time_s == ddlsim::testing::approx(2 * (Li + 2 * L + 4 * S / B)).epsilon(1e-9));
 }
 
 TEST_CASE("contention: workers sharing a host share its NIC") {
@@ -175,12 +178,12 @@ TEST_CASE("contention: workers sharing a host share its NIC") {
     json ps = comm_only(2, S, 10, {{"kind", "ps"}, {"server_placement", {"h2"}}, {"local_aggregation", false}});
     ps["network"]["hosts"] = 3;
     ps["placement"] = {"h0", "h0"};
-    CHECK(run(ps).jobs.front().iteration_time_s == doctest::Approx(2 * (2 * kL + 2 * S / B)).epsilon(1e-9));
+    CHECK(run(ps).jobs.front().iteration_time_s == ddlsim::testing::approx(2 * (2 * kL + 2 * S / B)).epsilon(1e-9));
     // 3 workers on h0 and 1 on h1, server on h2:
     // the server downlink (4 flows) and h0's uplink (3 flows) both bind; max-min gives each
     // push B/4 (the server downlink is the tighter): T = 2 (2L + 4S/B).
     json four = comm_only(4, S, 10, {{"kind", "ps"}, {"server_placement", {"h2"}}, {"local_aggregation", false}});
     four["network"]["hosts"] = 3;
     four["placement"] = {"h0", "h0", "h0", "h1"};
-    CHECK(run(four).jobs.front().iteration_time_s == doctest::Approx(2 * (2 * kL + 4 * S / B)).epsilon(1e-9));
+    CHECK(run(four).jobs.front().iteration_time_s == ddlsim::testing::approx(2 * (2 * kL + 4 * S / B)).epsilon(1e-9));
 }

@@ -3,6 +3,8 @@
 // transport, so the times follow by hand from the WAN's latency and bandwidth.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -56,7 +58,7 @@ TEST_CASE("diloco: an inner step stays inside its island, as BSP on that island 
     alone["network"] = {{"topology", "two_tier"}, {"node", "dgx_h100"}, {"num_nodes", 1}, {"transport", "ideal"}};
     alone["sync"] = {{"kind", "bsp"}};
     const models::JobResult b = run_first_job(alone);
-    CHECK(d.iteration_time_s == doctest::Approx(b.iteration_time_s).epsilon(1e-9));
+    CHECK(d.iteration_time_s == ddlsim::testing::approx(b.iteration_time_s).epsilon(1e-9));
     CHECK(d.machine_bytes_per_iteration == 0.0);
     CHECK(d.rounds == 0);
     // BSP over both sites crosses the WAN every step.
@@ -78,10 +80,10 @@ TEST_CASE("diloco: a blocking outer step costs 2 L_wan + S / B_wan across the si
     CHECK(outer <= 2 * L + kS / B + 2 * kS / 450e9 + 10e-6);
     CHECK(r.rounds == 2);
     // Between machines: every GPU sends S/8 per outer step (two S/16 steps), 16 GPUs, two outer steps in four.
-    CHECK(r.machine_bytes_per_iteration == doctest::Approx(16 * kS / 8 * 2 / 4).epsilon(1e-9));
+    CHECK(r.machine_bytes_per_iteration == ddlsim::testing::approx(16 * kS / 8 * 2 / 4).epsilon(1e-9));
     // Doubling the WAN removes S / (2 B) per outer step and nothing else.
     const double faster = run_first_job(diloco(2, 4, "20Gbps")).iteration_time_s * 4;
-    CHECK(r.iteration_time_s * 4 - faster == doctest::Approx(2 * kS / (2 * B)).epsilon(1e-3));
+    CHECK(r.iteration_time_s * 4 - faster == ddlsim::testing::approx(2 * kS / (2 * B)).epsilon(1e-3));
 }
 
 TEST_CASE("diloco: sharded islands train as FSDP on one island, and their outer step gathers nothing") {
@@ -92,7 +94,7 @@ TEST_CASE("diloco: sharded islands train as FSDP on one island, and their outer 
     alone["workers"] = 8;
     alone["network"] = {{"topology", "two_tier"}, {"node", "dgx_h100"}, {"num_nodes", 1}, {"transport", "ideal"}};
     alone["sync"] = {{"kind", "bsp"}};
-    CHECK(d.iteration_time_s == doctest::Approx(run_first_job(alone).iteration_time_s).epsilon(1e-9));
+    CHECK(d.iteration_time_s == ddlsim::testing::approx(run_first_job(alone).iteration_time_s).epsilon(1e-9));
     CHECK(d.machine_bytes_per_iteration == 0.0);
     // Each GPU holds its slice already: the outer step is the WAN's all-reduce alone, 2 L_wan + S / B_wan (plus the
     // sub-microsecond links), and no all-gather inside the node follows it.
@@ -116,7 +118,7 @@ TEST_CASE("diloco: streaming fragments move the same bytes and hide their outer 
     streaming["sync"]["fragments"] = 2;
     const models::JobResult w = run_first_job(whole), s = run_first_job(streaming);
     // The fragments together are the model: the same bytes per period.
-    CHECK(s.machine_bytes_per_iteration == doctest::Approx(w.machine_bytes_per_iteration).epsilon(1e-12));
+    CHECK(s.machine_bytes_per_iteration == ddlsim::testing::approx(w.machine_bytes_per_iteration).epsilon(1e-12));
     CHECK(s.rounds == 4);
     // Waiting for each fragment: four outer steps of at least `fragment` each on top of the inner steps.
     const double inner = inner_only(streaming);
@@ -141,7 +143,7 @@ TEST_CASE("diloco: outer gradients at 4 bits cross the WAN in an eighth of fp32'
     CHECK(outer >= 2 * L + kS / 8 / B);
     CHECK(outer <= 2 * L + kS / 8 / B + 2 * kS / 450e9 + 10e-6);
     // Between machines: every GPU sends (S/8) / 8 per outer step, 16 GPUs, two outer steps in four.
-    CHECK(r.machine_bytes_per_iteration == doctest::Approx(16 * kS / 8 / 8 * 2 / 4).epsilon(1e-9));
+    CHECK(r.machine_bytes_per_iteration == ddlsim::testing::approx(16 * kS / 8 / 8 * 2 / 4).epsilon(1e-9));
     // At the gradients' own width (32 bits here) it is the default exactly.
     json same = diloco(2, 4);
     same["sync"]["outer_bits"] = 32;

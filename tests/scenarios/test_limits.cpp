@@ -2,6 +2,8 @@
 // never an overflow, a hang or an internal error.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "scenarios/json_reader.hpp"
@@ -70,6 +72,6 @@ TEST_CASE("limits: the analytic model handles 100,000 workers (ring, closed form
                                            .network_model = "analytic",
                                            .transport = "ideal"});
     const auto r = scenario::run_scenario(scenario::load_scenario(j));
-    CHECK(r.jobs[0].iteration_time_s == doctest::Approx(2 * (n - 1) * (2 * L + S / (n * B))).epsilon(1e-9));
+    CHECK(r.jobs[0].iteration_time_s == ddlsim::testing::approx(2 * (n - 1) * (2 * L + S / (n * B))).epsilon(1e-9));
     CHECK(r.events == 0);
 }

@@ -4,6 +4,8 @@
 // ring scenario and changes one thing, so the error can only come from that change.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -123,7 +125,7 @@ TEST_CASE("loader: the base scenarios are valid, so every defect below is the on
     CHECK(s.jobs.front().workers == 4);
     CHECK(s.jobs.front().placement == std::vector<std::string>{"h0", "h1", "h2", "h3"});
     REQUIRE(std::holds_alternative<ddlsim::topo::StarSpec>(s.topology));
-    CHECK(std::get<ddlsim::topo::StarSpec>(s.topology).bandwidth.bits_per_s() == doctest::Approx(10e9));
+    CHECK(std::get<ddlsim::topo::StarSpec>(s.topology).bandwidth.bits_per_s() == ddlsim::testing::approx(10e9));
     const auto c = load_scenario(custom_base());
     CHECK(c.jobs.front().placement == std::vector<std::string>{"h0", "h1", "h2", "h3"});
     CHECK_NOTHROW((void)load_scenario(with(base(), P("/architecture"), from_text(R"({"kind": "ps", "servers": 2})"))));
@@ -520,7 +522,7 @@ TEST_CASE("loader: apply_override creates keys and parses values as JSON, else a
     json q = base();
     apply_override(q, "network.bandwidth=25Gbps");
     const auto loaded = load_scenario(q);
-    CHECK(std::get<ddlsim::topo::StarSpec>(loaded.topology).bandwidth.bits_per_s() == doctest::Approx(25e9));
+    CHECK(std::get<ddlsim::topo::StarSpec>(loaded.topology).bandwidth.bits_per_s() == ddlsim::testing::approx(25e9));
 }
 
 TEST_CASE("loader: the training block's bad input, each at its key") {
@@ -580,8 +582,8 @@ TEST_CASE("loader: a node preset needs only the node and the NIC speed; without 
         j["network"] = {{"topology", topology}, {"node", "dgx_h100"}, {"bandwidth", "400Gbps"}};
         const auto s = load_scenario(j);
         const auto check = [](const auto& t) {
-            CHECK(t.latency.seconds() == doctest::Approx(500e-9));
-            CHECK(t.intra_latency.seconds() == doctest::Approx(25e-9));
+            CHECK(t.latency.seconds() == ddlsim::testing::approx(500e-9));
+            CHECK(t.intra_latency.seconds() == ddlsim::testing::approx(25e-9));
         };
         if (std::string(topology) == "two_tier") {
             check(std::get<ddlsim::topo::TwoTierSpec>(s.topology));
@@ -589,14 +591,15 @@ TEST_CASE("loader: a node preset needs only the node and the NIC speed; without 
             const auto& r = std::get<ddlsim::topo::RailOptimizedSpec>(s.topology);
             check(r);
             CHECK(r.spines == 1);
-            CHECK(r.oversubscription == doctest::Approx(1.0));  // non-blocking
+            CHECK(r.oversubscription == ddlsim::testing::approx(1.0));  // non-blocking
         }
         // A given value still wins over the default.
         j["network"]["latency"] = "2us";
         const auto given = load_scenario(j);
         std::visit(
             [](const auto& t) {
-                if constexpr (requires { t.intra_latency; }) CHECK(t.latency.seconds() == doctest::Approx(2e-6));
+                if constexpr (requires { t.intra_latency; })
+                    CHECK(t.latency.seconds() == ddlsim::testing::approx(2e-6));
             },
             given.topology);
     }

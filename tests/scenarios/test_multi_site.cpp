@@ -3,6 +3,8 @@
 // refusals of the keys where they do not apply.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -50,7 +52,7 @@ TEST_CASE("two sites: the hierarchical all-reduce pays the WAN latency twice and
     CHECK(t <= wan + 2.0 * kS / 450e9 + 10e-6);
     // Doubling the WAN halves its bandwidth term and keeps everything else.
     const double t2 = testing::run_first_job(two_sites("20Gbps")).iteration_time_s;
-    CHECK(t - t2 == doctest::Approx(kS / (2.0 * B)).epsilon(1e-3));
+    CHECK(t - t2 == ddlsim::testing::approx(kS / (2.0 * B)).epsilon(1e-3));
 }
 
 TEST_CASE("sites and the WAN keys are refused where they do not apply") {

@@ -4,6 +4,8 @@
 // transfer delivered exactly once) and throws if one breaks.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <cmath>
 #include <filesystem>
 
@@ -177,7 +179,7 @@ TEST_CASE("properties: random valid scenarios give finite, positive, possible re
             CHECK(v.get<double>() >= 0.0);
             sum += v.get<double>();
         }
-        CHECK(sum == doctest::Approx(job.iteration_time_s).epsilon(1e-9));
+        CHECK(sum == ddlsim::testing::approx(job.iteration_time_s).epsilon(1e-9));
         if (a.contains("mfu")) {
             CHECK(a["mfu"].get<double>() >= 0.0);
             CHECK(a["mfu"].get<double>() <= 1.0);

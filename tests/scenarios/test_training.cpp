@@ -4,6 +4,8 @@
 // the steps; the resolved scenario reruns to the same time).
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +18,6 @@
 
 namespace scenario = ddlsim::scenario;
 namespace testing = ddlsim::testing;
-using doctest::Approx;
 using nlohmann::json;
 
 namespace {
@@ -45,8 +46,9 @@ TEST_CASE("training: time to train is the steps at the simulated step time, plus
     const auto& job = r.jobs[0];
     const double steps = std::ceil(1e6 / 128);  // 7813
     CHECK(t.optimizer_steps == steps);
-    CHECK(t.training_s == Approx(steps * 128 / job.throughput_samples_per_s).epsilon(1e-12));
-    CHECK(t.training_s == Approx(steps * job.iteration_time_s).epsilon(1e-9));  // BSP: the step is the iteration
+    CHECK(t.training_s == ddlsim::testing::approx(steps * 128 / job.throughput_samples_per_s).epsilon(1e-12));
+    CHECK(t.training_s ==
+          ddlsim::testing::approx(steps * job.iteration_time_s).epsilon(1e-9));  // BSP: the step is the iteration
     // 5 evaluations (200k .. 1M); each worker's 2,500 samples in 79 forward passes of 32, plus the metric
     // all-reduce: a ring's 6 rounds on the star, each at least two 5 us hops.
     CHECK(t.evaluations == 5);
@@ -54,11 +56,11 @@ TEST_CASE("training: time to train is the steps at the simulated step time, plus
     CHECK(allreduce > 6 * 2 * 5e-6);
     CHECK(allreduce < 1e-3);
     CHECK(t.checkpoints == 7);
-    CHECK(t.checkpoint_s == Approx(7.0));
-    CHECK(t.total_s == Approx(t.training_s + t.evaluation_s + t.checkpoint_s));
-    CHECK(t.gpu_hours == Approx(t.total_s * 4 / 3600));
-    CHECK(t.cost.value() == Approx(t.gpu_hours * 3));
-    CHECK(t.energy_kwh.value() == Approx(t.gpu_hours * 0.300));  // V100 SXM2: 300 W
+    CHECK(t.checkpoint_s == ddlsim::testing::approx(7.0));
+    CHECK(t.total_s == ddlsim::testing::approx(t.training_s + t.evaluation_s + t.checkpoint_s));
+    CHECK(t.gpu_hours == ddlsim::testing::approx(t.total_s * 4 / 3600));
+    CHECK(t.cost.value() == ddlsim::testing::approx(t.gpu_hours * 3));
+    CHECK(t.energy_kwh.value() == ddlsim::testing::approx(t.gpu_hours * 0.300));  // V100 SXM2: 300 W
     CHECK(t.efficiency.factor == 1.0);
     CHECK_FALSE(t.efficiency.assumed);
 
@@ -85,8 +87,8 @@ TEST_CASE("training: twice the samples take twice the steps; builtin below the d
     // Global batch 128 is below MLPerf's smallest ResNet-50 reference batch (1,632): that point's samples.
     const auto s = scenario::load_scenario(base({{"samples_to_target", "builtin"}}));
     const auto t = *scenario::run_scenario(s).time_to_train[0];
-    CHECK(t.samples.samples == Approx(35.0 * 1281167).epsilon(0.002));
-    CHECK(t.epochs == Approx(35.0).epsilon(0.002));
+    CHECK(t.samples.samples == ddlsim::testing::approx(35.0 * 1281167).epsilon(0.002));
+    CHECK(t.epochs == ddlsim::testing::approx(35.0).epsilon(0.002));
     CHECK(t.fitted.has_value());
     CHECK(t.samples_source.find("mlcommons/logging") != std::string::npos);
 }
@@ -100,7 +102,7 @@ TEST_CASE("training: a scheme without a published factor says it assumed 1; the 
     j["training"]["statistical_efficiency"] = 1.25;
     t = *scenario::run_scenario(scenario::load_scenario(j)).time_to_train[0];
     CHECK_FALSE(t.efficiency.assumed);
-    CHECK(t.samples.samples == Approx(1.25e6));
+    CHECK(t.samples.samples == ddlsim::testing::approx(1.25e6));
 }
 
 TEST_CASE("training: inputs no run has are refused at their key once the step is known, never printed as inf") {

@@ -2,6 +2,8 @@
 // active transfer at every event, and the O(n)-state ring against its explicit DAG.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -121,7 +123,7 @@ TEST_CASE("incremental re-solve gives the same completions as a full re-solve (2
         const auto got = incremental(in);
         for (std::size_t f = 0; f < want.size(); ++f) {
             CAPTURE(f);
-            CHECK(got[f] == doctest::Approx(want[f]).epsilon(1e-7));
+            CHECK(got[f] == ddlsim::testing::approx(want[f]).epsilon(1e-7));
         }
     }
 }
@@ -161,11 +163,12 @@ TEST_CASE("ring all-reduce: the O(n) state machine matches the explicit DAG (ran
         for (std::uint32_t w = 0; w < n; ++w) {
             CAPTURE(w);
             CHECK(ring[w] > 0.0);
-            CHECK(ring[w] == doctest::Approx(dag[w]).epsilon(1e-9));
+            CHECK(ring[w] == ddlsim::testing::approx(dag[w]).epsilon(1e-9));
         }
         // Same wire bytes and same analytic time.
         const topo::RemoteTest remote = [&](std::uint32_t a, std::uint32_t b) { return hosts[a] != hosts[b]; };
         CHECK(topo::RingAllreduce(n, bytes).wire_bytes(remote).value() ==
-              doctest::Approx(topo::PlanCollective(topo::ring_allreduce_plan(n, bytes)).wire_bytes(remote).value()));
+              ddlsim::testing::approx(
+                  topo::PlanCollective(topo::ring_allreduce_plan(n, bytes)).wire_bytes(remote).value()));
     }
 }

@@ -1,6 +1,8 @@
 // The flow-level network and the transfer-DAG runner, on hand-derived timelines.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <vector>
 
 #include "sim/network.hpp"
@@ -21,7 +23,7 @@ TEST_CASE("network: a lone transfer ends at start + latency + S/B") {
     n.start({a, b}, Bytes{100.0}, [&] { done = e.now().seconds(); });
     e.run();
     // Λ = 0.75 s, bottleneck 50 B/s: 0.75 + 100/50 = 2.75 s.
-    CHECK(done == doctest::Approx(2.75).epsilon(kTol));
+    CHECK(done == ddlsim::testing::approx(2.75).epsilon(kTol));
     CHECK(n.stats(a).bytes == 100.0);
     CHECK(n.active() == 0);
 }
@@ -36,8 +38,8 @@ TEST_CASE("network: rates change when a flow finishes") {
     n.start({l}, Bytes{100.0}, [&] { t1 = e.now().seconds(); });
     n.start({l}, Bytes{300.0}, [&] { t2 = e.now().seconds(); });
     e.run();
-    CHECK(t1 == doctest::Approx(2.0).epsilon(kTol));
-    CHECK(t2 == doctest::Approx(4.0).epsilon(kTol));
+    CHECK(t1 == ddlsim::testing::approx(2.0).epsilon(kTol));
+    CHECK(t2 == ddlsim::testing::approx(4.0).epsilon(kTol));
 }
 
 TEST_CASE("network: rates change when a flow starts") {
@@ -50,8 +52,8 @@ TEST_CASE("network: rates change when a flow starts") {
     n.start({l}, Bytes{300.0}, [&] { ta = e.now().seconds(); });
     e.at(Time::seconds(1.0), [&] { n.start({l}, Bytes{100.0}, [&] { tb = e.now().seconds(); }); });
     e.run();
-    CHECK(tb == doctest::Approx(3.0).epsilon(kTol));
-    CHECK(ta == doctest::Approx(4.0).epsilon(kTol));
+    CHECK(tb == ddlsim::testing::approx(3.0).epsilon(kTol));
+    CHECK(ta == ddlsim::testing::approx(4.0).epsilon(kTol));
 }
 
 TEST_CASE("network: latency is paid before sharing starts") {
@@ -64,8 +66,8 @@ TEST_CASE("network: latency is paid before sharing starts") {
     n.start({l}, Bytes{100.0}, [&] { t1 = e.now().seconds(); });
     n.start({l}, Bytes{300.0}, [&] { t2 = e.now().seconds(); });
     e.run();
-    CHECK(t1 == doctest::Approx(3.0).epsilon(kTol));
-    CHECK(t2 == doctest::Approx(5.0).epsilon(kTol));
+    CHECK(t1 == ddlsim::testing::approx(3.0).epsilon(kTol));
+    CHECK(t2 == ddlsim::testing::approx(5.0).epsilon(kTol));
 }
 
 TEST_CASE("network: independent components do not disturb each other") {
@@ -78,7 +80,7 @@ TEST_CASE("network: independent components do not disturb each other") {
     n.start({a}, Bytes{100.0}, [&] { ta = e.now().seconds(); });
     for (int i = 0; i < 5; ++i) n.start({b}, Bytes{10.0}, [] {});
     e.run();
-    CHECK(ta == doctest::Approx(10.0).epsilon(kTol));
+    CHECK(ta == ddlsim::testing::approx(10.0).epsilon(kTol));
 }
 
 TEST_CASE("network: an empty route completes at once") {
@@ -108,9 +110,9 @@ TEST_CASE("network: a transfer's share is its weight in max-min sharing, its byt
             {l}, Bytes{100.0}, [&] { tc = e.now().seconds(); }, 0.4);
     });
     e.run();
-    CHECK(ta == doctest::Approx(4.0).epsilon(kTol));
-    CHECK(tb == doctest::Approx(4.0).epsilon(kTol));
-    CHECK(tc == doctest::Approx(5.0).epsilon(kTol));
+    CHECK(ta == ddlsim::testing::approx(4.0).epsilon(kTol));
+    CHECK(tb == ddlsim::testing::approx(4.0).epsilon(kTol));
+    CHECK(tc == ddlsim::testing::approx(5.0).epsilon(kTol));
     CHECK(n.stats(l).bytes == 500.0);
     CHECK(n.stats(l).transfers == 3);
 
@@ -123,8 +125,8 @@ TEST_CASE("network: a transfer's share is its weight in max-min sharing, its byt
     n.start({second}, Bytes{100.0}, [&] { te = e.now().seconds() - t0; });
     e.run();
     // D: 250 B at 250/3.5 B/s ends at 3.5 s; E: 100 B at 100/3.5 B/s ends at 3.5 s too.
-    CHECK(td == doctest::Approx(3.5).epsilon(kTol));
-    CHECK(te == doctest::Approx(3.5).epsilon(kTol));
+    CHECK(td == ddlsim::testing::approx(3.5).epsilon(kTol));
+    CHECK(te == ddlsim::testing::approx(3.5).epsilon(kTol));
     CHECK_THROWS(n.start(
         {l}, Bytes{1.0}, [] {}, 0.0));
 }
@@ -174,9 +176,9 @@ TEST_CASE("transfer DAG: dependencies, gates and endpoint completion") {
     e.at(Time::seconds(20.0), [&] { run.open(1); });
     e.run();
     CHECK(run.finished());
-    CHECK(done[0] == doctest::Approx(10.0));
-    CHECK(done[1] == doctest::Approx(25.0));
-    CHECK(done[2] == doctest::Approx(28.0));
+    CHECK(done[0] == ddlsim::testing::approx(10.0));
+    CHECK(done[1] == ddlsim::testing::approx(25.0));
+    CHECK(done[2] == ddlsim::testing::approx(28.0));
 }
 
 TEST_CASE("transfer DAG: a stream of back-to-back messages pays the route's latency once") {
@@ -212,9 +214,9 @@ TEST_CASE("transfer DAG: a stream of back-to-back messages pays the route's late
         e.run();
         return last;
     };
-    CHECK(run(false, 0.0) == doctest::Approx(6.0).epsilon(kTol));
-    CHECK(run(true, 0.0) == doctest::Approx(4.0).epsilon(kTol));
-    CHECK(run(true, 5.0) == doctest::Approx(7.0).epsilon(kTol));
+    CHECK(run(false, 0.0) == ddlsim::testing::approx(6.0).epsilon(kTol));
+    CHECK(run(true, 0.0) == ddlsim::testing::approx(4.0).epsilon(kTol));
+    CHECK(run(true, 5.0) == ddlsim::testing::approx(7.0).epsilon(kTol));
     Plan bad;
     bad.endpoints = 3;
     const auto a = bad.add(0, 1, Bytes{1.0});
@@ -236,5 +238,5 @@ TEST_CASE("transfer DAG: alpha-beta estimate by levels") {
     const Time t = alpha_beta_time(p, [](std::uint32_t, std::uint32_t) {
         return PathCost{Time::seconds(1.0), Bandwidth::bytes_per_s(10.0), false};
     });
-    CHECK(t.seconds() == doctest::Approx(21.0 + 5.0 + 11.0));
+    CHECK(t.seconds() == ddlsim::testing::approx(21.0 + 5.0 + 11.0));
 }

@@ -3,6 +3,8 @@
 // seeds are fixed, so each check is deterministic).
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -120,7 +122,7 @@ TEST_CASE("rng: uniform doubles in 0 to 1 (1 excluded), normal and exponential m
     }
     CHECK(lo >= 0.0);
     CHECK(hi < 1.0);
-    CHECK(sum / kDraws == doctest::Approx(0.5).epsilon(0.01));
+    CHECK(sum / kDraws == ddlsim::testing::approx(0.5).epsilon(0.01));
     CHECK(rng::to_unit(~0ULL) < 1.0);
     CHECK(rng::to_unit(0) == 0.0);
 

@@ -2,6 +2,8 @@
 // solve against every transfer simulated, to hand-derived times.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -87,7 +89,7 @@ TEST_CASE("flow classes: the weighted solve gives every member the rate of the f
         star.engine.run();
         CHECK(star.net.stats(12).bytes == 6 * 600.0);  // the core carried all six members
     }
-    CHECK(full == doctest::Approx(12.004).epsilon(1e-12));
+    CHECK(full == ddlsim::testing::approx(12.004).epsilon(1e-12));
     CHECK(classes == full);
 }
 

@@ -3,6 +3,8 @@
 // categories, or over a gap wider than the merge gap.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "sim/trace.hpp"
@@ -49,14 +51,14 @@ TEST_CASE("trace: compaction keeps the first spans and merges later back-to-back
     CHECK(s[0]["name"] == "layer 0");
     CHECK(s[2]["name"] == "layer 2");
     CHECK(s[3]["name"] == "7 spans of forward");
-    CHECK(s[3]["ts"].get<double>() == doctest::Approx(3.0));
-    CHECK(s[3]["dur"].get<double>() == doctest::Approx(7.0));  // [3, 10) us: the union of the merged spans
+    CHECK(s[3]["ts"].get<double>() == ddlsim::testing::approx(3.0));
+    CHECK(s[3]["dur"].get<double>() == ddlsim::testing::approx(7.0));  // [3, 10) us: the union of the merged spans
     CHECK(s[4]["cat"] == "backward");
     CHECK(s[5]["name"] == "late");
     CHECK(s[6]["name"] == "other");
     const json other = json::parse(t.json())["otherData"]["compacted"];
     CHECK(other["detailed_spans_per_track"] == 3);
-    CHECK(other["merge_gap_us"].get<double>() == doctest::Approx(5.0));
+    CHECK(other["merge_gap_us"].get<double>() == ddlsim::testing::approx(5.0));
 }
 
 TEST_CASE("trace: overlapping spans on a track (concurrent transfers) merge into their union") {
@@ -69,6 +71,6 @@ TEST_CASE("trace: overlapping spans on a track (concurrent transfers) merge into
     const json s = spans(t);
     REQUIRE(s.size() == 2);
     CHECK(s[1]["name"] == "3 spans of transfer");
-    CHECK(s[1]["ts"].get<double>() == doctest::Approx(1.5));
-    CHECK(s[1]["dur"].get<double>() == doctest::Approx(6.5));
+    CHECK(s[1]["ts"].get<double>() == ddlsim::testing::approx(1.5));
+    CHECK(s[1]["dur"].get<double>() == ddlsim::testing::approx(6.5));
 }

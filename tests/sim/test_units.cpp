@@ -1,6 +1,8 @@
 // Units and the unit-string parser.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -19,24 +21,24 @@ TEST_CASE("units: time is integer picoseconds with exact arithmetic") {
 }
 
 TEST_CASE("units: bandwidth strings distinguish bits and bytes") {
-    CHECK(parse_bandwidth("10Gbps").bytes_per_s() == doctest::Approx(1.25e9));
-    CHECK(parse_bandwidth("1.25GBps").bytes_per_s() == doctest::Approx(1.25e9));
-    CHECK(parse_bandwidth("100 Mbps").bits_per_s() == doctest::Approx(1e8));
-    CHECK(parse_bandwidth("400Gbps").bytes_per_s() == doctest::Approx(50e9));
-    CHECK(parse_bandwidth("8bps").bytes_per_s() == doctest::Approx(1.0));
+    CHECK(parse_bandwidth("10Gbps").bytes_per_s() == ddlsim::testing::approx(1.25e9));
+    CHECK(parse_bandwidth("1.25GBps").bytes_per_s() == ddlsim::testing::approx(1.25e9));
+    CHECK(parse_bandwidth("100 Mbps").bits_per_s() == ddlsim::testing::approx(1e8));
+    CHECK(parse_bandwidth("400Gbps").bytes_per_s() == ddlsim::testing::approx(50e9));
+    CHECK(parse_bandwidth("8bps").bytes_per_s() == ddlsim::testing::approx(1.0));
 }
 
 TEST_CASE("units: time, size and FLOP-rate strings") {
     CHECK(parse_time("5us").ps() == 5'000'000);
-    CHECK(parse_time("2ms").seconds() == doctest::Approx(2e-3));
-    CHECK(parse_time("1.5s").seconds() == doctest::Approx(1.5));
+    CHECK(parse_time("2ms").seconds() == ddlsim::testing::approx(2e-3));
+    CHECK(parse_time("1.5s").seconds() == ddlsim::testing::approx(1.5));
     CHECK(parse_time("100ns").ps() == 100'000);
     CHECK(parse_time("0s").ps() == 0);
     CHECK(parse_bytes("25MB").value() == 25e6);
     CHECK(parse_bytes("25MiB").value() == 25.0 * 1024 * 1024);
     CHECK(parse_bytes("4KiB").value() == 4096.0);
-    CHECK(parse_flop_rate("125TFLOPS").per_s() == doctest::Approx(125e12));
-    CHECK(parse_flop_rate("19.5 TFLOPS").per_s() == doctest::Approx(19.5e12));
+    CHECK(parse_flop_rate("125TFLOPS").per_s() == ddlsim::testing::approx(125e12));
+    CHECK(parse_flop_rate("19.5 TFLOPS").per_s() == ddlsim::testing::approx(19.5e12));
 }
 
 namespace {

@@ -2,6 +2,8 @@
 // "error: FILE: PATH: MESSAGE" for any bad input, no partial or clobbered --out file, exit 0 on success.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -305,7 +307,7 @@ TEST_CASE("cli: a time to train with a convergence block takes the proxy's ratio
     const json& eff = out["time_to_train"]["statistical_efficiency"];
     CHECK(eff["source"].get<std::string>().rfind("proxy: ", 0) == 0);
     CHECK_FALSE(eff["assumed"].get<bool>());
-    CHECK(eff["factor"].get<double>() == doctest::Approx(factor));
-    CHECK(out["samples_to_target"].get<double>() == doctest::Approx(1e6 * factor));
+    CHECK(eff["factor"].get<double>() == ddlsim::testing::approx(factor));
+    CHECK(out["samples_to_target"].get<double>() == ddlsim::testing::approx(1e6 * factor));
     CHECK(r.out.find("(proxy: ") != std::string::npos);
 }

@@ -4,6 +4,8 @@
 // variant's patch gives what the equivalent --set gives.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -65,12 +67,13 @@ TEST_CASE("compare: each column is the run of its scenario; speed-up and exposed
     CHECK(rows[1]["iteration_time_s"].get<double>() == b["iteration_time_s"].get<double>());
     CHECK(rows[1]["throughput_samples_per_s"].get<double>() == b["throughput_samples_per_s"].get<double>());
     CHECK(rows[1]["memory_per_gpu_bytes"].get<double>() == b["memory_per_gpu_bytes"]["total"].get<double>());
-    CHECK(rows[0]["speedup"].get<double>() == doctest::Approx(1.0));
+    CHECK(rows[0]["speedup"].get<double>() == ddlsim::testing::approx(1.0));
     CHECK(rows[1]["speedup"].get<double>() ==
-          doctest::Approx(a["iteration_time_s"].get<double>() / b["iteration_time_s"].get<double>()));
+          ddlsim::testing::approx(a["iteration_time_s"].get<double>() / b["iteration_time_s"].get<double>()));
     CHECK(rows[1]["speedup"].get<double>() > 1.0);  // ten times the bandwidth
-    CHECK(rows[0]["exposed_fraction"].get<double>() ==
-          doctest::Approx(a["exposed_communication_time_s"].get<double>() / a["iteration_time_s"].get<double>()));
+    CHECK(
+        rows[0]["exposed_fraction"].get<double>() ==
+        ddlsim::testing::approx(a["exposed_communication_time_s"].get<double>() / a["iteration_time_s"].get<double>()));
     CHECK(rows[0]["tokens_per_s"].is_null());     // an image model: no tokens
     CHECK(rows[0]["time_to_train_s"].is_null());  // no training block
 

@@ -3,11 +3,13 @@
 // never exits 1, --seeds spread, FedAvg throughput with availability, and the resolved scenario that
 // reproduces a run. Each test states the fact it checks; none compares against a stored golden only.
 #include <doctest/doctest.h>
+
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "tests/support/approx.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -309,13 +311,13 @@ TEST_CASE("seeds: --seeds 3 reports mean, stddev, min and max equal to three sin
     const double mean = (t[0] + t[1] + t[2]) / 3.0;
     double ss = 0.0;
     for (double x : t) ss += (x - mean) * (x - mean);
-    CHECK(s["iteration_time_s"]["mean"].get<double>() == doctest::Approx(mean).epsilon(1e-12));
-    CHECK(s["iteration_time_s"]["stddev"].get<double>() == doctest::Approx(std::sqrt(ss / 2.0)).epsilon(1e-9));
+    CHECK(s["iteration_time_s"]["mean"].get<double>() == ddlsim::testing::approx(mean).epsilon(1e-12));
+    CHECK(s["iteration_time_s"]["stddev"].get<double>() == ddlsim::testing::approx(std::sqrt(ss / 2.0)).epsilon(1e-9));
     CHECK(s["iteration_time_s"]["min"].get<double>() == *std::min_element(t.begin(), t.end()));
     CHECK(s["iteration_time_s"]["max"].get<double>() == *std::max_element(t.begin(), t.end()));
     // Throughput is samples / iteration time for each seed: its max comes from the fastest seed.
     CHECK(s["throughput_samples_per_s"]["max"].get<double>() ==
-          doctest::Approx(4 * 32 / *std::min_element(t.begin(), t.end())));
+          ddlsim::testing::approx(4 * 32 / *std::min_element(t.begin(), t.end())));
     // The first seed's result is the main result.
     CHECK(res["iteration_time_s"].get<double>() == t[0]);
     // Lognormal stragglers with sigma 0.5 spread more than 1 %: the summary says so.
@@ -351,7 +353,7 @@ TEST_CASE("fedavg: throughput = clients that took part x local steps x batch / r
         const auto r = ddlsim::scenario::run_scenario(s).jobs[0];
         REQUIRE(r.clients_per_round_mean > 0.0);
         CHECK(r.throughput_samples_per_s ==
-              doctest::Approx(r.clients_per_round_mean * 2 * 16 / r.iteration_time_s).epsilon(1e-12));
+              ddlsim::testing::approx(r.clients_per_round_mean * 2 * 16 / r.iteration_time_s).epsilon(1e-12));
         if (availability == 1e-9) CHECK(r.clients_per_round_mean == 1.0);  // a round needs one client
         if (availability == 1.0) CHECK(r.clients_per_round_mean == 8.0);
     }

@@ -3,6 +3,8 @@
 // run and to the docs/CONTRACT.md §4 closed form, failing points, --resume, --jobs 1 vs 4, --format json).
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -224,7 +226,7 @@ TEST_CASE("sweep: iteration time matches the ring closed form compute + 2(n-1)(2
         const double B = (t.at(i, "network.bandwidth") == "1Gbps" ? 1e9 : 10e9) / 8;
         const double expected = kFwd + kBwd + kUpd + 2 * (n - 1) * (2 * kL + kS / (n * B));
         CAPTURE(i);
-        CHECK(std::stod(t.at(i, "iteration_time_s")) == doctest::Approx(expected).epsilon(1e-6));
+        CHECK(std::stod(t.at(i, "iteration_time_s")) == ddlsim::testing::approx(expected).epsilon(1e-6));
     }
 }
 

@@ -5,6 +5,8 @@
 // lies where the alpha-beta formulas put it; the loader accepts "auto", echoes it and the result names the picks.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -149,7 +151,7 @@ TEST_CASE("auto on a star: small messages on many workers pick the tree, large o
     CHECK(pick(p, 1e3) == topo::AllreduceAlgorithm::double_tree);
     // At 1 KB the tree is latency-bound: within 5 % of (7 + 2H) alpha, and far below the ring's 2(n-1) alpha.
     CHECK(simulated(topo::AllreduceAlgorithm::double_tree, p, 1e3) ==
-          doctest::Approx((7.0 + 2.0 * H) * alpha).epsilon(0.05));
+          ddlsim::testing::approx((7.0 + 2.0 * H) * alpha).epsilon(0.05));
     const double bound = n * (n - 1.0) * alpha * kB;
     CHECK(pick(p, bound) == topo::AllreduceAlgorithm::ring);
     CHECK(pick(p, 1e9) == topo::AllreduceAlgorithm::ring);
@@ -179,7 +181,7 @@ TEST_CASE("auto: with several NICs per node the pick spreads inter-node bytes ov
     CHECK(t4 * 1.6 < t1);
     // The ring's time does not change with the NIC count (within 1 %).
     CHECK(simulated(topo::AllreduceAlgorithm::ring, four, 1e9) ==
-          doctest::Approx(simulated(topo::AllreduceAlgorithm::ring, one, 1e9)).epsilon(0.01));
+          ddlsim::testing::approx(simulated(topo::AllreduceAlgorithm::ring, one, 1e9)).epsilon(0.01));
 }
 
 TEST_CASE("auto: round_size bounds every candidate") {
@@ -226,7 +228,7 @@ TEST_CASE("auto: the loader accepts it, the resolved scenario echoes it, the res
         messages += p.at("messages").get<double>();
     }
     // Every message's all-reduce is one collective with one pick.
-    CHECK(messages == doctest::Approx(r.at("collectives_per_iteration").get<double>()));
+    CHECK(messages == ddlsim::testing::approx(r.at("collectives_per_iteration").get<double>()));
     // Top-k's payloads are all-gathered, which NCCL runs as a ring: no all-reduce, so nothing to pick.
     nlohmann::json topk = j;
     topk["compression"] = {{"kind", "topk"}, {"density", 0.01}};

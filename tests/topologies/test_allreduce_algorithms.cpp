@@ -5,6 +5,8 @@
 // Star: one host per worker, links of bandwidth B and latency L, host-to-host route alpha = 2L.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -103,17 +105,17 @@ TEST_CASE("allreduce ring with segments: T = 2(n-1) k (alpha + S/(nkB)), bytes 2
             const auto c = make(topo::AllreduceAlgorithm::ring, n, S, seg);
             const auto r = testing::run_on_star(*c, kB, kL);
             const double expected = 2.0 * (n - 1) * k * (kAlpha + S / (n * k * kB));
-            CHECK(r.makespan == doctest::Approx(expected).epsilon(1e-6));
-            CHECK(r.analytic == doctest::Approx(expected).epsilon(1e-6));
-            CHECK(r.wire_bytes == doctest::Approx(2.0 * (n - 1) * S).epsilon(1e-12));
+            CHECK(r.makespan == ddlsim::testing::approx(expected).epsilon(1e-6));
+            CHECK(r.analytic == ddlsim::testing::approx(expected).epsilon(1e-6));
+            CHECK(r.wire_bytes == ddlsim::testing::approx(2.0 * (n - 1) * S).epsilon(1e-12));
             CHECK(everyone_knows_everything(topo::segmented_ring_allreduce_plan(n, bytes(S), bytes(seg))));
             check_lower_bound(r, n, S);
         }
     // Without segments the plan is the reference ring DAG and make_allreduce gives the O(n) ring.
     const auto plain = on_star(topo::segmented_ring_allreduce_plan(6, bytes(S), bytes(0)));
     const auto ring = testing::run_on_star(*make(topo::AllreduceAlgorithm::ring, 6, S), kB, kL);
-    CHECK(plain.makespan == doctest::Approx(2.0 * 5 * (kAlpha + S / (6 * kB))).epsilon(1e-9));
-    CHECK(ring.makespan == doctest::Approx(plain.makespan).epsilon(1e-9));
+    CHECK(plain.makespan == ddlsim::testing::approx(2.0 * 5 * (kAlpha + S / (6 * kB))).epsilon(1e-9));
+    CHECK(ring.makespan == ddlsim::testing::approx(plain.makespan).epsilon(1e-9));
 }
 
 TEST_CASE("allreduce halving_doubling, n = 2^m: T = 2m alpha + 2(n-1)/n S/B, bytes 2(n-1)S") {
@@ -125,15 +127,15 @@ TEST_CASE("allreduce halving_doubling, n = 2^m: T = 2m alpha + 2(n-1)/n S/B, byt
         CAPTURE(n);
         const auto r = testing::run_on_star(*make(topo::AllreduceAlgorithm::halving_doubling, n, S), kB, kL);
         const double expected = 2.0 * m * kAlpha + 2.0 * (n - 1) / n * S / kB;
-        CHECK(r.makespan == doctest::Approx(expected).epsilon(1e-6));
-        CHECK(r.analytic == doctest::Approx(expected).epsilon(1e-6));
-        CHECK(r.wire_bytes == doctest::Approx(2.0 * (n - 1) * S).epsilon(1e-12));
+        CHECK(r.makespan == ddlsim::testing::approx(expected).epsilon(1e-6));
+        CHECK(r.analytic == ddlsim::testing::approx(expected).epsilon(1e-6));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(2.0 * (n - 1) * S).epsilon(1e-12));
         CHECK(everyone_knows_everything(topo::halving_doubling_allreduce_plan(n, bytes(S), bytes(0))));
         check_lower_bound(r, n, S);
     }
     // Segments of 1 MB, n = 4, S = 4 MB: messages 2, 1 | 1, 2 MB are 2, 1, 1, 2 segments: 6 alpha + 1.5 S/B.
     const auto r = testing::run_on_star(*make(topo::AllreduceAlgorithm::halving_doubling, 4, 4e6, 1e6), kB, kL);
-    CHECK(r.makespan == doctest::Approx(6 * kAlpha + 1.5 * 4e6 / kB).epsilon(1e-6));
+    CHECK(r.makespan == ddlsim::testing::approx(6 * kAlpha + 1.5 * 4e6 / kB).epsilon(1e-6));
 }
 
 TEST_CASE("allreduce halving_doubling, MPICH non-powers of two: two extra full-vector steps") {
@@ -150,9 +152,9 @@ TEST_CASE("allreduce halving_doubling, MPICH non-powers of two: two extra full-v
         const std::uint32_t rem = n - p;
         const auto r = testing::run_on_star(*make(topo::AllreduceAlgorithm::halving_doubling, n, S), kB, kL);
         const double expected = 2.0 * (kAlpha + S / kB) + 2.0 * m * kAlpha + 2.0 * (p - 1) / p * S / kB;
-        CHECK(r.makespan == doctest::Approx(expected).epsilon(1e-6));
+        CHECK(r.makespan == ddlsim::testing::approx(expected).epsilon(1e-6));
         CHECK(r.analytic <= r.makespan * (1 + 1e-9));
-        CHECK(r.wire_bytes == doctest::Approx(2.0 * rem * S + 2.0 * (p - 1) * S).epsilon(1e-12));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(2.0 * rem * S + 2.0 * (p - 1) * S).epsilon(1e-12));
         CHECK(everyone_knows_everything(topo::halving_doubling_allreduce_plan(n, bytes(S), bytes(0))));
         check_lower_bound(r, n, S);
     }
@@ -169,11 +171,11 @@ TEST_CASE("allreduce: n = 1 needs no transfer, n = 2 closed forms") {
         CHECK(one.done.at(0) == 0.0);
         const auto two = testing::run_on_star(*make(a, 2, S), kB, kL);
         check_lower_bound(two, 2, S);
-        CHECK(two.wire_bytes == doctest::Approx(2 * S));
+        CHECK(two.wire_bytes == ddlsim::testing::approx(2 * S));
         // Ring, halving-doubling, hierarchical (one worker per node: a ring) and torus (1 x 2: a ring):
         // one exchange of S/2 each way per phase, T = 2(alpha + S/(2B)).
         if (a == A::ring || a == A::halving_doubling || a == A::hierarchical || a == A::torus2d)
-            CHECK(two.makespan == doctest::Approx(2 * kAlpha + S / kB).epsilon(1e-6));
+            CHECK(two.makespan == ddlsim::testing::approx(2 * kAlpha + S / kB).epsilon(1e-6));
     }
 }
 
@@ -198,7 +200,7 @@ TEST_CASE("allreduce tree: NCCL binary tree shape and closed forms") {
         CAPTURE(k);
         const double seg = k == 8 ? 0.0 : S / k;
         const auto r = testing::run_on_star(*make(topo::AllreduceAlgorithm::tree, 2, S, seg), kB, kL);
-        CHECK(r.makespan == doctest::Approx((k + 1) * (kAlpha + S / (k * kB))).epsilon(1e-6));
+        CHECK(r.makespan == ddlsim::testing::approx((k + 1) * (kAlpha + S / (k * kB))).epsilon(1e-6));
     }
     // Latency-bound limit (B huge): a leaf's segment j leaves at j alpha, reaches the root after H hops
     // (H the tree height), and the deepest leaf after H more: T = (k - 1 + 2H) alpha.
@@ -206,13 +208,13 @@ TEST_CASE("allreduce tree: NCCL binary tree shape and closed forms") {
         CAPTURE(n);
         const std::uint32_t H = topo::tree_height(topo::nccl_btree_parents(n));
         const auto r = testing::run_on_star(*make(topo::AllreduceAlgorithm::tree, n, 1.0), 1e18, kL);
-        CHECK(r.makespan == doctest::Approx((8 - 1 + 2.0 * H) * kAlpha).epsilon(1e-6));
+        CHECK(r.makespan == ddlsim::testing::approx((8 - 1 + 2.0 * H) * kAlpha).epsilon(1e-6));
     }
     // Every non-root sends S up and receives S down: 2(n-1)S; invariants for all n.
     for (std::uint32_t n = 2; n <= 12; ++n) {
         CAPTURE(n);
         const auto r = testing::run_on_star(*make(topo::AllreduceAlgorithm::tree, n, S), kB, kL);
-        CHECK(r.wire_bytes == doctest::Approx(2.0 * (n - 1) * S).epsilon(1e-12));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(2.0 * (n - 1) * S).epsilon(1e-12));
         CHECK(everyone_knows_everything(topo::tree_allreduce_plan(n, bytes(S), bytes(0))));
         check_lower_bound(r, n, S);
     }
@@ -247,14 +249,14 @@ TEST_CASE("allreduce double_tree: complementary trees and closed forms") {
     // and the last broadcast segment goes alone: T = 2(alpha + c/B) + (k-1)(alpha + 2c/B) = (k+1) alpha + S/B.
     const double S = 8e6;
     const auto two = testing::run_on_star(*make(topo::AllreduceAlgorithm::double_tree, 2, S), kB, kL);
-    CHECK(two.makespan == doctest::Approx(9 * kAlpha + S / kB).epsilon(1e-6));
+    CHECK(two.makespan == ddlsim::testing::approx(9 * kAlpha + S / kB).epsilon(1e-6));
     // Latency-bound limit: both trees have the same height H (mirror / shift): T = (k - 1 + 2H) alpha.
     for (std::uint32_t n : {3U, 6U, 9U, 16U}) {
         CAPTURE(n);
         const std::uint32_t H = topo::tree_height(topo::nccl_btree_parents(n));
         CHECK(topo::tree_height(topo::nccl_second_tree_parents(n)) == H);
         const auto r = testing::run_on_star(*make(topo::AllreduceAlgorithm::double_tree, n, 1.0), 1e18, kL);
-        CHECK(r.makespan == doctest::Approx((8 - 1 + 2.0 * H) * kAlpha).epsilon(1e-6));
+        CHECK(r.makespan == ddlsim::testing::approx((8 - 1 + 2.0 * H) * kAlpha).epsilon(1e-6));
     }
     // Each tree moves 2(n-1) S/2 bytes: 2(n-1)S in all. With many segments the double tree is at most
     // ~2S/B (every rank sends and receives about 2S: the bandwidth of two half-size trees), below the
@@ -262,7 +264,7 @@ TEST_CASE("allreduce double_tree: complementary trees and closed forms") {
     for (std::uint32_t n = 2; n <= 12; ++n) {
         CAPTURE(n);
         const auto r = testing::run_on_star(*make(topo::AllreduceAlgorithm::double_tree, n, S), kB, kL);
-        CHECK(r.wire_bytes == doctest::Approx(2.0 * (n - 1) * S).epsilon(1e-12));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(2.0 * (n - 1) * S).epsilon(1e-12));
         CHECK(everyone_knows_everything(topo::double_tree_allreduce_plan(n, bytes(S), bytes(0))));
         check_lower_bound(r, n, S);
         const auto single = testing::run_on_star(*make(topo::AllreduceAlgorithm::tree, n, S), kB, kL);
@@ -284,9 +286,9 @@ TEST_CASE("allreduce torus2d: grid and T = 2(X-1)(alpha + S/(XB)) + 2(Y-1)(alpha
         const auto [X, Y] = topo::torus2d_grid(n);
         const auto r = testing::run_on_star(*make(topo::AllreduceAlgorithm::torus2d, n, S), kB, kL);
         const double expected = 2.0 * (X - 1) * (kAlpha + S / (X * kB)) + 2.0 * (Y - 1) * (kAlpha + S / (n * kB));
-        CHECK(r.makespan == doctest::Approx(expected).epsilon(1e-6));
-        CHECK(r.analytic == doctest::Approx(expected).epsilon(1e-6));
-        CHECK(r.wire_bytes == doctest::Approx(2.0 * (n - 1) * S).epsilon(1e-12));
+        CHECK(r.makespan == ddlsim::testing::approx(expected).epsilon(1e-6));
+        CHECK(r.analytic == ddlsim::testing::approx(expected).epsilon(1e-6));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(2.0 * (n - 1) * S).epsilon(1e-12));
         CHECK(everyone_knows_everything(topo::torus2d_allreduce_plan(n, bytes(S), bytes(0))));
         check_lower_bound(r, n, S);
     }
@@ -317,11 +319,11 @@ TEST_CASE("allreduce hierarchical on a two-tier fabric: rails over the NIC") {
             const auto r = testing::run_round(*c, fabric, hosts);
             const double intra = 2.0 * (g - 1) * (2 * Li + S / (g * Bi));
             const double rails = 2.0 * (N - 1) * (2 * L + 2 * Li + S / (N * B));
-            CHECK(r.makespan == doctest::Approx(intra + rails).epsilon(1e-6));
+            CHECK(r.makespan == ddlsim::testing::approx(intra + rails).epsilon(1e-6));
             const double node_ring = 2.0 * (N - 1) * (2 * L + S / (N * B));
-            CHECK(r.makespan == doctest::Approx(node_ring).epsilon(0.01));
+            CHECK(r.makespan == ddlsim::testing::approx(node_ring).epsilon(0.01));
             // Wire: intra (g-1)S per phase and node, rails 2(N-1)S/g per rail and node.
-            CHECK(r.wire_bytes == doctest::Approx(N * 2.0 * (g - 1) * S + 2.0 * (N - 1) * S).epsilon(1e-12));
+            CHECK(r.wire_bytes == ddlsim::testing::approx(N * 2.0 * (g - 1) * S + 2.0 * (N - 1) * S).epsilon(1e-12));
             CHECK(everyone_knows_everything(topo::hierarchical_allreduce_plan(ctx.node_of, N * g, bytes(S), bytes(0))));
         }
 }
@@ -334,12 +336,12 @@ TEST_CASE("allreduce hierarchical: one node is a ring; uneven nodes fall back to
     topo::ArchitectureSpec spec;
     spec.algorithm = topo::AllreduceAlgorithm::hierarchical;
     const auto one = testing::run_on_star(*topo::make_allreduce(spec, ctx), kB, kL);
-    CHECK(one.makespan == doctest::Approx(10 * (kAlpha + S / (6 * kB))).epsilon(1e-6));
+    CHECK(one.makespan == ddlsim::testing::approx(10 * (kAlpha + S / (6 * kB))).epsilon(1e-6));
     // Nodes {0, 1, 2}, {3}, {4, 5}: binomial reduce to 0, 3, 4 (2S + 0 + S), ring among the three
     // leaders (2 * 2 * S), binomial broadcast back (2S + S): 10S on the wire.
     const std::vector<std::uint32_t> node_of{0, 0, 0, 1, 2, 2};
     const auto plan = topo::hierarchical_allreduce_plan(node_of, 6, bytes(S), bytes(0));
-    CHECK(plan.transfer_bytes() == doctest::Approx(10 * S));
+    CHECK(plan.transfer_bytes() == ddlsim::testing::approx(10 * S));
     CHECK(everyone_knows_everything(plan));
     check_lower_bound(on_star(plan), 6, S);
     CHECK_THROWS((void)topo::hierarchical_allreduce_plan({0, 1}, 3, bytes(S), bytes(0)));
@@ -365,8 +367,8 @@ TEST_CASE("allreduce primitives: binomial broadcast / reduce, all-to-all, compos
                     (void)topo::broadcast(plan, members, bytes(S), bytes(k == 1 ? 0 : S / k), {});
                 else
                     (void)topo::reduce(plan, members, bytes(S), bytes(k == 1 ? 0 : S / k), {});
-                CHECK(plan.transfer_bytes() == doctest::Approx((n - 1) * S));
-                CHECK(on_star(std::move(plan)).makespan == doctest::Approx(expected).epsilon(1e-6));
+                CHECK(plan.transfer_bytes() == ddlsim::testing::approx((n - 1) * S));
+                CHECK(on_star(std::move(plan)).makespan == ddlsim::testing::approx(expected).epsilon(1e-6));
             }
         }
     // Direct all-to-all: every uplink and downlink carries n-1 flows of S/n at once: T = alpha + (n-1)S/(nB).
@@ -377,8 +379,9 @@ TEST_CASE("allreduce primitives: binomial broadcast / reduce, all-to-all, compos
         std::vector<std::uint32_t> members(n);
         for (std::uint32_t i = 0; i < n; ++i) members[i] = i;
         (void)topo::all_to_all(plan, members, bytes(S), bytes(0), {});
-        CHECK(plan.transfer_bytes() == doctest::Approx((n - 1) * S));
-        CHECK(on_star(std::move(plan)).makespan == doctest::Approx(kAlpha + (n - 1) * S / (n * kB)).epsilon(1e-6));
+        CHECK(plan.transfer_bytes() == ddlsim::testing::approx((n - 1) * S));
+        CHECK(on_star(std::move(plan)).makespan ==
+              ddlsim::testing::approx(kAlpha + (n - 1) * S / (n * kB)).epsilon(1e-6));
     }
     // Composition: reduce-scatter then all-gather on a subgroup {4, 1, 3} of 5 endpoints, appended after a
     // start step, equals a ring all-reduce of 3 started when that step is done: 1 + 4 (alpha + S/(3B)).
@@ -390,8 +393,8 @@ TEST_CASE("allreduce primitives: binomial broadcast / reduce, all-to-all, compos
     const auto rs = topo::ring_reduce_scatter(plan, group, bytes(S), bytes(0), start);
     (void)topo::ring_all_gather(plan, group, bytes(S), bytes(0), rs);
     const auto r = on_star(std::move(plan));
-    CHECK(r.done[4] == doctest::Approx(1.0 + 4 * (kAlpha + S / (3 * kB))).epsilon(1e-9));
-    CHECK(r.done[0] == doctest::Approx(1.0).epsilon(1e-9));
+    CHECK(r.done[4] == ddlsim::testing::approx(1.0 + 4 * (kAlpha + S / (3 * kB))).epsilon(1e-9));
+    CHECK(r.done[0] == ddlsim::testing::approx(1.0).epsilon(1e-9));
 }
 
 TEST_CASE("allreduce: every algorithm meets the invariants on random sizes") {

@@ -3,6 +3,8 @@
 // hierarchical one's, auto's use of it, which switch each GPU's rail reaches, and the refusals at the key.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -96,10 +98,11 @@ TEST_CASE("collnet, one segment on idle rails: T = 4 Li + 2 Ln + 2 (g-1)/g S / B
             const sim::Plan plan = topo::collnet_allreduce_plan(r.node_of, n, sim::Bytes{S}, sim::Bytes{S}, n, eff);
             CHECK(plan.endpoints == n + g);
             // Per node: g (g - 1) scatter and gather shares of S/g, g shares up and g down charged f S/g.
-            CHECK(plan.transfer_bytes() == doctest::Approx(m * (2.0 * (g - 1.0) * S + 2.0 * f * S)).epsilon(1e-12));
+            CHECK(plan.transfer_bytes() ==
+                  ddlsim::testing::approx(m * (2.0 * (g - 1.0) * S + 2.0 * f * S)).epsilon(1e-12));
             const auto round = testing::run_round(topo::PlanCollective(plan), r.fabric, r.hosts);
             const double intra = g > 1 ? 4.0 * kLi + 2.0 * (g - 1.0) / g * S / kBi : 0.0;
-            CHECK(round.makespan == doctest::Approx(intra + 2.0 * kLn + 2.0 * f * S / (g * kBn)).epsilon(1e-9));
+            CHECK(round.makespan == ddlsim::testing::approx(intra + 2.0 * kLn + 2.0 * f * S / (g * kBn)).epsilon(1e-9));
         }
 }
 
@@ -122,13 +125,13 @@ TEST_CASE("collnet, pipelined: from the busier stage's streaming time to one seg
     CHECK(k == 123.0);
     const double intra = 2.0 * (g - 1.0) / g * S / kBi, net = f * S / g / kBn;
     // The closed form: the longer stage plus one segment of the shorter.
-    CHECK(round.analytic == doctest::Approx(std::max(intra, net) + std::min(intra, net) / k).epsilon(1e-9));
+    CHECK(round.analytic == ddlsim::testing::approx(std::max(intra, net) + std::min(intra, net) / k).epsilon(1e-9));
     // The run streams at the busier stage's rate; filling and draining cost at most a segment of every stage (two
     // in flight per GPU).
     CHECK(round.makespan >= std::max(intra, net));
     CHECK(round.makespan <= std::max(intra, net) + 3.0 * (intra + 2.0 * net) / k);
     // Moved once each: scatter and gather (g - 1)/g S per GPU, S/g up and down per GPU.
-    CHECK(round.wire_bytes == doctest::Approx(n * (2.0 * (g - 1.0) / g * S + 2.0 * S / g)).epsilon(1e-12));
+    CHECK(round.wire_bytes == ddlsim::testing::approx(n * (2.0 * (g - 1.0) / g * S + 2.0 * S / g)).epsilon(1e-12));
 }
 
 TEST_CASE("collnet on a network-bound fabric: S/g per NIC each way at 0.85 against the ring's 2(m-1)/m S/g") {
@@ -141,17 +144,18 @@ TEST_CASE("collnet on a network-bound fabric: S/g per NIC each way at 0.85 again
     CHECK(collnet.iteration_time_s >= streaming);
     CHECK(collnet.iteration_time_s <= streaming * (1.0 + 3.0 / k));
     // Bytes between machines: every GPU's share up and back, 2 S/g each, against the rails' 2 (m - 1)/m S/g.
-    CHECK(collnet.machine_bytes_per_iteration == doctest::Approx(m * g * 2.0 * S / g).epsilon(1e-12));
+    CHECK(collnet.machine_bytes_per_iteration == ddlsim::testing::approx(m * g * 2.0 * S / g).epsilon(1e-12));
     j["architecture"]["algorithm"] = "hierarchical";
     const models::JobResult hier = run_first_job(j);
-    CHECK(hier.machine_bytes_per_iteration == doctest::Approx(m * g * 2.0 * (m - 1.0) / m * S / g).epsilon(1e-12));
+    CHECK(hier.machine_bytes_per_iteration ==
+          ddlsim::testing::approx(m * g * 2.0 * (m - 1.0) / m * S / g).epsilon(1e-12));
     // Per NIC and direction collnet moves f S/g, the rails 2 (m-1)/m S/g: 1.176 against 1.75.
     CHECK(hier.iteration_time_s >= 2.0 * (m - 1.0) / m * S / g / nic);
     CHECK(collnet.iteration_time_s < hier.iteration_time_s * 0.70);
     // auto weighs collnet where the switches reduce, and takes it here.
     j["architecture"]["algorithm"] = "auto";
     const models::JobResult picked = run_first_job(j);
-    CHECK(picked.iteration_time_s == doctest::Approx(collnet.iteration_time_s).epsilon(1e-12));
+    CHECK(picked.iteration_time_s == ddlsim::testing::approx(collnet.iteration_time_s).epsilon(1e-12));
     REQUIRE(picked.algorithm_picks.size() == 1);
     CHECK(picked.algorithm_picks.front().algorithm == topo::AllreduceAlgorithm::collnet);
     // Without SHARP auto does not weigh it.

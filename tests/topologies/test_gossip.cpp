@@ -4,6 +4,8 @@
 // downlink, each at B/d, so every exchange ends at T = 2L + dS/B.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -40,9 +42,9 @@ void check_regular_round(GossipGraph g, std::uint32_t n, std::size_t d) {
     const auto c = topo::make_gossip(gossip_spec(g), testing::context(n, kS));
     const auto r = testing::run_on_star(*c, kB, kL);
     const double expected = 2 * kL + static_cast<double>(d) * kS / kB;
-    for (double t : r.done) CHECK(t == doctest::Approx(expected).epsilon(1e-9));
-    CHECK(r.analytic == doctest::Approx(expected).epsilon(1e-9));
-    CHECK(r.wire_bytes == doctest::Approx(static_cast<double>(n * d) * kS));
+    for (double t : r.done) CHECK(t == ddlsim::testing::approx(expected).epsilon(1e-9));
+    CHECK(r.analytic == ddlsim::testing::approx(expected).epsilon(1e-9));
+    CHECK(r.wire_bytes == ddlsim::testing::approx(static_cast<double>(n * d) * kS));
     CHECK(r.transfers == n * d);
 }
 
@@ -147,13 +149,13 @@ TEST_CASE("closed form: gossip random matching on an idle star T = 2L + S/B, odd
             for (std::uint32_t i = 0; i < n; ++i) {
                 // A matched worker sends S to its partner and receives S from it: one flow each way.
                 const double expected = m[i] == i ? 0.0 : 2 * kL + kS / kB;
-                CHECK(r.done[i] == doctest::Approx(expected).epsilon(1e-9));
+                CHECK(r.done[i] == ddlsim::testing::approx(expected).epsilon(1e-9));
             }
             CHECK(r.transfers == n - n % 2);
-            CHECK(r.makespan == doctest::Approx(2 * kL + kS / kB).epsilon(1e-9));
-            CHECK(r.analytic == doctest::Approx(2 * kL + kS / kB).epsilon(1e-9));
+            CHECK(r.makespan == ddlsim::testing::approx(2 * kL + kS / kB).epsilon(1e-9));
+            CHECK(r.analytic == ddlsim::testing::approx(2 * kL + kS / kB).epsilon(1e-9));
             // The same every round for even n: n·S (odd: (n-1)·S).
-            CHECK(r.wire_bytes == doctest::Approx((n - n % 2) * kS));
+            CHECK(r.wire_bytes == ddlsim::testing::approx((n - n % 2) * kS));
         }
 }
 
@@ -193,7 +195,7 @@ TEST_CASE("gossip mixing weights: rows sum to 1, doubly stochastic, supported on
                     w[i][e.peer] = e.weight;
                     sum += e.weight;
                 }
-                CHECK(sum == doctest::Approx(1.0).epsilon(1e-12));
+                CHECK(sum == ddlsim::testing::approx(1.0).epsilon(1e-12));
                 CHECK(w[i][i] > 0.0);
             }
             for (std::uint32_t i = 0; i < n; ++i) {
@@ -203,14 +205,14 @@ TEST_CASE("gossip mixing weights: rows sum to 1, doubly stochastic, supported on
                     // Row i weighs j != i exactly when j sends to i (an edge of the graph).
                     const bool edge = std::count(out[j].begin(), out[j].end(), i) == 1;
                     if (j != i) CHECK((w[i][j] > 0.0) == edge);
-                    if (g != GossipGraph::exponential) CHECK(w[i][j] == doctest::Approx(w[j][i]));  // symmetric
+                    if (g != GossipGraph::exponential) CHECK(w[i][j] == ddlsim::testing::approx(w[j][i]));  // symmetric
                 }
-                CHECK(col == doctest::Approx(1.0).epsilon(1e-12));  // doubly stochastic
+                CHECK(col == ddlsim::testing::approx(1.0).epsilon(1e-12));  // doubly stochastic
             }
             // Regular graphs: uniform 1/(d+1); a matched pair 1/2; an idle worker keeps 1.
             for (std::uint32_t i = 0; i < n; ++i) {
                 const double d = static_cast<double>(rows[i].size() - 1);
-                for (const auto& e : rows[i]) CHECK(e.weight == doctest::Approx(1.0 / (d + 1)));
+                for (const auto& e : rows[i]) CHECK(e.weight == ddlsim::testing::approx(1.0 / (d + 1)));
                 if (g == GossipGraph::random_matching) CHECK(rows[i].size() == (out[i].empty() ? 1u : 2u));
             }
         }
@@ -220,19 +222,19 @@ TEST_CASE("gossip mixing weights: Metropolis-Hastings on an irregular graph") {
     // Path 0 - 1 - 2 (degrees 1, 2, 1): w01 = w12 = 1/(1 + 2) = 1/3, w00 = w22 = 2/3, w11 = 1/3.
     // Star 0 - {1, 2, 3}: w0j = 1/4, w00 = 1/4, wjj = 3/4.
     const auto path = topo::metropolis_weights({{1}, {0, 2}, {1}});
-    CHECK(path[0][0].weight == doctest::Approx(2.0 / 3));
-    CHECK(path[0][1].weight == doctest::Approx(1.0 / 3));
-    CHECK(path[1][0].weight == doctest::Approx(1.0 / 3));
-    CHECK(path[1][1].weight == doctest::Approx(1.0 / 3));
-    CHECK(path[1][2].weight == doctest::Approx(1.0 / 3));
+    CHECK(path[0][0].weight == ddlsim::testing::approx(2.0 / 3));
+    CHECK(path[0][1].weight == ddlsim::testing::approx(1.0 / 3));
+    CHECK(path[1][0].weight == ddlsim::testing::approx(1.0 / 3));
+    CHECK(path[1][1].weight == ddlsim::testing::approx(1.0 / 3));
+    CHECK(path[1][2].weight == ddlsim::testing::approx(1.0 / 3));
     CHECK(path[2][0].peer == 1);
-    CHECK(path[2][0].weight == doctest::Approx(1.0 / 3));
-    CHECK(path[2][1].weight == doctest::Approx(2.0 / 3));
+    CHECK(path[2][0].weight == ddlsim::testing::approx(1.0 / 3));
+    CHECK(path[2][1].weight == ddlsim::testing::approx(2.0 / 3));
     const auto star = topo::metropolis_weights({{1, 2, 3}, {0}, {0}, {0}});
     CHECK(star[0].size() == 4);
-    for (const auto& e : star[0]) CHECK(e.weight == doctest::Approx(0.25));
+    for (const auto& e : star[0]) CHECK(e.weight == ddlsim::testing::approx(0.25));
     CHECK(star[3][0].peer == 0);
-    CHECK(star[3][0].weight == doctest::Approx(0.25));
+    CHECK(star[3][0].weight == ddlsim::testing::approx(0.25));
     CHECK(star[3][1].peer == 3);
-    CHECK(star[3][1].weight == doctest::Approx(0.75));
+    CHECK(star[3][1].weight == ddlsim::testing::approx(0.75));
 }

@@ -3,6 +3,8 @@
 // all-reduce, auto's use of it, and the refusals where no switch reduces.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -73,9 +75,9 @@ TEST_CASE("nvls, one segment on an idle switch: T = 4L + 2 f S (1 + 1/g) / B, by
             topo::nvls_allreduce_plan(std::vector<std::uint32_t>(g, 0), g, sim::Bytes{S}, sim::Bytes{S}, eff);
         CHECK(plan.endpoints == g + 1);
         // Up S f and back S f/g per GPU, then the store S f/g and the multicast S f.
-        CHECK(plan.transfer_bytes() == doctest::Approx(2.0 * f * S * (g + 1)).epsilon(1e-12));
+        CHECK(plan.transfer_bytes() == ddlsim::testing::approx(2.0 * f * S * (g + 1)).epsilon(1e-12));
         const auto r = on_switch(plan, g);
-        CHECK(r.makespan == doctest::Approx(4.0 * kL + 2.0 * f * S * (1.0 + 1.0 / g) / kB).epsilon(1e-9));
+        CHECK(r.makespan == ddlsim::testing::approx(4.0 * kL + 2.0 * f * S * (1.0 + 1.0 / g) / kB).epsilon(1e-9));
     }
 }
 
@@ -106,7 +108,7 @@ TEST_CASE("nvls closed form on one node: 4L + f S (1 + 1/g) / B, the flow model'
     const auto c = topo::make_allreduce(spec, ctx);
     CHECK(c->endpoints() == g + 1);
     const auto r = on_switch(*c, g);
-    CHECK(r.analytic == doctest::Approx(4.0 * kL + f * S * (1.0 + 1.0 / g) / kB).epsilon(1e-9));
+    CHECK(r.analytic == ddlsim::testing::approx(4.0 * kL + f * S * (1.0 + 1.0 / g) / kB).epsilon(1e-9));
     const double k = std::ceil(S / topo::nvls_default_segment(g).value());
     CHECK(r.makespan >= r.analytic);
     CHECK(r.makespan <= r.analytic * (1.0 + 5.0 / k));
@@ -124,7 +126,7 @@ TEST_CASE("nvls on a DGX H100 node: slower than the ring below 4 GPUs, faster ab
         else
             CHECK(nvls < ring);
         // auto weighs nvls where the switch reduces and takes the faster.
-        CHECK(run(dgx_h100_allreduce(n, "auto")).iteration_time_s == doctest::Approx(std::min(nvls, ring)));
+        CHECK(run(dgx_h100_allreduce(n, "auto")).iteration_time_s == ddlsim::testing::approx(std::min(nvls, ring)));
     }
 }
 
@@ -134,8 +136,8 @@ TEST_CASE("nvls across nodes puts the hierarchical all-reduce's bytes between ma
     j["architecture"]["algorithm"] = "hierarchical";
     const double hier = run(j).machine_bytes_per_iteration;
     // Per GPU, 2 (m - 1) / m of its S/g shard over the rail, m = 2 nodes, g = 8: 16 x S/8 per iteration.
-    CHECK(nvls == doctest::Approx(16.0 * 256e6 / 8.0).epsilon(1e-9));
-    CHECK(nvls == doctest::Approx(hier).epsilon(1e-9));
+    CHECK(nvls == ddlsim::testing::approx(16.0 * 256e6 / 8.0).epsilon(1e-9));
+    CHECK(nvls == ddlsim::testing::approx(hier).epsilon(1e-9));
 }
 
 TEST_CASE("nvls is refused at the key where a node's switch cannot reduce or nodes are uneven") {

@@ -1,7 +1,9 @@
 // A plain node's NICs (two_tier nics_per_node): GPU r of m uses NIC r k / m whatever the connection, and rings and
 // NCCL's trees run one channel per NIC, so an all-reduce over k NICs takes 1/k of the one-NIC time, derived by hand.
 #include <doctest/doctest.h>
+
 #include <fmt/format.h>
+#include "tests/support/approx.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -125,10 +127,11 @@ TEST_CASE("a ring all-reduce over k NICs of a plain node: 2 (n-1) S / (n k B), k
         const models::JobResult r = testing::run_first_job(ring_on_plain_nodes(k, S));
         // Each step a channel's exit GPU sends S / (k n) alone on its NIC; its other flows share the GPU's 300 GB/s
         // link (k of them at most, 37.5 GB/s each at k = 8, above the NIC's 25): the NIC bounds every step.
-        CHECK(r.iteration_time_s == doctest::Approx(2.0 * (n - 1.0) * S / (n * k * B)).epsilon(1e-9));
+        CHECK(r.iteration_time_s == ddlsim::testing::approx(2.0 * (n - 1.0) * S / (n * k * B)).epsilon(1e-9));
         // Each of the k channels crosses both node boundaries once per step: 4 (n-1)/n S between machines, any k.
-        CHECK(r.machine_bytes_per_iteration == doctest::Approx(4.0 * (n - 1.0) / n * S).epsilon(1e-12));
-        if (bytes_between >= 0.0) CHECK(r.machine_bytes_per_iteration == doctest::Approx(bytes_between).epsilon(1e-12));
+        CHECK(r.machine_bytes_per_iteration == ddlsim::testing::approx(4.0 * (n - 1.0) / n * S).epsilon(1e-12));
+        if (bytes_between >= 0.0)
+            CHECK(r.machine_bytes_per_iteration == ddlsim::testing::approx(bytes_between).epsilon(1e-12));
         bytes_between = r.machine_bytes_per_iteration;
     }
 }
@@ -166,9 +169,9 @@ TEST_CASE(
         CHECK(heads == std::set<std::uint32_t>{0, m / C});
         // Every tree (C x trees of them, S / (C trees) each) sends each non-root node's sum up and its result down:
         // 2 (N - 1) S between nodes whatever the number of trees and channels.
-        CHECK(across == doctest::Approx(2.0 * (N - 1) * S).epsilon(1e-12));
+        CHECK(across == ddlsim::testing::approx(2.0 * (N - 1) * S).epsilon(1e-12));
         // And inside each node a chain of m - 1 hops, up and down: 2 N (m - 1) S.
-        CHECK(within == doctest::Approx(2.0 * N * (m - 1) * S).epsilon(1e-12));
+        CHECK(within == ddlsim::testing::approx(2.0 * N * (m - 1) * S).epsilon(1e-12));
     }
 }
 
@@ -195,7 +198,7 @@ TEST_CASE("NCCL's trees over k NICs of a plain node: a NIC per channel, S / (k B
             const double bound = S / (k * B);
             CHECK(r.iteration_time_s >= bound * (1.0 - 1e-9));
             CHECK(r.iteration_time_s <= bound * (1.0 + 4.0 / segments));
-            CHECK(r.machine_bytes_per_iteration == doctest::Approx(2.0 * S).epsilon(1e-9));
+            CHECK(r.machine_bytes_per_iteration == ddlsim::testing::approx(2.0 * S).epsilon(1e-9));
         }
     }
 }
@@ -207,6 +210,6 @@ TEST_CASE("a ring cut into segments runs the same channels: 2 (n-1) S / (n k B) 
         json sc = ring_on_plain_nodes(k, S);
         sc["architecture"]["segment_size"] = "100000B";
         const models::JobResult r = testing::run_first_job(sc);
-        CHECK(r.iteration_time_s == doctest::Approx(2.0 * (n - 1.0) * S / (n * k * B)).epsilon(1e-6));
+        CHECK(r.iteration_time_s == ddlsim::testing::approx(2.0 * (n - 1.0) * S / (n * k * B)).epsilon(1e-6));
     }
 }

@@ -3,6 +3,8 @@
 // loader's refusals.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,8 +133,8 @@ TEST_CASE("node presets: each has its GPUs, NICs and cited figures") {
         const topo::NodeType& t = preset(w.name);
         CHECK(t.gpus == w.gpus);
         CHECK(t.nics == w.nics);
-        CHECK(t.nic_bandwidth.bits_per_s() == doctest::Approx(w.nic_gbps * 1e9));
-        CHECK(t.gpu_bandwidth.bytes_per_s() == doctest::Approx(w.gpu_gbyte_s * 1e9));
+        CHECK(t.nic_bandwidth.bits_per_s() == ddlsim::testing::approx(w.nic_gbps * 1e9));
+        CHECK(t.gpu_bandwidth.bytes_per_s() == ddlsim::testing::approx(w.gpu_gbyte_s * 1e9));
     }
     CHECK(topo::node_presets().size() == 9);
     CHECK(topo::find_node_preset("dgx2") == nullptr);
@@ -142,7 +144,7 @@ TEST_CASE("amd_mi300x: a full mesh, one 64 GB/s link per GPU pair, so a pair's t
     // 28 pairs, 7 links per GPU; 1 GB from g0 to g5 takes one hop over their own link: 1e9 / 64e9 s + latency.
     const auto f = two_tier(preset("amd_mi300x"), 1);
     CHECK(hops(f, "n0g0", "n0g5").size() == 1);
-    CHECK(transfer_time(f, "n0g0", "n0g5", 1e9) == doctest::Approx(1e9 / 64e9 + kLi.seconds()).epsilon(1e-9));
+    CHECK(transfer_time(f, "n0g0", "n0g5", 1e9) == ddlsim::testing::approx(1e9 / 64e9 + kLi.seconds()).epsilon(1e-9));
 }
 
 TEST_CASE("dgx1_v100: the hybrid cube-mesh has 24 NVLink links, six per GPU, over 16 GPU pairs") {
@@ -161,7 +163,7 @@ TEST_CASE("dgx1_v100: the hybrid cube-mesh has 24 NVLink links, six per GPU, ove
             ++degree;
             CHECK(g[*e].medium == topo::Medium::nvlink);
             CHECK(g[*e].cls == topo::LinkClass::intra);
-            CHECK(g[*e].bandwidth.bytes_per_s() == doctest::Approx(25e9));  // [V100] per direction
+            CHECK(g[*e].bandwidth.bytes_per_s() == ddlsim::testing::approx(25e9));  // [V100] per direction
             if (std::find(peers.begin(), peers.end(), other) == peers.end()) peers.push_back(other);
         }
         CAPTURE(j);
@@ -193,9 +195,9 @@ TEST_CASE("dgx1_v100: GPUs without an NVLink talk over PCIe through the CPUs, ne
     CHECK(hops(f, "n0g0", "n0g5") == std::vector<std::string>{"n0g0->n0", "n0->n0g5"});
     const double S = 100e6;
     const double pcie3 = 8e9 * 16 * 128.0 / 130.0 / 8.0;
-    CHECK(transfer_time(f, "n0g0", "n0g5", S) == doctest::Approx(2 * kLi.seconds() + S / pcie3).epsilon(1e-9));
+    CHECK(transfer_time(f, "n0g0", "n0g5", S) == ddlsim::testing::approx(2 * kLi.seconds() + S / pcie3).epsilon(1e-9));
     // With an NVLink: one link at 25 GB/s.
-    CHECK(transfer_time(f, "n0g0", "n0g1", S) == doctest::Approx(kLi.seconds() + S / 25e9).epsilon(1e-9));
+    CHECK(transfer_time(f, "n0g0", "n0g1", S) == ddlsim::testing::approx(kLi.seconds() + S / 25e9).epsilon(1e-9));
     // GPU pairs share a NIC: GPU 2j and 2j+1 leave through NIC j, to the top switch.
     CHECK(hops(f, "n0g5", "switch") == std::vector<std::string>{"n0g5->n0nic2", "n0nic2->switch"});
 }
@@ -207,7 +209,7 @@ TEST_CASE("dgx1_v100 two_tier: the time of a transfer between nodes is set by th
     CHECK(hops(f, "n0g0", "n1g0").size() == 4);
     const double S = 50e6;
     CHECK(transfer_time(f, "n0g0", "n1g0", S) ==
-          doctest::Approx(2 * kLi.seconds() + 2 * kL.seconds() + S / 12.5e9).epsilon(1e-9));
+          ddlsim::testing::approx(2 * kLi.seconds() + 2 * kL.seconds() + S / 12.5e9).epsilon(1e-9));
 }
 
 TEST_CASE("dgx_h100 rail_optimized: GPU 3 to GPU 3 of another node crosses its two NICs and rail leaf 3 only") {
@@ -245,7 +247,7 @@ TEST_CASE("pcie_8gpu: GPU pairs share a PCIe switch, other pairs and the NIC go 
                                                               "n1p2->n1g5"});
     const double S = 31.5e6;
     const double pcie4 = 16e9 * 16 * 128.0 / 130.0 / 8.0;
-    CHECK(transfer_time(f, "n0g0", "n0g1", S) == doctest::Approx(2 * kLi.seconds() + S / pcie4).epsilon(1e-9));
+    CHECK(transfer_time(f, "n0g0", "n0g1", S) == ddlsim::testing::approx(2 * kLi.seconds() + S / pcie4).epsilon(1e-9));
 }
 
 TEST_CASE("node presets: link classes and the auto transport follow the medium") {
@@ -292,11 +294,12 @@ TEST_CASE("rail_optimized: a hierarchical all-reduce between nodes scales with t
         const auto c = topo::make_allreduce(spec, ctx);
         const auto r = testing::run_round(*c, f, hosts);
         const double step = nics == 8 ? 2 * Li + 2 * L + S / (g * N * B) : 4 * Li + 2 * L + S / (N * B);
-        CHECK(r.makespan == doctest::Approx(intra + 2.0 * (N - 1) * step).epsilon(1e-6));
+        CHECK(r.makespan == ddlsim::testing::approx(intra + 2.0 * (N - 1) * step).epsilon(1e-6));
         inter[nics == 8 ? 0 : 1] = r.makespan - intra;
     }
     // Here S/(gNB) = 80 us against 2Li + 2L = 4.2 us, and S/(NB) = 640 us against 4.4 us: (644.4) / (84.2) = 7.65.
-    CHECK(inter[1] / inter[0] == doctest::Approx((4 * Li + 2 * L + S / (N * B)) / (2 * Li + 2 * L + S / (g * N * B))));
+    CHECK(inter[1] / inter[0] ==
+          ddlsim::testing::approx((4 * Li + 2 * L + S / (N * B)) / (2 * Li + 2 * L + S / (g * N * B))));
     CHECK(inter[1] / inter[0] > 7.5);
 }
 
@@ -310,7 +313,7 @@ TEST_CASE("loader: network.node with two_tier and rail_optimized, echoed in the 
     const auto& r = std::get<topo::RailOptimizedSpec>(s.topology);
     CHECK(r.nodes == 2);  // 16 workers / 8 GPUs
     CHECK(r.node.preset == "dgx_h100");
-    CHECK(r.bandwidth.bits_per_s() == doctest::Approx(400e9));  // the preset's NIC rate by default
+    CHECK(r.bandwidth.bits_per_s() == ddlsim::testing::approx(400e9));  // the preset's NIC rate by default
     const json echo = scenario::resolved_scenario(s).at("network");
     CHECK(echo.at("node") == "dgx_h100");
     CHECK_FALSE(echo.contains("gpus_per_node"));

@@ -4,6 +4,8 @@
 // worker downlinks) never share a link.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <vector>
 
@@ -76,9 +78,9 @@ TEST_CASE("parameter server: even byte shards, dedicated, T = 2(2L + max(S, nS/k
                 CAPTURE(per_tensor);
                 const auto r = run(ps_spec(k, topo::PsSharding::bytes, per_tensor), testing::context(n, S));
                 const double expected = 2 * (kA + std::max(S, n * S / static_cast<double>(k)) / kB);
-                CHECK(r.makespan == doctest::Approx(expected).epsilon(1e-9));
-                CHECK(r.analytic == doctest::Approx(expected).epsilon(1e-9));
-                CHECK(r.wire_bytes == doctest::Approx(2.0 * n * S));
+                CHECK(r.makespan == ddlsim::testing::approx(expected).epsilon(1e-9));
+                CHECK(r.analytic == ddlsim::testing::approx(expected).epsilon(1e-9));
+                CHECK(r.wire_bytes == ddlsim::testing::approx(2.0 * n * S));
             }
 }
 
@@ -122,11 +124,11 @@ TEST_CASE("parameter server: round-robin vs balanced sharding, T = 2(2L + n * ma
     for (std::uint32_t n : {2u, 4u, 8u}) {
         CAPTURE(n);
         const auto rr = run(ps_spec(2, topo::PsSharding::round_robin), tensors(n, t));
-        CHECK(rr.makespan == doctest::Approx(2 * (kA + n * 60 * kMB / kB)).epsilon(1e-9));
-        CHECK(rr.wire_bytes == doctest::Approx(2.0 * n * 100 * kMB));
+        CHECK(rr.makespan == ddlsim::testing::approx(2 * (kA + n * 60 * kMB / kB)).epsilon(1e-9));
+        CHECK(rr.wire_bytes == ddlsim::testing::approx(2.0 * n * 100 * kMB));
         const auto bal = run(ps_spec(2, topo::PsSharding::balanced), tensors(n, t));
-        CHECK(bal.makespan == doctest::Approx(2 * (kA + n * 50 * kMB / kB)).epsilon(1e-9));
-        CHECK(bal.wire_bytes == doctest::Approx(2.0 * n * 100 * kMB));
+        CHECK(bal.makespan == ddlsim::testing::approx(2 * (kA + n * 50 * kMB / kB)).epsilon(1e-9));
+        CHECK(bal.wire_bytes == ddlsim::testing::approx(2.0 * n * 100 * kMB));
         CHECK(bal.makespan < rr.makespan);
     }
 }
@@ -144,10 +146,10 @@ TEST_CASE("parameter server: per-tensor pipelining, one server, tensors a then b
             const auto ctx = tensors(n, {a, b});
             const auto per = run(ps_spec(1, topo::PsSharding::bytes, true), ctx);
             const auto whole = run(ps_spec(1, topo::PsSharding::bytes, false), ctx);
-            CHECK(per.makespan == doctest::Approx(3 * kA + n * (a + b + std::max(a, b)) / kB).epsilon(1e-9));
-            CHECK(whole.makespan == doctest::Approx(2 * (kA + n * (a + b) / kB)).epsilon(1e-9));
+            CHECK(per.makespan == ddlsim::testing::approx(3 * kA + n * (a + b + std::max(a, b)) / kB).epsilon(1e-9));
+            CHECK(whole.makespan == ddlsim::testing::approx(2 * (kA + n * (a + b) / kB)).epsilon(1e-9));
             CHECK(per.makespan < whole.makespan);
-            CHECK(per.wire_bytes == doctest::Approx(whole.wire_bytes));
+            CHECK(per.wire_bytes == ddlsim::testing::approx(whole.wire_bytes));
             CHECK(per.transfers == 4 * n);
         }
 }
@@ -163,12 +165,12 @@ TEST_CASE("parameter server: aggregation rate adds n * shard / rate") {
             spec.aggregation_rate = sim::Bandwidth::bytes_per_s(R);
             const double kd = static_cast<double>(k);
             CHECK(run(spec, testing::context(n, S)).makespan ==
-                  doctest::Approx(2 * (kA + n * S / (kd * kB)) + n * S / (kd * R)).epsilon(1e-9));
+                  ddlsim::testing::approx(2 * (kA + n * S / (kd * kB)) + n * S / (kd * R)).epsilon(1e-9));
             // Balanced 30/10 MB on two servers: the 30 MB server sets the time.
             auto bal = ps_spec(2, topo::PsSharding::balanced);
             bal.aggregation_rate = sim::Bandwidth::bytes_per_s(R);
             CHECK(run(bal, tensors(n, {30 * kMB, 10 * kMB})).makespan ==
-                  doctest::Approx(2 * (kA + n * 30 * kMB / kB) + n * 30 * kMB / R).epsilon(1e-9));
+                  ddlsim::testing::approx(2 * (kA + n * 30 * kMB / kB) + n * 30 * kMB / R).epsilon(1e-9));
         }
     // Per tensor, one server, a = b = 20 MB: pushes of a end at t1 = α + na/B; sum of a ends at
     // t1 + na/R, overlapping the pushes of b (which end at t2 = 2t1 as na/R < α + na/B); sum of b
@@ -178,7 +180,7 @@ TEST_CASE("parameter server: aggregation rate adds n * shard / rate") {
         auto spec = ps_spec(1, topo::PsSharding::bytes, true);
         spec.aggregation_rate = sim::Bandwidth::bytes_per_s(R);
         CHECK(run(spec, tensors(n, {a, a})).makespan ==
-              doctest::Approx(3 * (kA + n * a / kB) + n * a / R).epsilon(1e-9));
+              ddlsim::testing::approx(3 * (kA + n * a / kB) + n * a / R).epsilon(1e-9));
     }
 }
 
@@ -190,19 +192,20 @@ TEST_CASE("byteps: split x = 2(n-1)S/D, y = (n-k)S/D with D = n^2 + kn - 2k; bus
         CAPTURE(k);
         const double d = n * n + k * n - 2.0 * k;
         const auto split = topo::byteps_split(n, k, S);
-        CHECK(split.cpu == doctest::Approx(2.0 * (n - 1) * S / d).epsilon(1e-12));
-        CHECK(split.worker == doctest::Approx((n - k) * S / d).epsilon(1e-12));
-        CHECK(k * split.cpu + n * split.worker == doctest::Approx(S).epsilon(1e-12));
+        CHECK(split.cpu == ddlsim::testing::approx(2.0 * (n - 1) * S / d).epsilon(1e-12));
+        CHECK(split.worker == ddlsim::testing::approx((n - k) * S / d).epsilon(1e-12));
+        CHECK(k * split.cpu + n * split.worker == ddlsim::testing::approx(S).epsilon(1e-12));
         // The paper's time is the busiest NIC direction's bytes over B (pushes and pulls fully
         // overlapped): every worker NIC and every CPU-server NIC carries 2n(n-1)S/D each way.
         const double bound = 2.0 * n * (n - 1) * S / (d * kB);
         for (bool per_tensor : {false, true}) {
             const auto plan = topo::byteps(n, k, std::vector<double>(8, S / 8), per_tensor, std::nullopt);
-            CHECK(busiest_link_bytes(plan) / kB == doctest::Approx(bound).epsilon(1e-6));
+            CHECK(busiest_link_bytes(plan) / kB == ddlsim::testing::approx(bound).epsilon(1e-6));
             // Wire bytes: each worker pushes kx + (n-1)y and every pull mirrors a push.
             const topo::PlanCollective c(plan);
             const auto r = testing::run_on_star(c, kB, kL);
-            CHECK(r.wire_bytes == doctest::Approx(2.0 * n * (k * split.cpu + (n - 1) * split.worker)).epsilon(1e-12));
+            CHECK(r.wire_bytes ==
+                  ddlsim::testing::approx(2.0 * n * (k * split.cpu + (n - 1) * split.worker)).epsilon(1e-12));
             // Max-min sharing cannot overlap pushes and pulls perfectly: above the bound, but
             // pipelining tensors gets closer than whole shares (which cost about 2x the bound).
             CHECK(r.makespan > bound);
@@ -222,7 +225,7 @@ TEST_CASE("byteps: k = 1 whole shares, T = 2(2L + 2nS/((n+2)B)) exactly") {
         auto spec = ps_spec(1);
         spec.style = topo::PsStyle::byteps;
         const auto r = run(spec, testing::context(n, S));
-        CHECK(r.makespan == doctest::Approx(2 * (kA + 2.0 * n * S / ((n + 2) * kB))).epsilon(1e-9));
+        CHECK(r.makespan == ddlsim::testing::approx(2 * (kA + 2.0 * n * S / ((n + 2) * kB))).epsilon(1e-9));
     }
 }
 
@@ -241,17 +244,17 @@ TEST_CASE("byteps: k = 0 is the colocated all-to-all PS, T = 2(2L + (n-1)S/(nB))
             const auto colo = run_colocated(*topo::make_parameter_server(colo_spec, ctx), n);
             const double bound = 2 * (kA + (n - 1) * S / (n * kB));
             if (!per_tensor) {
-                CHECK(bps.makespan == doctest::Approx(bound).epsilon(1e-9));
-                CHECK(bps.analytic == doctest::Approx(bps.makespan).epsilon(1e-9));
-                CHECK(bps.makespan == doctest::Approx(colo.makespan).epsilon(1e-9));
+                CHECK(bps.makespan == ddlsim::testing::approx(bound).epsilon(1e-9));
+                CHECK(bps.analytic == ddlsim::testing::approx(bps.makespan).epsilon(1e-9));
+                CHECK(bps.makespan == ddlsim::testing::approx(colo.makespan).epsilon(1e-9));
             } else {
                 // Partitions (4 MB) pushed and pulled one by one: pulls of early partitions overlap pushes
                 // of later ones, so the round approaches the one-way bound (n-1)S/(nB) from above.
                 CHECK(bps.makespan >= (n - 1) * S / (n * kB));
                 CHECK(bps.makespan <= 1.1 * bound);
             }
-            CHECK(bps.wire_bytes == doctest::Approx(2.0 * (n - 1) * S));
-            CHECK(colo.wire_bytes == doctest::Approx(2.0 * (n - 1) * S));
+            CHECK(bps.wire_bytes == ddlsim::testing::approx(2.0 * (n - 1) * S));
+            CHECK(colo.wire_bytes == ddlsim::testing::approx(2.0 * (n - 1) * S));
         }
 }
 
@@ -263,7 +266,7 @@ TEST_CASE("byteps: aggregation at the worker hosts, k = 0: T = 2(2L + (n-1)S/(nB
     spec.aggregation_rate = sim::Bandwidth::bytes_per_s(R);
     for (std::uint32_t n : {2u, 4u}) {
         CHECK(run(spec, testing::context(n, S)).makespan ==
-              doctest::Approx(2 * (kA + (n - 1) * S / (n * kB)) + S / R).epsilon(1e-9));
+              ddlsim::testing::approx(2 * (kA + (n - 1) * S / (n * kB)) + S / R).epsilon(1e-9));
     }
 }
 

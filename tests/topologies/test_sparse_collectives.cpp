@@ -4,6 +4,8 @@
 // way; f flows into one downlink get B/f each.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <cmath>
 
 #include "tests/support/collective_harness.hpp"
@@ -28,8 +30,8 @@ testing::RoundResult run_plan(sim::Plan plan) {
 }
 
 void check_time(const testing::RoundResult& r, double expected) {
-    CHECK(r.makespan == doctest::Approx(expected).epsilon(1e-9));
-    CHECK(r.analytic == doctest::Approx(expected).epsilon(1e-9));
+    CHECK(r.makespan == ddlsim::testing::approx(expected).epsilon(1e-9));
+    CHECK(r.analytic == ddlsim::testing::approx(expected).epsilon(1e-9));
 }
 
 }  // namespace
@@ -42,8 +44,8 @@ TEST_CASE("closed form: sparse ring all-gather T = (n-1)(α + p/B), wire n(n-1)p
         const auto r = run_plan(topo::sparse_allgather_ring_plan(n, sim::Bytes{p}));
         const double expected = (n - 1) * (kAlpha + p / kB);
         check_time(r, expected);
-        for (double t : r.done) CHECK(t == doctest::Approx(expected).epsilon(1e-9));
-        CHECK(r.wire_bytes == doctest::Approx(n * (n - 1) * p));
+        for (double t : r.done) CHECK(t == ddlsim::testing::approx(expected).epsilon(1e-9));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(n * (n - 1) * p));
         CHECK(r.transfers == n * (n - 1));
     }
 }
@@ -59,7 +61,7 @@ TEST_CASE("closed form: sparse recursive-doubling all-gather = survey's α log n
         const auto r = run_plan(topo::sparse_allgather_doubling_plan(n, sim::Bytes{p}));
         check_time(r, kAlpha * log2_of(n) + (n - 1) * p / kB);
         check_time(r, kAlpha * log2_of(n) + 2 * (n - 1) * k * beta);
-        CHECK(r.wire_bytes == doctest::Approx(n * (n - 1) * p));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(n * (n - 1) * p));
         CHECK(r.transfers == n * static_cast<std::uint64_t>(log2_of(n)));
     }
 }
@@ -72,7 +74,7 @@ TEST_CASE("closed form: sparse all-gather for n not a power of two (Bruck) T = �
         CAPTURE(n);
         const auto r = run_plan(topo::sparse_allgather_doubling_plan(n, sim::Bytes{p}));
         check_time(r, std::ceil(log2_of(n)) * kAlpha + (n - 1) * p / kB);
-        CHECK(r.wire_bytes == doctest::Approx(n * (n - 1) * p));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(n * (n - 1) * p));
     }
     check_time(run_plan(topo::sparse_allgather_doubling_plan(6, sim::Bytes{p})), 3 * kAlpha + 5 * p / kB);
 }
@@ -89,8 +91,8 @@ TEST_CASE("closed form: gTop-k butterfly T = log2 n (α + p/B) = α log n + 2k l
         const auto r = run_plan(topo::gtopk_plan(n, sim::Bytes{p}));
         check_time(r, log2_of(n) * (kAlpha + p / kB));
         check_time(r, kAlpha * log2_of(n) + 2 * k * log2_of(n) * beta);
-        for (double t : r.done) CHECK(t == doctest::Approx(r.makespan).epsilon(1e-9));
-        CHECK(r.wire_bytes == doctest::Approx(n * log2_of(n) * p));
+        for (double t : r.done) CHECK(t == ddlsim::testing::approx(r.makespan).epsilon(1e-9));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(n * log2_of(n) * p));
     }
     // A merge (+ top-k selection) of duration w after each receive: log2 n (α + p/B + w).
     const double w = 30e-6;
@@ -107,15 +109,16 @@ TEST_CASE("closed form: gTop-k butterfly for n = 6 with MPICH-style fold-in") {
     const double p = 16000;
     const auto r = run_plan(topo::gtopk_plan(6, sim::Bytes{p}));
     check_time(r, 4 * kAlpha + 5 * p / kB);
-    CHECK(r.done[2] == doctest::Approx(3 * kAlpha + 4 * p / kB).epsilon(1e-9));
-    CHECK(r.done[3] == doctest::Approx(3 * kAlpha + 4 * p / kB).epsilon(1e-9));
-    for (std::uint32_t i : {0u, 1u, 4u, 5u}) CHECK(r.done[i] == doctest::Approx(4 * kAlpha + 5 * p / kB).epsilon(1e-9));
-    CHECK(r.wire_bytes == doctest::Approx(12 * p));
+    CHECK(r.done[2] == ddlsim::testing::approx(3 * kAlpha + 4 * p / kB).epsilon(1e-9));
+    CHECK(r.done[3] == ddlsim::testing::approx(3 * kAlpha + 4 * p / kB).epsilon(1e-9));
+    for (std::uint32_t i : {0u, 1u, 4u, 5u})
+        CHECK(r.done[i] == ddlsim::testing::approx(4 * kAlpha + 5 * p / kB).epsilon(1e-9));
+    CHECK(r.wire_bytes == ddlsim::testing::approx(12 * p));
     // n = 3, m = 2: the fold-in 2 -> 0 and 1's butterfly send 1 -> 0 (1 has nothing to wait for) share
     // 0's downlink (α + 2p/B); then 0 -> 1 (α + p/B); then fold-out 0 -> 2 (α + p/B): 3α + 4p/B; wire 4p.
     const auto r3 = run_plan(topo::gtopk_plan(3, sim::Bytes{p}));
     check_time(r3, 3 * kAlpha + 4 * p / kB);
-    CHECK(r3.wire_bytes == doctest::Approx(4 * p));
+    CHECK(r3.wire_bytes == ddlsim::testing::approx(4 * p));
 }
 
 TEST_CASE("closed form: gTop-k tree (Shi et al.) T = 2 log2 n (α + p/B) = 2α log n + 4k log n β") {
@@ -130,7 +133,7 @@ TEST_CASE("closed form: gTop-k tree (Shi et al.) T = 2 log2 n (α + p/B) = 2α l
         const auto r = run_plan(topo::gtopk_plan(n, sim::Bytes{p}, topo::GtopkForm::tree));
         check_time(r, 2 * log2_of(n) * (kAlpha + p / kB));
         check_time(r, 2 * kAlpha * log2_of(n) + 4 * k * log2_of(n) * beta);
-        CHECK(r.wire_bytes == doctest::Approx(2 * (n - 1) * p));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(2 * (n - 1) * p));
     }
 }
 
@@ -141,17 +144,17 @@ TEST_CASE("closed form: gTop-k tree for n = 6") {
     const double p = 16000;
     const auto r = run_plan(topo::gtopk_plan(6, sim::Bytes{p}, topo::GtopkForm::tree));
     check_time(r, 5 * kAlpha + 6 * p / kB);
-    CHECK(r.done[4] == doctest::Approx(4 * kAlpha + 5 * p / kB).epsilon(1e-9));
-    CHECK(r.done[5] == doctest::Approx(4 * kAlpha + 5 * p / kB).epsilon(1e-9));
-    CHECK(r.done[3] == doctest::Approx(5 * kAlpha + 6 * p / kB).epsilon(1e-9));
-    CHECK(r.wire_bytes == doctest::Approx(10 * p));
+    CHECK(r.done[4] == ddlsim::testing::approx(4 * kAlpha + 5 * p / kB).epsilon(1e-9));
+    CHECK(r.done[5] == ddlsim::testing::approx(4 * kAlpha + 5 * p / kB).epsilon(1e-9));
+    CHECK(r.done[3] == ddlsim::testing::approx(5 * kAlpha + 6 * p / kB).epsilon(1e-9));
+    CHECK(r.wire_bytes == ddlsim::testing::approx(10 * p));
 }
 
 TEST_CASE("powersgd factor bytes: P = Σ m·r, Q = Σ n'·r words, rank capped by the matrix") {
     const topo::MatrixShape shapes[] = {{256, 128}, {64, 10}, {3, 100}};
     const auto [p, q] = topo::powersgd_factor_bytes(shapes, 4, kWord);
-    CHECK(p.value() == doctest::Approx((256 * 4 + 64 * 4 + 3 * 3) * kWord));
-    CHECK(q.value() == doctest::Approx((128 * 4 + 10 * 4 + 100 * 3) * kWord));
+    CHECK(p.value() == ddlsim::testing::approx((256 * 4 + 64 * 4 + 3 * 3) * kWord));
+    CHECK(q.value() == ddlsim::testing::approx((128 * 4 + 10 * 4 + 100 * 3) * kWord));
 }
 
 TEST_CASE("closed form: powersgd two ring all-reduces in sequence") {
@@ -164,8 +167,8 @@ TEST_CASE("closed form: powersgd two ring all-reduces in sequence") {
         const double ar_q = 2 * (n - 1) * (kAlpha + Q / (n * kB));
         const auto r = run_plan(topo::powersgd_plan(n, sim::Bytes{P}, sim::Bytes{Q}, sim::Time::seconds(w)));
         check_time(r, ar_p + w + ar_q);
-        for (double t : r.done) CHECK(t == doctest::Approx(ar_p + w + ar_q).epsilon(1e-9));
-        CHECK(r.wire_bytes == doctest::Approx(2 * (n - 1) * (P + Q)));
+        for (double t : r.done) CHECK(t == ddlsim::testing::approx(ar_p + w + ar_q).epsilon(1e-9));
+        CHECK(r.wire_bytes == ddlsim::testing::approx(2 * (n - 1) * (P + Q)));
         const auto r0 = run_plan(topo::powersgd_plan(n, sim::Bytes{P}, sim::Bytes{Q}));
         check_time(r0, ar_p + ar_q);
     }

@@ -3,7 +3,9 @@
 // plain PS's incast, the switch's memory (segments in flight per stream, shared between jobs), and the refusals at the
 // key.
 #include <doctest/doctest.h>
+
 #include <fmt/format.h>
+#include "tests/support/approx.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -50,13 +52,13 @@ TEST_CASE("switch aggregation on an idle star: k segments of s through four pipe
             // Push (each worker's own uplink), sum up (the server's downlink), reply (its uplink), multicast (each
             // worker's downlink): four legs on four sets of directed links, each segment alone on its stream.
             const models::JobResult r = testing::run_first_job(star_ps(n, S, true));
-            CHECK(r.iteration_time_s == doctest::Approx((k + 3.0) * seg / kB).epsilon(1e-9));
+            CHECK(r.iteration_time_s == ddlsim::testing::approx((k + 3.0) * seg / kB).epsilon(1e-9));
             // Every worker pushes S and receives S; the server receives one sum and sends one reply.
-            CHECK(r.machine_bytes_per_iteration == doctest::Approx(2.0 * (n + 1.0) * S).epsilon(1e-12));
+            CHECK(r.machine_bytes_per_iteration == ddlsim::testing::approx(2.0 * (n + 1.0) * S).epsilon(1e-12));
             // The plain PS: n pushes of S into the server's link, then n pulls out of it.
             const models::JobResult plain = testing::run_first_job(star_ps(n, S, false));
-            CHECK(plain.iteration_time_s == doctest::Approx(2.0 * n * S / kB).epsilon(1e-9));
-            CHECK(plain.machine_bytes_per_iteration == doctest::Approx(2.0 * n * S).epsilon(1e-12));
+            CHECK(plain.iteration_time_s == ddlsim::testing::approx(2.0 * n * S / kB).epsilon(1e-9));
+            CHECK(plain.machine_bytes_per_iteration == ddlsim::testing::approx(2.0 * n * S).epsilon(1e-12));
         }
 }
 
@@ -68,7 +70,7 @@ TEST_CASE("switch aggregation with latency: each leg's stream pays its link's la
     // segment i of a leg is ready a stage after it was on the leg before (s/B >> L), behind the previous segment on
     // its own stream, so it pays no second latency; the first segment pays L on each of the four legs. (Paying L per
     // segment, as before the streams, took (k + 3)(L + s/B).)
-    CHECK(r.iteration_time_s == doctest::Approx(4.0 * L + 7.0 * seg / kB).epsilon(1e-9));
+    CHECK(r.iteration_time_s == ddlsim::testing::approx(4.0 * L + 7.0 * seg / kB).epsilon(1e-9));
 }
 
 TEST_CASE("switch aggregation on a two_tier of multi-GPU nodes: local aggregation first, the top switch sums") {
@@ -127,17 +129,17 @@ TEST_CASE("switch memory binds only below the legs' bandwidth-delay product: k L
     constexpr double k = 8.0;
     json j = star_ps(4, k * seg, true);
     j["network"]["aggregation_memory"] = "1KiB";
-    CHECK(testing::run_first_job(j).iteration_time_s == doctest::Approx((k + 3.0) * seg / kB).epsilon(1e-9));
+    CHECK(testing::run_first_job(j).iteration_time_s == ddlsim::testing::approx((k + 3.0) * seg / kB).epsilon(1e-9));
     for (const double L : {50e-6, 400e-6, 2e-3}) {
         CAPTURE(L);
         json tight = star_ps(4, k * seg, true, fmt::format("{}us", L * 1e6));
         tight["network"]["aggregation_memory"] = "1KiB";
         CHECK(testing::run_first_job(tight).iteration_time_s ==
-              doctest::Approx(k * L + (k + 3.0) * seg / kB).epsilon(1e-9));
+              ddlsim::testing::approx(k * L + (k + 3.0) * seg / kB).epsilon(1e-9));
         // The default 2 MiB holds 4 slots + 4: k = 8 segments all fit, none waits, at any latency.
         const double t =
             testing::run_first_job(star_ps(4, k * seg, true, fmt::format("{}us", L * 1e6))).iteration_time_s;
-        CHECK(t == doctest::Approx(4.0 * L + (k + 3.0) * seg / kB).epsilon(1e-9));
+        CHECK(t == ddlsim::testing::approx(4.0 * L + (k + 3.0) * seg / kB).epsilon(1e-9));
     }
 }
 
@@ -176,7 +178,7 @@ TEST_CASE("switch memory shared between jobs (ATP's point): two jobs on one swit
     }
     const auto roomy = scenario::run_scenario(scenario::load_scenario(two_jobs("4MiB")));
     REQUIRE(roomy.jobs.size() == 2);
-    for (const auto& job : roomy.jobs) CHECK(job.iteration_time_s == doctest::Approx(alone).epsilon(1e-9));
+    for (const auto& job : roomy.jobs) CHECK(job.iteration_time_s == ddlsim::testing::approx(alone).epsilon(1e-9));
 }
 
 TEST_CASE("switch memory: network.aggregation_memory applies with sharp, defaults to SwitchML's 2 MiB") {

@@ -1,6 +1,8 @@
 // Physical topologies, routing and contention on them, with hand-derived answers.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -74,7 +76,7 @@ TEST_CASE("fat_tree: a shift permutation sees no slowdown under D-mod-k routing"
     std::vector<std::pair<std::string, std::string>> shift;
     for (int i = 0; i < 16; ++i) shift.emplace_back(fmt::format("h{}", i), fmt::format("h{}", (i + 4) % 16));
     const double S = 1e6;
-    for (double t : run_flows(f, shift, S)) CHECK(t == doctest::Approx(6e-6 + S / kB).epsilon(1e-9));
+    for (double t : run_flows(f, shift, S)) CHECK(t == ddlsim::testing::approx(6e-6 + S / kB).epsilon(1e-9));
     // So does a shift by 1 (mixing edge-local, pod-local and cross-pod flows).
     shift.clear();
     for (int i = 0; i < 16; ++i) shift.emplace_back(fmt::format("h{}", i), fmt::format("h{}", (i + 1) % 16));
@@ -102,17 +104,17 @@ TEST_CASE("leaf_spine: cross-rack flows get exactly their max-min share at 4:1")
     // of leaf 0 each send S to a host of leaf 1: they share leaf0->spine (B/4 each), 4 hops of L:
     // T = 4L + 4S/B. A flow inside leaf 0 meanwhile runs at B: 2L + S/B.
     const topo::LeafSpineSpec spec{2, 4, 1, 4.0, k10G, kL};
-    CHECK(topo::leaf_uplink_bandwidth(spec).bytes_per_s() == doctest::Approx(kB));
+    CHECK(topo::leaf_uplink_bandwidth(spec).bytes_per_s() == ddlsim::testing::approx(kB));
     const auto f = topo::build_fabric(spec);
     const double S = 1e6;
     const auto t = run_flows(f, {{"h0", "h4"}, {"h1", "h5"}, {"h2", "h6"}, {"h3", "h7"}}, S);
-    for (double x : t) CHECK(x == doctest::Approx(4e-6 + 4 * S / kB).epsilon(1e-9));
+    for (double x : t) CHECK(x == ddlsim::testing::approx(4e-6 + 4 * S / kB).epsilon(1e-9));
     // With 2 spines and the same oversubscription each uplink is B/2; two flows, routed by
     // destination (dmodk) onto different spines, each get B/2: 4L + 2S/B.
     auto g = topo::build_fabric(topo::LeafSpineSpec{2, 4, 2, 4.0, k10G, kL});
     g.set_routing(topo::Routing::dmodk);
     for (double x : run_flows(g, {{"h0", "h4"}, {"h1", "h5"}}, S))
-        CHECK(x == doctest::Approx(4e-6 + 2 * S / kB).epsilon(1e-9));
+        CHECK(x == ddlsim::testing::approx(4e-6 + 2 * S / kB).epsilon(1e-9));
 }
 
 TEST_CASE("leaf_spine: ECMP spreads distinct flows across spines") {
@@ -157,14 +159,14 @@ TEST_CASE("two_tier: parallel NICs serve their GPUs and add capacity") {
         auto f = topo::build_fabric(spec);
         f.set_routing(routing);
         for (double t : run_flows(f, {{"n0g0", "n1g0"}, {"n0g2", "n1g3"}}, S))
-            CHECK(t == doctest::Approx(4e-6 + S / kB).epsilon(1e-9));
+            CHECK(t == ddlsim::testing::approx(4e-6 + S / kB).epsilon(1e-9));
         for (double t : run_flows(f, {{"n0g0", "n1g0"}, {"n0g1", "n1g1"}}, S))
-            CHECK(t == doctest::Approx(4e-6 + 2 * S / kB).epsilon(1e-9));
+            CHECK(t == ddlsim::testing::approx(4e-6 + 2 * S / kB).epsilon(1e-9));
     }
     spec.nics_per_node = 1;
     const auto g = topo::build_fabric(spec);
     for (double t : run_flows(g, {{"n0g0", "n1g0"}, {"n0g2", "n1g3"}}, S))
-        CHECK(t == doctest::Approx(4e-6 + 2 * S / kB).epsilon(1e-9));
+        CHECK(t == ddlsim::testing::approx(4e-6 + 2 * S / kB).epsilon(1e-9));
 }
 
 TEST_CASE("topologies: validation at load") {
@@ -208,19 +210,20 @@ TEST_CASE("jobs: two interleaved ring jobs share the rack uplinks fairly") {
     const auto s = scenario::load_scenario(two);
     const auto r = scenario::run_scenario(s);
     REQUIRE(r.jobs.size() == 2);
-    for (const auto& j : r.jobs) CHECK(j.iteration_time_s == doctest::Approx(6 * (lambda + S / U)).epsilon(1e-9));
+    for (const auto& j : r.jobs)
+        CHECK(j.iteration_time_s == ddlsim::testing::approx(6 * (lambda + S / U)).epsilon(1e-9));
     const json out = scenario::result_json(s, r);
     CHECK(out["jobs"].size() == 2);
     CHECK(out["jobs"][1]["scenario"]["name"] == "second");
     // Each uplink carries 2 jobs x 2 hops x 6 steps x S/4 = 6S per iteration and idles only
     // during the latency of each step: utilisation (S/U) / (Λ + S/U).
     CHECK(out["links"]["busiest"][0]["utilization"].get<double>() ==
-          doctest::Approx((S / U) / (lambda + S / U)).epsilon(1e-9));
+          ddlsim::testing::approx((S / U) / (lambda + S / U)).epsilon(1e-9));
 
     json alone = two;
     alone["jobs"].erase(1);
     CHECK(scenario::run_scenario(scenario::load_scenario(alone)).jobs[0].iteration_time_s ==
-          doctest::Approx(6 * (lambda + S / (2 * U))).epsilon(1e-9));
+          ddlsim::testing::approx(6 * (lambda + S / (2 * U))).epsilon(1e-9));
 }
 
 TEST_CASE("jobs: default placement gives each job the next unused hosts") {

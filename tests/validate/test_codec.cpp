@@ -2,6 +2,8 @@
 // identity, and bounds derived from each scheme's definition.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -117,7 +119,7 @@ TEST_CASE("error feedback: what was sent plus the residual equals every gradient
         double norm = 0.0;
         for (std::size_t i = 0; i < n; ++i) norm += (sum_g[i] - sum_sent[i]) * (sum_g[i] - sum_sent[i]);
         CAPTURE(codec_name(k));
-        CHECK(c->residual_norm() == doctest::Approx(std::sqrt(norm)).epsilon(1e-4));
+        CHECK(c->residual_norm() == ddlsim::testing::approx(std::sqrt(norm)).epsilon(1e-4));
         CHECK(std::isfinite(c->residual_norm()));
     }
 }

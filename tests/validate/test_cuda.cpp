@@ -2,6 +2,8 @@
 // skipped elsewhere).
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -41,7 +43,7 @@ TEST_CASE("CUDA and CPU backends compute the same loss and gradient") {
         auto cpu = make_model(kind, Backend::cpu, 9);
         auto gpu = make_model(kind, Backend::cuda, 9);
         const double lc = cpu->forward_backward(b), lg = gpu->forward_backward(b);
-        CHECK(lg == doctest::Approx(lc).epsilon(1e-4));
+        CHECK(lg == ddlsim::testing::approx(lc).epsilon(1e-4));
         CHECK(max_rel_diff(cpu->gradient(), gpu->gradient()) < 1e-3);
         // One SGD step with the CPU gradient keeps the two models together.
         const std::vector<float> g(cpu->gradient().begin(), cpu->gradient().end());
@@ -52,7 +54,7 @@ TEST_CASE("CUDA and CPU backends compute the same loss and gradient") {
         gpu->get_params(pg);
         CHECK(max_rel_diff(pc, pg) < 1e-5);
         const Dataset d = synthetic_dataset(300, 6);
-        CHECK(gpu->evaluate(d) == doctest::Approx(cpu->evaluate(d)).epsilon(0.02));
+        CHECK(gpu->evaluate(d) == ddlsim::testing::approx(cpu->evaluate(d)).epsilon(0.02));
     }
 }
 
@@ -75,7 +77,7 @@ TEST_CASE("CUDA codecs write the CPU codecs' payloads") {
             cpu->decode_add(pc, dc, 1.0F);
             cpu->decode_add(pg, dg, 1.0F);
             CHECK(max_rel_diff(dc, dg) < 1e-5);
-            CHECK(gpu->residual_norm() == doctest::Approx(cpu->residual_norm()).epsilon(1e-4));
+            CHECK(gpu->residual_norm() == ddlsim::testing::approx(cpu->residual_norm()).epsilon(1e-4));
         }
     }
     // QSGD rounds stochastically with its own random stream: check the bound of one level.

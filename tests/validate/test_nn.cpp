@@ -1,6 +1,8 @@
 // The network library: shapes, gradients against finite differences, learning, timing.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -42,7 +44,7 @@ void check_gradient(ModelKind kind) {
             const double numeric = (up - down) / (2.0 * eps);
             CAPTURE(layer.name);
             CAPTURE(i);
-            CHECK(numeric == doctest::Approx(g[i]).epsilon(0.03).scale(0.0));
+            CHECK(numeric == ddlsim::testing::approx(g[i]).epsilon(0.03).scale(0.0));
         }
         m->set_params(p);
     }

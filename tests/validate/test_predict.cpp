@@ -3,6 +3,8 @@
 // written scenario is a fixed point of load + resolved_scenario.
 #include <doctest/doctest.h>
 
+#include "tests/support/approx.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -106,7 +108,7 @@ TEST_CASE("predict: the typed scenario predicts what the hand-written one does, 
                 CAPTURE(static_cast<int>(arch));
                 CAPTURE(static_cast<int>(sync));
                 const auto p = validate::predict(c, cal);
-                CHECK(p.iteration_time_s == doctest::Approx(iteration_time(by_hand(c, cal))).epsilon(1e-12));
+                CHECK(p.iteration_time_s == ddlsim::testing::approx(iteration_time(by_hand(c, cal))).epsilon(1e-12));
                 // Written by the key tables, the file is what loading it and writing it back gives (plus the
                 // placement the loader resolves).
                 json back = scenario::resolved_scenario(scenario::load_scenario(p.scenario, "."));
@@ -136,7 +138,7 @@ TEST_CASE("predict: a CUDA worker's decode runs on the host, its encode shares t
     const double cpu = scale(validate::Backend::cpu), cuda = scale(validate::Backend::cuda);
     const double e = 2e-9, d = 1e-9, n = 4.0, s = n / cal.sharing_slots;
     const double h = std::max(1.0, n / std::max(1U, std::thread::hardware_concurrency()));
-    CHECK(cuda / cpu == doctest::Approx((e * s + n * d * h) / ((e + n * d) * s)).epsilon(1e-12));
+    CHECK(cuda / cpu == ddlsim::testing::approx((e * s + n * d * h) / ((e + n * d) * s)).epsilon(1e-12));
     CHECK(cuda <= cpu);  // s = 4 >= h
     if (std::thread::hardware_concurrency() >= 2) CHECK(cuda < cpu);
 }

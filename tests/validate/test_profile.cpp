@@ -4,7 +4,9 @@
 // their JSON path; the resolved scenario carries the values and reproduces the result. Temporary
 // files only (a per-process folder under the temp directory, removed at the end of each case).
 #include <doctest/doctest.h>
+
 #include <unistd.h>
+#include "tests/support/approx.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -79,9 +81,9 @@ TEST_CASE("network.profile supplies the measured transport; network.transport wi
     d.write("calib.json", profile());
     const auto s = ddlsim::scenario::load_scenario(scenario(), d.path.string());
     REQUIRE(s.transports.inter.has_value());
-    CHECK(s.transports.inter->efficiency == doctest::Approx(0.9563));
-    CHECK(s.transports.inter->message_overhead.seconds() == doctest::Approx(18e-6));
-    CHECK(s.transports.inter->collective_overhead.seconds() == doctest::Approx(30e-6));
+    CHECK(s.transports.inter->efficiency == ddlsim::testing::approx(0.9563));
+    CHECK(s.transports.inter->message_overhead.seconds() == ddlsim::testing::approx(18e-6));
+    CHECK(s.transports.inter->collective_overhead.seconds() == ddlsim::testing::approx(30e-6));
     CHECK(s.transport_source == "calibration profile calib.json");
     const json result = ddlsim::scenario::result_json(s, ddlsim::scenario::run_scenario(s));
     CHECK(result.dump().find("calibration profile calib.json") != std::string::npos);
@@ -115,7 +117,7 @@ TEST_CASE("device overlap_slowdown is the default of overlap.compute_slowdown; t
     CHECK(from_device > without);
     json given = s;
     given["overlap"]["compute_slowdown"] = 0.0;
-    CHECK(iteration_time(given, d.path) == doctest::Approx(without).epsilon(1e-12));
+    CHECK(iteration_time(given, d.path) == ddlsim::testing::approx(without).epsilon(1e-12));
 }
 
 TEST_CASE("the resolved scenario carries the profile's transport and overlap slowdown") {
@@ -126,12 +128,12 @@ TEST_CASE("the resolved scenario carries the profile's transport and overlap slo
     const auto loaded = ddlsim::scenario::load_scenario(s, d.path.string());
     const json resolved = ddlsim::scenario::resolved_scenario(loaded);
     CHECK(resolved.dump().find("calib.json") == std::string::npos);  // values, not the file
-    CHECK(resolved.at("device").at("overlap_slowdown").get<double>() == doctest::Approx(0.05));
-    CHECK(resolved.at("network").at("transport").at("efficiency").get<double>() == doctest::Approx(0.9563));
+    CHECK(resolved.at("device").at("overlap_slowdown").get<double>() == ddlsim::testing::approx(0.05));
+    CHECK(resolved.at("network").at("transport").at("efficiency").get<double>() == ddlsim::testing::approx(0.9563));
     TempDir other("b");  // elsewhere: no profile file needed
     CHECK_FALSE(fs::exists(other.path / "calib.json"));
     CHECK(iteration_time(resolved, other.path) ==
-          doctest::Approx(ddlsim::scenario::run_scenario(loaded).jobs.at(0).iteration_time_s).epsilon(1e-12));
+          ddlsim::testing::approx(ddlsim::scenario::run_scenario(loaded).jobs.at(0).iteration_time_s).epsilon(1e-12));
 }
 
 TEST_CASE("bad profiles and values name their JSON path") {
@@ -183,7 +185,7 @@ TEST_CASE("calibrate measures the overlap slowdown; the transport it writes load
     CHECK(c.transport.collective_overhead_s >= 0.0);
     CHECK_FALSE(c.transport.measured);
     const json p = c.profile_json();
-    CHECK(p.at("device").at("overlap_slowdown").get<double>() == doctest::Approx(c.overlap.slowdown));
+    CHECK(p.at("device").at("overlap_slowdown").get<double>() == ddlsim::testing::approx(c.overlap.slowdown));
     CHECK_FALSE(p.at("network").contains("transport"));
 
     // A measured transport as calibrate writes it, read back by the loader.
@@ -197,8 +199,8 @@ TEST_CASE("calibrate measures the overlap slowdown; the transport it writes load
     TempDir d;
     d.write("calib.json", written);
     const auto s = ddlsim::scenario::load_scenario(scenario(), d.path.string());
-    CHECK(s.transports.inter->efficiency == doctest::Approx(0.9566));
-    CHECK(s.transports.inter->message_overhead.seconds() == doctest::Approx(11.52e-6));
-    CHECK(s.transports.inter->collective_overhead.seconds() == doctest::Approx(15.13e-6));
-    CHECK(s.jobs.at(0).device.overlap_slowdown.value() == doctest::Approx(c.overlap.slowdown));
+    CHECK(s.transports.inter->efficiency == ddlsim::testing::approx(0.9566));
+    CHECK(s.transports.inter->message_overhead.seconds() == ddlsim::testing::approx(11.52e-6));
+    CHECK(s.transports.inter->collective_overhead.seconds() == ddlsim::testing::approx(15.13e-6));
+    CHECK(s.jobs.at(0).device.overlap_slowdown.value() == ddlsim::testing::approx(c.overlap.slowdown));
 }
