@@ -131,7 +131,7 @@ double winograd_seconds(const LayerPart& p, const DeviceSpec& d, std::uint32_t b
 // the intermediate tensor and its read back (2 x its elements x element size); `optimized` fuses the same chains
 // -- NVIDIA's NGC layers fuse BatchNorm + ReLU and BatchNorm + add + ReLU into one kernel each, next to cuDNN's
 // convolutions (fuse_bn_relu, fuse_bn_add_relu in HewlettPackard/dlcookbook-dlbs python/mxnet_benchmarks/models/
-// resnet.py @74fdadab, "optimizations ... taken from NVIDIA code from NGC containers") -- and launches nothing from
+// resnet.py @ac368987, "optimizations ... taken from NVIDIA code from NGC containers") -- and launches nothing from
 // the host (CUDA graphs: one launch per step).
 // Custom layers (no parts) and layers with explicit times have no known kernels and pay none of this.
 constexpr double kDeviceGap = 70e-6 / 80.0;

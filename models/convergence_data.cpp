@@ -13,7 +13,7 @@ const std::vector<ConvergenceData>& builtin_convergence() {
             "resnet50",
             "MLPerf Training v4.0 ResNet-50 v1.5 (ImageNet-1k)",
             "75.90 % top-1 accuracy on the ImageNet validation set",
-            "LARS, momentum 0.9, polynomial decay after 2-5 warmup epochs (per-point hyperparameters in the file)",
+            "LARS, momentum 0.9-0.951807, polynomial decay after 2-31 warmup epochs (per-point hyperparameters in the file)",
             "mlcommons/logging@7bbf79268693 mlperf_logging/rcp_checker/training_4.0.0/rcps_resnet.json",
             1281167,
             {
@@ -33,7 +33,7 @@ const std::vector<ConvergenceData>& builtin_convergence() {
             "bert_large",
             "MLPerf Training v4.1 BERT-large pre-training phase 2 (Wikipedia, sequence 512)",
             "0.720 masked-LM accuracy on the evaluation set",
-            "LAMB, beta1 0.9, beta2 0.999, weight decay 0.01 (per-point learning rates in the file)",
+            "LAMB, beta1 0.62-0.9, beta2 0.78921-0.999, weight decay 0.001-0.0166629 (per-point hyperparameters in the file)",
             "mlcommons/logging@7bbf79268693 mlperf_logging/rcp_checker/training_4.1.0/rcps_bert.json",
             0,
             {

@@ -26,7 +26,8 @@
 //               8 TB/s, 148 SMs, 1,000 W maximum TGP.
 //  GB200      — NVIDIA GB200 NVL72 specifications, per GPU: 80 FP32, 1,250 TF32, 2,500 FP16/BF16, 5,000 FP8, 186 GB
 //               HBM3e, 8 TB/s, 148 SMs, 1,200 W per-GPU maximum power.
-//  MI300X     — AMD Instinct MI300X specifications: 163.4 FP32 (matrix), 653.7 TF32, 1,307.4 FP16/BF16, 2,614.9 FP8,
+//  MI300X     — AMD Instinct MI300X specifications: 163.4 FP32 (matrix), 653.7 TF32, 1,300 FP16/BF16, 2,610 FP8 (the
+//               table's figures; AMD's page is said to give 1,307.4 and 2,614.9, not checked here),
 //               192 GB HBM3, 5.3 TB/s, 304 CUs, 750 W typical board power (peak).
 //  MI325X     — AMD Instinct MI325X specifications: MI300X's compute, 256 GB HBM3e, 6 TB/s, 304 CUs, 1,000 W.
 //  MI355X     — AMD Instinct MI355X specifications: 157.3 FP32, no TF32 (CDNA 4 has no XF32 path: FP32 on the
@@ -58,11 +59,12 @@
 //        89.4-112.3 TFLOPS in FP16.)
 //  matmul on tensor cores: the median large training GEMM, as DeepBench's medians above, not the best shape found
 //        by a search (the "maximum achievable" figures below are that, and on H100 the median is 0.92 of it):
-//  matmul, A100 TF32 / FP16 / BF16: 0.744 / 0.737 — mli/transformers-benchmarks README.md (commit
+//  matmul, A100 TF32 / FP16 / BF16: 0.779 / 0.772 — mli/transformers-benchmarks README.md (commit
 //        3370b2b3a0ad915b827dd962ff68b2333f4da6a6), "Micro-Benchmarking Summary": PyTorch's 8192 x 8192 matmul on
 //        A100 80 GB reaches 116 TFLOPS in its "FP32" column (of 156: TF32, which NGC's PyTorch containers enable for
-//        matmuls; FP32 on CUDA cores peaks at 19.5) and 230 in FP16 (of 312). The same table gives V100 95 of 125
-//        (0.76), where DeepBench's median is 0.796: one large GEMM there reads about as a median does (5 % below).
+//        matmuls; FP32 on CUDA cores peaks at 19.5) and 230 in FP16 (of 312). The same table reads V100's FP16 at 95,
+//        where DeepBench's median above is 99.45: the A100 figures are taken to a median by that ratio (1.047):
+//        116 x 1.047 / 156 = 0.779, 230 x 1.047 / 312 = 0.772.
 //  matmul, H100 BF16 / TF32: 0.738 / 0.610 — openxla/xla xla/service/gpu/model/matmul_interpolator_data.h as in
 //        tensorflow/tensorflow third_party/xla (commit 372d578bb861cc5804e56d37d93aec931a59762c), XLA's measured
 //        table of cuBLAS GEMM rates on sm_90 (batch 1-4, M, N, K 256-4096): of its 65 GEMMs with b·M·N·K >= 1.5e10
@@ -73,10 +75,10 @@
 //  matmul, H200: H100's fractions — the same GH100 SMs and clocks (datasheets above); XLA's table keys on sm_90.
 //  matmul, parts with only a "maximum achievable" figure: BF16 "Maximum Achievable Matmul FLOPS comparison table" of
 //        stas00/ml-engineering compute/accelerator/README.md (commit 744d01e18b79512572f64a6bbd8b5f4a725203a7), taken
-//        to its median as on the measured sibling: H100 SXM's median (730.1) is 0.922 of that table's H100 figure
-//        (792.1), A100 SXM's (230) 0.859 of its A100 figure (267.9). A100 PCIe 252.9 of 312 x 0.859 = 0.696; B200
-//        1745.0 of 2250 x 0.922 = 0.715; GB200 1822.0 of 2500 x 0.922 = 0.672; MI300X 668.4 of 1307.4 x 0.922 =
-//        0.471; MI325X 784.9 of 1307.4 x 0.922 = 0.553; MI355X 1565.0 of 2500 x 0.922 = 0.577 (AMD parts take an
+//        to its median as on the measured sibling: H100 SXM's median (730.1) is 0.919 of that table's H100 figure
+//        (794.5), A100 SXM's (240.8) 0.888 of its A100 figure (271.2). A100 PCIe 252.9 of 312 x 0.888 = 0.720; B200
+//        1745.0 of 2250 x 0.919 = 0.713; GB200 1822.0 of 2500 x 0.919 = 0.670; MI300X 668.4 of 1300 x 0.919 =
+//        0.470; MI325X 784.9 of 1300 x 0.919 = 0.552; MI355X 1565.0 of 2500 x 0.919 = 0.575 (AMD parts take an
 //        NVIDIA part's ratio: an assumption). No figure there for H100 PCIe, H100 NVL and L40S: H100 SXM's
 //        fractions are assumed (the same GH100 die; the Ada part has Hopper-class tensor cores without TMA, an
 //        assumption). TF32 takes BF16's fraction x H100's TF32/BF16 ratio (0.610 / 0.738), FP8 BF16's, as on H100.
@@ -95,9 +97,10 @@
 //        filtering F(m x m, 3 x 3) (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016,
 //        arXiv:1509.09308, §4: (m+2)^2 multiplies per m x m outputs instead of 9 m^2, 2.25x fewer for m = 2 and 4x
 //        for m = 4) when its autotuner finds it faster. DeepBench's "Forward Algorithm" column (same files) names
-//        what cuDNN picked: P100 FP32 and pseudo-FP16 (CUDA 8): WINOGRAD (the fused kernel) or FFT for every 3 x 3
-//        stride-1 layer with >= 64 input channels, implicit GEMM for fewer; V100 FP32 (CUDA 9): WINOGRAD_NONFUSED
-//        for all but the 3-channel first layers;
+//        what cuDNN picked among the 3 x 3 stride-1 layers: P100 FP32 and pseudo-FP16 (CUDA 8.0, cuDNN 6.0): of the 27
+//        with >= 64 input channels 22 WINOGRAD (the fused kernel), 2 FFT, 2 WINOGRAD_NONFUSED and 1 implicit GEMM,
+//        implicit GEMM for the 5 with fewer; V100 FP32 (CUDA 10.1, cuDNN 7.6): of 32, 23 WINOGRAD_NONFUSED, 5
+//        WINOGRAD and implicit GEMM for the 4 with 1-16 input channels;
 //        V100 FP16 on tensor cores: IMPLICIT_PRECOMP_GEMM for every layer (no Winograd). The compute model's
 //        Winograd cost (compute.cpp: its batched GEMMs at the GEMM median) with m = 2 on P100 gives DeepBench's P100
 //        FP32 times of the 26 Winograd or FFT layers at median 1.08x (m = 4: 0.75x), and with m = 4 on V100 the 28
@@ -118,21 +121,23 @@ namespace {
 constexpr double kCudaCoreFp32 = 13.24 / 15.7;  // DeepBench V100 SGEMM median (above)
 constexpr double kP100 = 8.86 / 10.6;           // DeepBench P100 median (above)
 constexpr double kV100Fp16 = 99.45 / 125.0;     // DeepBench V100 FP16 median (above)
-// Median large GEMMs on tensor cores (above): A100 (mli/transformers-benchmarks), H100 (XLA's sm_90 table).
-constexpr double kA100Fp16 = 230.0 / 312.0;
-constexpr double kA100Tf32 = 116.0 / 156.0;
+// Median large GEMMs on tensor cores (above): A100 (mli/transformers-benchmarks, taken to DeepBench's V100 median
+// by the ratio of the two on V100), H100 (XLA's sm_90 table).
+constexpr double kMliToMedian = 99.45 / 95.0;
+constexpr double kA100Fp16 = 230.0 * kMliToMedian / 312.0;
+constexpr double kA100Tf32 = 116.0 * kMliToMedian / 156.0;
 constexpr double kH100Bf16 = 730.064 / 989.5;
 constexpr double kH100Tf32 = 301.870 / 494.5;
 // A "maximum achievable" figure (stas00's table, BF16 TFLOPS over the peak) taken to its median as on the measured
-// sibling: H100's median over its figure (792.1), A100's over its figure (267.9).
-constexpr double kMedianOverMaxH100 = 730.064 / 792.1;
-constexpr double kMedianOverMaxA100 = 230.0 / 267.9;
+// sibling: H100's median over its figure (794.5), A100's over its figure (271.2).
+constexpr double kMedianOverMaxH100 = 730.064 / 794.5;
+constexpr double kMedianOverMaxA100 = 230.0 * kMliToMedian / 271.2;
 constexpr double kTf32OverBf16 = kH100Tf32 / kH100Bf16;  // H100's, for parts without a TF32 measurement
 constexpr double kA100PcieBf16 = 252.9 / 312.0 * kMedianOverMaxA100;
 constexpr double kB200Bf16 = 1745.0 / 2250.0 * kMedianOverMaxH100;
 constexpr double kGb200Bf16 = 1822.0 / 2500.0 * kMedianOverMaxH100;
-constexpr double kMi300xBf16 = 668.4 / 1307.4 * kMedianOverMaxH100;
-constexpr double kMi325xBf16 = 784.9 / 1307.4 * kMedianOverMaxH100;
+constexpr double kMi300xBf16 = 668.4 / 1300.0 * kMedianOverMaxH100;
+constexpr double kMi325xBf16 = 784.9 / 1300.0 * kMedianOverMaxH100;
 constexpr double kMi355xBf16 = 1565.0 / 2500.0 * kMedianOverMaxH100;
 constexpr double kConvOnTensorCores = 0.65;  // DeepBench V100 ResNet convolutions vs GEMMs (above)
 constexpr double kConvOnCudaCores = 0.82;
@@ -246,9 +251,9 @@ const std::vector<DeviceProfile>& builtin_devices() {
         make({"GB200", "NVIDIA GB200 (one Blackwell GPU of the superchip) 186 GB", 80.0, 1250.0, 2500.0, 2500.0, 5000.0,
               8000, 148, Precision::tf32, 186, true, kCudaCoreFp32, kGb200Bf16, kGb200Bf16 * kTf32OverBf16, kMemoryHbm,
               kWinogradTileVolta, 1200}),
-        make({"MI300X", "AMD Instinct MI300X 192 GB", 163.4, 653.7, 1307.4, 1307.4, 2614.9, 5300, 304, Precision::fp32,
+        make({"MI300X", "AMD Instinct MI300X 192 GB", 163.4, 653.7, 1300.0, 1300.0, 2610.0, 5300, 304, Precision::fp32,
               192, true, kCudaCoreFp32, kMi300xBf16, kMi300xBf16 * kTf32OverBf16, kMemoryHbm, kWinogradTileVolta, 750}),
-        make({"MI325X", "AMD Instinct MI325X 256 GB", 163.4, 653.7, 1307.4, 1307.4, 2614.9, 6000, 304, Precision::fp32,
+        make({"MI325X", "AMD Instinct MI325X 256 GB", 163.4, 653.7, 1300.0, 1300.0, 2610.0, 6000, 304, Precision::fp32,
               256, true, kCudaCoreFp32, kMi325xBf16, kMi325xBf16 * kTf32OverBf16, kMemoryHbm, kWinogradTileVolta,
               1000}),
         make({"MI355X", "AMD Instinct MI355X 288 GB", 157.3, 157.3, 2500.0, 2500.0, 5000.0, 8000, 256, Precision::fp32,

@@ -116,9 +116,10 @@ const KeyTable<models::OverlapSpec>& overlap_keys() {
                 "P3 / ByteScheduler: partitions sent front layers first, next forward starts per layer (implies "
                 "wfbp; default false)")
                 .with_default(false),
-            key("bucket_size", &O::bucket_size, "buffer: bucket / fusion threshold (default 25MB)", {1})
+            key("bucket_size", &O::bucket_size,
+                "buffer: bucket / fusion threshold (default 25MiB, PyTorch DDP's bucket_cap_mb)", {1})
                 .when(buffer, "applies to fusion \"buffer\" only")
-                .with_default("25MB"),
+                .with_default("25MiB"),
             key("cycle_time", &O::cycle_time,
                 "buffer: Horovod cycle time; tensors ready within one cycle are fused (default 0: static DDP "
                 "buckets)")
@@ -133,7 +134,7 @@ const KeyTable<models::OverlapSpec>& overlap_keys() {
                 .with_default(4),
             key("compute_slowdown", &O::compute_slowdown,
                 "fraction by which compute slows while this worker's communication runs beside it (default 0.189, "
-                "Hossain et al. arXiv 2507.03114; 0 with transport \"ideal\")",
+                "Lee et al. arXiv 2507.03114; 0 with transport \"ideal\")",
                 {0, 10}),
         }};
     return t;

@@ -21,22 +21,22 @@
 //         node-level and network stages pipeline as in NCCL's NVLSTree (src/device/all_reduce.h, NCCL_ALGO_NVLS_TREE).
 //         Between two nodes its bytes between machines equal the hierarchical all-reduce's.
 //
-//   collnet  InfiniBand SHARP between nodes (NCCL's CollNetDirect, NCCL >= 2.12 with the SHARP plugin). GPU j of
+//   collnet  InfiniBand SHARP between nodes (NCCL's CollNetDirect, NCCL >= 2.14 with the SHARP plugin). GPU j of
 //         every node is the head of rail j: the node's GPUs reduce-scatter S directly (every GPU sends each other
 //         GPU of its node that GPU's S/g share), head j sends its summed share up to rail j's SHARP switch, the
 //         switch sums the m nodes' shares and returns the total to every head j, and the node's GPUs all-gather
 //         directly (NVIDIA/nccl src/device/all_reduce.h @ 5067397c2676d5aed50042fc39e5c8ee96eb0027,
 //         runRing/Tree's CollNetDirect specialisation: scatter to the heads, send to the network, receive, gather
-//         from the heads). Per GPU the network carries S/g each way, half of a ring's 2(m-1)/m S/g. Its network
-//         transfers run at kCollnetEfficiency of the links' rate, charged as bytes / efficiency (as nvls).
-//         Rail j's switch is the SHARP switch GPU j reaches first (topo::Fabric::sharp_switch: the top switch of a
-//         two_tier, the rail leaf of a rail_optimized); endpoint ctx.network_switches + j stands for it. S is cut
-//         into k segments of segment_size, by default NCCL's CollNetDirect loop, g heads x 512 KiB chunks
-//         (src/enqueue.cc, same commit: the SIMPLE protocol's step of buffSize 4 MiB / NCCL_STEPS 8 per chunk),
-//         two segments in flight per GPU and direction. Idle links, k = 1, intra links of rate B_i, network links
-//         of rate B_n, f = 1 / efficiency: T = 2 L_i + 2 L_n + 2 (g-1)/g S / B_i + 2 f S / (g B_n) (the α-β form
-//         keeps the stages' longer streaming time plus one segment of the shorter; it assumes a NIC per GPU, as
-//         CollNetDirect does at full speed).
+//         from the heads). Per GPU the network carries S/g each way, m / (2(m-1)) of a ring's 2(m-1)/m S/g (as
+//         much at m = 2, half as m grows). Its network transfers run at kCollnetEfficiency of the links' rate, charged
+//         as bytes / efficiency (as nvls). Rail j's switch is the SHARP switch GPU j reaches first
+//         (topo::Fabric::sharp_switch: the top switch of a two_tier, the rail leaf of a rail_optimized); endpoint
+//         ctx.network_switches + j stands for it. S is cut into k segments of segment_size, by default NCCL's
+//         CollNetDirect loop, g heads x 512 KiB chunks (src/enqueue.cc, same commit: the SIMPLE protocol's step of
+//         buffSize 4 MiB / NCCL_STEPS 8 per chunk), two segments in flight per GPU and direction. Idle links, k = 1,
+//         intra links of rate B_i, network links of rate B_n, f = 1 / efficiency: T = 2 L_i + 2 L_n + 2 (g-1)/g S / B_i
+//         + 2 f S / (g B_n) (the α-β form keeps the stages' longer streaming time plus one segment of the shorter; it
+//         assumes a NIC per GPU, as CollNetDirect does at full speed).
 #pragma once
 
 #include <cstdint>
@@ -72,6 +72,8 @@ inline constexpr double kNvlsChunk = 128.0 * 1024.0;
 
 /// SHARP's aggregation rate as a fraction of the links': NCCL's CollNetDirect bandwidth on Hopper and later
 /// (src/graph/tuning.cc @ 5067397c2676d5aed50042fc39e5c8ee96eb0027: `if (minCompCap >= 90) busBw *= .85`).
+/// NCCL applies it from compute capability 9.0 on; the fabric does not know the GPUs, so it is charged on every
+/// generation here (on A100 and older SHARP runs at the links' rate in NCCL's model: this is 15 % slower).
 inline constexpr double kCollnetEfficiency = 0.85;
 /// NCCL's CollNetDirect chunk per head: the SIMPLE protocol's step, 4 MiB / 8 (src/enqueue.cc, see above).
 inline constexpr double kCollnetChunk = 512.0 * 1024.0;

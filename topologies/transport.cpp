@@ -2,12 +2,13 @@
 //  [NCCL-T] NVIDIA/nccl src/graph/tuning.cc @ 01afd20a77b5804e0ecf1042509dd9d20ebf9e93: NCCL's own cost
 //           model. baseLat Ring/Simple = 8.4 us per collective; hwLat Ring/Simple per step: NVLink 3.4 us,
 //           PCI 5.7 us, NET 9.6 us.
-//  [NCCL-P] NVIDIA nccl-tests doc/PERFORMANCE.md, maintainers' reference all-reduce bus bandwidths:
-//           ~24 GB/s per 200 Gb/s HDR NIC (24 / 25 = 0.96), ~12.2 GB/s per 100 Gb/s NIC (0.976),
-//           46-48 GB/s per 400 Gb/s NDR NIC (0.92-0.96); ~370 GB/s for 8 x H100 over NVLink with the ring
-//           algorithm, against NVLink 4's 450 GB/s per direction per GPU (0.82).
-//  [NCCL-H] NVIDIA/nccl src/graph/topo.h: `#define PCI_BW 12.0` (GB/s, "PCI Gen3 x16"), against
-//           15.75 GB/s line rate after 128b/130b coding: 0.76.
+//  [NCCL-P] NCCL maintainers' all-reduce bus bandwidths in NVIDIA/nccl-tests issues: #119 "We usually consider
+//           24GB/s is the peak performance per 200G NIC (12 GB/s for 100G NICs)" (24 / 25 = 0.96, 12 / 12.5 =
+//           0.96); #267 "CX-7 NICs at NDR rate (400Gbps) should achieve up to 48-49GB/s per NIC" (0.96-0.98);
+//           #212 "450GB/s is the line rate ... NCCL can get an effective NVLink bandwidth of 370GB/s" for 8 x H100
+//           with the ring algorithm (0.82).
+//  [NCCL-H] NVIDIA/nccl src/graph/topo.h @ 5067397c2676d5aed50042fc39e5c8ee96eb0027: `#define PCI_BW 12.0 // PCI
+//           Gen3 x16` (GB/s; PCI_WIDTH at 01afd20a), against 15.75 GB/s line rate after 128b/130b coding: 0.76.
 //  [802.3]  Ethernet framing with a 1500-byte MTU: a TCP segment carries 1448 payload bytes (IPv4 20 +
 //           TCP 20 + timestamps 12) in 1538 bytes on the wire (header 14, FCS 4, preamble 8, gap 12):
 //           1448 / 1538 = 0.941.
@@ -17,7 +18,9 @@
 //  [NCCL-209] NVIDIA/nccl issue #209: NCCL over TCP reaches no more than ~60 % of a 32 Gbit/s link
 //           (~19 Gbit/s) with large messages; a socket is served by one proxy thread, so one stream is
 //           CPU-bound near that rate. [NCCL-450] NVIDIA/nccl issue #450: on 100 Gbit/s TCP the all-reduce
-//           reaches 4.5-5.2 GB/s bus bandwidth (36-42 Gbit/s, 36-42 % of line rate) with several sockets.
+//           reaches "4-6GB/s" bus bandwidth at best (32-48 Gbit/s), with 4 channels of one socket per thread
+//           (NCCL_MIN_NCHANNELS=4 NCCL_SOCKET_NTHREADS=1 NCCL_NSOCKS_PERTHREAD=1; more sockets per thread were
+//           slower).
 //           We take 19 Gbit/s per stream and 2 streams per transfer (38 Gbit/s), which leaves 10-40 GbE
 //           at line-rate goodput and caps 100 GbE near [NCCL-450]'s measurement.
 //  [NCCL-T] also models NCCL's LL protocol, which it picks for messages of a few kilobytes: a ring all-reduce over

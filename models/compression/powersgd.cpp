@@ -4,9 +4,11 @@
 // of the algorithm there, so it is always on here). P and Q are linear in M, so both are summed by the configured
 // all-reduce.
 //   wire:    P = rows x r and Q = cols x r elements of B bytes (p_bytes, q_bytes), aggregation lowrank: all-reduce
-//            P, orthogonalise, all-reduce Q. Vectors (cols == 1) and matrices too small to gain ((rows + cols) r >=
-//            rows cols) are sent dense (dense_bytes = Bn, summed, no work, no residual), as in PyTorch's
-//            powerSGD_hook
+//            P, orthogonalise, all-reduce Q. Vectors (cols == 1) and matrices that would not shrink at least
+//            twofold (2 (rows + cols) r >= rows cols) are sent dense (dense_bytes = Bn, summed, no work, no
+//            residual), as PyTorch's powerSGD_hook does by default (torch/distributed/algorithms/ddp_comm_hooks/
+//            powerSGD_hook.py @00c22ce5, _should_compress: compressed_size * min_compression_rate <
+//            uncompressed_size, PowerSGDState(min_compression_rate=2))
 //   encode:  error-feedback add (3Bn bytes, n flops); P = M Q (read M and Q, write P; 2 rows cols r flops)
 //   between: Gram-Schmidt orthogonalisation of P (read and write P, 2 rows r^2 flops); Q = M^T P (read M and P,
 //            write Q; 2 rows cols r flops)
@@ -35,7 +37,8 @@ public:
         const double m = rows * cols;
         CompressedTensor c;
         c.aggregation = Aggregation::lowrank;
-        if (shape.cols <= 1 || shape.rows <= 1 || (rows + cols) * r >= m) {
+        constexpr double kMinCompressionRate = 2.0;  // PyTorch's default (above)
+        if (shape.cols <= 1 || shape.rows <= 1 || kMinCompressionRate * (rows + cols) * r >= m) {
             c.dense_bytes = b * n;
             return c;
         }

@@ -6,7 +6,9 @@
 //            payloads cannot be added in flight: every worker gathers all of them)
 //   encode:  radix select of |g| with 8-bit digits over the B-byte keys (Alabi et al., ACM JEA 2012): B histogram
 //            passes (read Bn, 3n flops each) and a compaction pass (read Bn, write the payload, 2n flops); plus
-//            zeroing the dense buffer the gathered payloads are added into (write Bn). For fp32: 6Bn + P bytes, 14n
+//            zeroing the dense buffer the gathered payloads are added into (write Bn). The select's passes are
+//            charged at the measured fraction of streaming bandwidth torch.topk reaches (codec_detail.hpp: 0.14), so
+//            for fp32 5Bn / 0.14 + Bn + P bytes, 14n flops
 //   decode:  per gathered payload, read P and scatter-add k values into the dense buffer (read and write kB
 //            bytes), k flops
 //   error feedback (optional): + 5Bn bytes and 2n flops to encode, residual Bn bytes

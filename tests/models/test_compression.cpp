@@ -238,10 +238,15 @@ TEST_CASE("compression: powersgd sends P and Q of a matrix, vectors dense") {
     CHECK(bias.q_bytes == 0.0);
     CHECK(bias.encode.memory_bytes == 0.0);
     CHECK(bias.error_feedback_bytes == 0.0);
-    // 10 x 10 at rank 8: (10 + 10) x 8 = 160 >= 100 elements, dense.
+    // 10 x 10 at rank 8: (10 + 10) x 8 = 160 >= 100 elements, dense. PyTorch compresses only a twofold saving
+    // (min_compression_rate 2): 40 x 40 at rank 8 would send 640 of 1600 elements (2.5x), but 20 x 20 at rank 4
+    // 160 of 400 (exactly 2.5x, compressed) and 16 x 16 at rank 4 128 of 256 (2x, not more: dense).
     auto rank8 = s;
     rank8.rank = 8;
     CHECK(compress(rank8, TensorShape{100, 10, 10}).dense_bytes == 400.0);
+    CHECK(compress(rank8, TensorShape{1600, 40, 40}).dense_bytes == 0.0);
+    CHECK(compress(s, TensorShape{400, 20, 20}).dense_bytes == 0.0);
+    CHECK(compress(s, TensorShape{256, 16, 16}).dense_bytes == 1024.0);
     // Unknown shape: 1e6 elements are viewed as 1000 x 1000: P = Q = 16000 bytes.
     const auto unshaped = compress(s, TensorShape{1000000, 0, 1});
     CHECK(unshaped.p_bytes == 16000.0);
