@@ -4,7 +4,7 @@
 // costs, forward,
 //   GEMM parts (conv, matmul, attention):
 //       t = max( F_p b / (peak[precision] x e x q),  B_p / (memory bandwidth x e_memory) )
-//       (e = e_conv for convolutions, e_matmul for matmul and attention)
+//       (e = e_conv for convolutions, e_matmul for attention, e_matmul x g for matmul: g the large-GEMM gain below)
 //   memory-bound parts (norm, elementwise, embedding, pooling):
 //       t = B_p / (memory bandwidth x e_memory)
 // with F_p the part's forward FLOPs per sample, B_p = activations_p x b x s + weights_p x s_w the bytes it moves
@@ -81,6 +81,21 @@ double wave_quantization(const LayerPart& p, const DeviceSpec& d, std::uint32_t 
                              : std::ceil(p.rows_per_sample * b / kTile) * std::ceil(p.cols / kTile);
     const double waves = std::ceil(tiles / d.sms);
     return tiles / (waves * d.sms);
+}
+
+// Large GEMMs run faster than the median large GEMM the fractions are (models/device.cpp). Binned by log2 of
+// M N K (b M N K), the median GEMM near 2^37, 2^38 and 2^39 in DeepBench's V100 FP16 results (da81ba78, "Results -
+// FP16 ip, Mixed math") runs at 1.047, 1.028 and 1.057 x the median of all its GEMMs with M N K >= 1.5e10, and
+// in XLA's measured sm_90 table (device.cpp) at 1.102 x near 2^37 and 1.086 x at 2^38; near 2^35 both sit at
+// 0.99-1.00. A matmul part of a built-in model (its shape known), b M N K = F b / 2, therefore runs at the fraction
+// x g, g = 1 up to 2^35 and rising linearly in log2 to 1.05 at 2^37 (the lesser of the two sources' rise), 1.05
+// beyond: the GEMMs of billion-parameter transformers (2^38-2^42) sustain about 5 % more than BERT-large's
+// (2^33-2^35).
+constexpr double kLargeGemmGain = 0.05;
+
+double large_gemm_factor(double mnk) {
+    if (mnk <= 0.0) return 1.0;
+    return 1.0 + kLargeGemmGain * std::clamp((std::log2(mnk) - 35.0) / 2.0, 0.0, 1.0);
 }
 
 /// The fraction of the last wave's SMs that have work when `gemms` GEMMs of rows x cols outputs are split into
@@ -301,6 +316,8 @@ double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t ba
     } else {
         rate = d.peak.per_s() * (part.kind == PartKind::conv ? d.conv_efficiency() : d.matmul_efficiency());
     }
+    if (part.kind == PartKind::matmul && d.uses_measured() && part.rows_per_sample > 0.0 && part.cols > 0.0)
+        rate *= large_gemm_factor(part.flops * batch / 2.0);  // a GEMM of known shape (custom layers have none)
     const double direct = std::max(mult * part.flops * batch / (rate * wave_quantization(part, d, batch)), memory_s);
     return std::min(
         direct, mult * winograd_seconds(part, d, batch, element, bandwidth, d.peak.per_s() * d.matmul_efficiency()));

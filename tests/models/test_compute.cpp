@@ -213,8 +213,10 @@ TEST_CASE("compute: the parts added in 2026-12 run at their datasheet peak x the
                                      .weights = cols * K,
                                      .rows_per_sample = rows,
                                      .cols = cols};
+        // b M N K = rows x 1024 x 8192 >= 2^37 on every part: the large-GEMM gain is its full 1.05.
+        CHECK(rows * cols * K >= std::exp2(37.0));
         CHECK(models::part_seconds(part, d, 1, false) ==
-              ddlsim::testing::approx(2.0 * rows * cols * K / (w.peak * w.fraction)).epsilon(1e-9));
+              ddlsim::testing::approx(2.0 * rows * cols * K / (w.peak * w.fraction * 1.05)).epsilon(1e-9));
     }
     // Invariants: the PCIe A100 (lower power, same die) never sustains more than the SXM part; tensor-core TF32
     // sustains a smaller fraction than BF16 wherever both are derived (H100: 0.610 vs 0.738).
@@ -235,6 +237,38 @@ TEST_CASE("compute: the parts added in 2026-12 run at their datasheet peak x the
     CHECK(models::builtin_device("MI300X")->default_precision == models::Precision::fp32);
     CHECK(models::builtin_device("B200")->default_precision == models::Precision::tf32);
     CHECK(models::builtin_device("GB200")->memory_capacity.value() == ddlsim::testing::approx(186e9));
+}
+
+TEST_CASE("compute: GEMMs beyond 2^35 (b M N K) run up to 5 % faster than the median the fractions are") {
+    // A100 BF16, 108 SMs: rows = 108 x 128 x 2 (two whole waves of 128 x 128 tiles per 128 columns, q = 1), 128
+    // columns, K chosen for b M N K = 2^35, 2^36 and 2^38 at batch 1. The part takes 2 M N K / (312e12 x e x g),
+    // e = 240.77 / 312 (device.cpp), g = 1, 1.025 and 1.05 (compute.cpp: linear in log2 from 2^35 to 2^37).
+    const auto d = builtin("A100", models::Precision::bf16);
+    const double rows = 108.0 * 128 * 2, cols = 128;
+    const double rate = 230e12 * 99.45 / 95;
+    for (const auto& [log2_mnk, g] : {std::pair{35.0, 1.0}, {36.0, 1.025}, {38.0, 1.05}}) {
+        CAPTURE(log2_mnk);
+        const double K = std::exp2(log2_mnk) / (rows * cols);
+        const models::LayerPart part{.kind = models::PartKind::matmul,
+                                     .flops = 2.0 * rows * cols * K,
+                                     .activations = 0.0,
+                                     .weights = 0.0,
+                                     .rows_per_sample = rows,
+                                     .cols = cols};
+        CHECK(models::part_seconds(part, d, 1, false) ==
+              ddlsim::testing::approx(2.0 * rows * cols * K / (rate * g)).epsilon(1e-9));
+    }
+    // Convolutions and attention keep their fractions whatever their size; a custom efficiency gets no gain.
+    const models::LayerPart conv{
+        .kind = models::PartKind::conv, .flops = 2.0 * std::exp2(38.0), .rows_per_sample = rows, .cols = cols};
+    CHECK(models::part_seconds(conv, d, 1, false) ==
+          ddlsim::testing::approx(2.0 * std::exp2(38.0) / (rate * 0.65)).epsilon(1e-9));
+    auto custom = d;
+    custom.efficiency_source = models::Source::scenario;
+    custom.efficiency = 0.5;
+    const models::LayerPart big{.kind = models::PartKind::matmul, .flops = 2.0 * std::exp2(38.0)};
+    CHECK(models::part_seconds(big, custom, 1, false) ==
+          ddlsim::testing::approx(2.0 * std::exp2(38.0) / (312e12 * 0.5)).epsilon(1e-9));
 }
 
 TEST_CASE("compute: a memory-bound part is bytes / (bandwidth x e_memory)") {
