@@ -1,7 +1,8 @@
 // Transport presets (see transport.hpp for the model). Sources:
-//  [NCCL-T] NVIDIA/nccl src/graph/tuning.cc @ 01afd20a77b5804e0ecf1042509dd9d20ebf9e93: NCCL's own cost
-//           model. baseLat Ring/Simple = 8.4 us per collective; hwLat Ring/Simple per step: NVLink 3.4 us,
-//           PCI 5.7 us, NET 9.6 us.
+//  [NCCL-T] NVIDIA/nccl src/graph/tuning.cc @ 5067397c2676d5aed50042fc39e5c8ee96eb0027 (NCCL 2.2x, the version
+//           allreduce_auto.hpp's tuner quotes too): NCCL's own cost model. baseLatencies Ring/Simple = 8.4 us per
+//           collective; hwLatencies Ring/Simple per step: NVLink 3.4 us, PCI 5.7 us, NET 14.0 us. (Until
+//           2026-12-05 these came from NCCL 2.7.5, @01afd20a, whose NET Ring/Simple was 9.6 us.)
 //  [NCCL-P] NCCL maintainers' all-reduce bus bandwidths in NVIDIA/nccl-tests issues: #119 "We usually consider
 //           24GB/s is the peak performance per 200G NIC (12 GB/s for 100G NICs)" (24 / 25 = 0.96, 12 / 12.5 =
 //           0.96); #267 "CX-7 NICs at NDR rate (400Gbps) should achieve up to 48-49GB/s per NIC" (0.96-0.98);
@@ -24,10 +25,12 @@
 //           We take 19 Gbit/s per stream and 2 streams per transfer (38 Gbit/s), which leaves 10-40 GbE
 //           at line-rate goodput and caps 100 GbE near [NCCL-450]'s measurement.
 //  [NCCL-T] also models NCCL's LL protocol, which it picks for messages of a few kilobytes: a ring all-reduce over
-//           r ranks on m nodes costs baseLat Ring/LL 3.6 us + 2(r - m) intra-node steps x hwLat Ring/LL (NVLink
-//           0.47 us, PCI 1.0 us; x 1.8 when m > 1) + 2(m - 1) network steps x 2.7 us, and moves data at a quarter
-//           of the ring's bus bandwidth (busBw *= 1/4 for Ring/LL all-reduce), an algorithm bandwidth of
-//           busBw x r / (2(r - 1)).
+//           r ranks on m nodes costs baseLatencies Ring/LL 6.6 us + 2(r - m) intra-node steps x hwLatencies
+//           Ring/LL (NVLink 0.6 us, PCI 1.0 us; when m > 1 at least getNetOverhead's 1.0 us, its figure for Intel
+//           and unknown hosts: intraLat = std::max(intraLat, netOverhead)) + 2(m - 1) network steps x 2.7 us, and
+//           moves data at half the ring's bus bandwidth (Ring/LL: busBw = std::min(llMaxBw, busBw * .5); llMaxBw,
+//           a per-architecture cap of 35-141 GB/s, binds only messages far larger than LL's), an algorithm
+//           bandwidth of busBw x r / (2(r - 1)).
 #include "topologies/transport.hpp"
 
 #include <algorithm>
@@ -52,7 +55,7 @@ TransportSpec transport_preset(TransportKind kind) {
         case TransportKind::ideal: break;
         case TransportKind::rdma:
             t.efficiency = 0.96;                              // [NCCL-P] HDR 24 of 25 GB/s
-            t.message_overhead = sim::Time::seconds(9.6e-6);  // [NCCL-T] hwLat NET Ring/Simple
+            t.message_overhead = sim::Time::seconds(14.0e-6);  // [NCCL-T] hwLat NET Ring/Simple
             t.collective_overhead = launch;
             break;
         case TransportKind::tcp:
@@ -101,10 +104,10 @@ sim::Time apply_transports(Fabric& fabric, const FabricTransports& t) {
 }
 
 SmallAllreduce nccl_small_allreduce(const Fabric& fabric, std::span<const Vertex> group) {
-    constexpr double kBaseLatLl = 3.6e-6;                                    // [NCCL-T] baseLat Ring/LL
-    constexpr double kNvlinkLl = 0.47e-6, kPciLl = 1.0e-6, kNetLl = 2.7e-6;  // [NCCL-T] hwLat Ring/LL
-    constexpr double kLlMultiNode = 1.8;                                     // [NCCL-T] intraLat *= 1.8
-    constexpr double kLlBandwidth = 0.25;                                    // [NCCL-T] Ring/LL busBw *= 1/4
+    constexpr double kBaseLatLl = 6.6e-6;                                   // [NCCL-T] baseLatencies Ring/LL
+    constexpr double kNvlinkLl = 0.6e-6, kPciLl = 1.0e-6, kNetLl = 2.7e-6;  // [NCCL-T] hwLatencies Ring/LL
+    constexpr double kNetOverhead = 1.0e-6;                                 // [NCCL-T] getNetOverhead
+    constexpr double kLlBandwidth = 0.5;                                    // [NCCL-T] Ring/LL busBw * .5
     SmallAllreduce out;
     const auto r = static_cast<double>(group.size());
     if (group.size() < 2) return out;
@@ -121,7 +124,7 @@ SmallAllreduce nccl_small_allreduce(const Fabric& fabric, std::span<const Vertex
     }
     std::sort(nodes.begin(), nodes.end());
     const auto m = static_cast<double>(std::unique(nodes.begin(), nodes.end()) - nodes.begin());
-    const double intra = (nvlink ? kNvlinkLl : kPciLl) * (m > 1.0 ? kLlMultiNode : 1.0);
+    const double intra = std::max(nvlink ? kNvlinkLl : kPciLl, m > 1.0 ? kNetOverhead : 0.0);
     out.latency = sim::Time::seconds(kBaseLatLl + 2.0 * (r - m) * intra + 2.0 * (m - 1.0) * kNetLl);
     out.seconds_per_byte = 2.0 * (r - 1.0) / r / (kLlBandwidth * bus);
     return out;

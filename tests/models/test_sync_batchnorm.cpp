@@ -1,7 +1,7 @@
 // SyncBatchNorm (job key bn_group): every BatchNorm layer all-reduces 8 bytes per channel within its group, forward
 // and backward, on the critical path, at the cost NCCL's own model gives a small ring all-reduce with its LL protocol
-// (topologies/transport.cpp [NCCL-T]: 3.6 us + 2(r - m) x 0.47 us over NVLink (x 1.8 across nodes) + 2(m - 1) x
-// 2.7 us over the network; a quarter of the bus bandwidth). Every expectation below is derived by hand from those
+// (topologies/transport.cpp [NCCL-T], NCCL 2.2x: 6.6 us + 2(r - m) x 0.6 us over NVLink (at least 1.0 us when the
+// group spans nodes) + 2(m - 1) x 2.7 us over the network; half the bus bandwidth). Every expectation below is derived by hand from those
 // constants.
 #include <doctest/doctest.h>
 
@@ -68,25 +68,25 @@ json two_gpus(int bn_group) {
 
 TEST_CASE("sync batchnorm: NCCL's LL ring latency inside a node, across nodes and both") {
     const topo::Fabric f = two_dgx_a100();
-    // Two GPUs over NVLink: 3.6 + 2 x 1 x 0.47 = 4.54 us.
-    CHECK(small_allreduce_us(f, {"n0g0", "n0g1"}) == ddlsim::testing::approx(4.54).epsilon(1e-9));
-    // The same GPU of two nodes: no intra-node step, 2 network steps: 3.6 + 2 x 2.7 = 9.0 us.
-    CHECK(small_allreduce_us(f, {"n0g0", "n1g0"}) == ddlsim::testing::approx(9.0).epsilon(1e-9));
-    // Four GPUs, two per node: 2 x 3 steps, 2 of them between the nodes, the other 4 NVLink steps at 1.8 x 0.47:
-    // 3.6 + 4 x 0.846 + 2 x 2.7 = 12.384 us.
-    CHECK(small_allreduce_us(f, {"n0g0", "n0g1", "n1g0", "n1g1"}) == ddlsim::testing::approx(12.384).epsilon(1e-9));
+    // Two GPUs over NVLink: 6.6 + 2 x 1 x 0.6 = 7.8 us.
+    CHECK(small_allreduce_us(f, {"n0g0", "n0g1"}) == ddlsim::testing::approx(7.8).epsilon(1e-9));
+    // The same GPU of two nodes: no intra-node step, 2 network steps: 6.6 + 2 x 2.7 = 12.0 us.
+    CHECK(small_allreduce_us(f, {"n0g0", "n1g0"}) == ddlsim::testing::approx(12.0).epsilon(1e-9));
+    // Four GPUs, two per node: 2 x 3 steps, 2 of them between the nodes, the other 4 NVLink steps raised to the
+    // network overhead's 1.0 us: 6.6 + 4 x 1.0 + 2 x 2.7 = 16.0 us.
+    CHECK(small_allreduce_us(f, {"n0g0", "n0g1", "n1g0", "n1g1"}) == ddlsim::testing::approx(16.0).epsilon(1e-9));
     // One GPU: nothing to wait for.
     CHECK(small_allreduce_us(f, {"n0g0"}) == 0.0);
-    // The bandwidth term: 2(r - 1)/r bytes per byte at a quarter of the hop's bandwidth; r = 2 over one node's links.
+    // The bandwidth term: 2(r - 1)/r bytes per byte at half the hop's bandwidth; r = 2 over one node's links.
     std::vector<topo::Vertex> pair{*f.find("n0g0"), *f.find("n0g1")};
     const double hop = f.path_bandwidth(pair[0], pair[1]).bytes_per_s();
     CHECK(topo::nccl_small_allreduce(f, pair).seconds_per_byte ==
-          ddlsim::testing::approx(1.0 / (0.25 * hop)).epsilon(1e-12));
+          ddlsim::testing::approx(1.0 / (0.5 * hop)).epsilon(1e-12));
 }
 
 TEST_CASE("sync batchnorm: each BatchNorm layer pays one small all-reduce forward and one backward") {
     // ResNet-50 on two GPUs of one DGX A100, the NVLink links ideal (their nominal 300 GB/s): bn_group 2 adds to the
-    // compute of an iteration 2 x sum over BatchNorms of (4.54 us + 8 C x 1 / (0.25 x 300 GB/s)), C each one's
+    // compute of an iteration 2 x sum over BatchNorms of (7.8 us + 8 C x 1 / (0.5 x 300 GB/s)), C each one's
     // channels.
     const models::Workload rn50 = models::builtin_workload("resnet50").value();
     double batchnorms = 0.0, channels = 0.0, last_cols = 0.0;
@@ -100,11 +100,11 @@ TEST_CASE("sync batchnorm: each BatchNorm layer pays one small all-reduce forwar
         }
     CHECK(batchnorms == 53);
     const double bandwidth = dgx_a100().gpu_bandwidth.bytes_per_s();
-    const double expected = 2.0 * (batchnorms * 4.54e-6 + 8.0 * channels / (0.25 * bandwidth));
+    const double expected = 2.0 * (batchnorms * 7.8e-6 + 8.0 * channels / (0.5 * bandwidth));
     const double local = testing::run_first_job(two_gpus(0)).compute_time_s;
     CHECK(testing::run_first_job(two_gpus(1)).compute_time_s == local);  // 1: each GPU its own statistics
     // Simulated times are whole picoseconds per kernel, so the difference of two iterations carries up to a
-    // nanosecond of rounding: 1e-6 of the 0.49 ms expected.
+    // nanosecond of rounding: 1e-6 of the 0.84 ms expected.
     CHECK(testing::run_first_job(two_gpus(2)).compute_time_s - local ==
           ddlsim::testing::approx(expected).epsilon(1e-6));
 }
