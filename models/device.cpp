@@ -70,8 +70,8 @@
 //        table of cuBLAS GEMM rates on sm_90 (batch 1-4, M, N, K 256-4096): of its 65 GEMMs with b·M·N·K >= 1.5e10
 //        (DeepBench's selection above) the median is 730.1 TFLOPS BF16 (of 989.5) and 301.9 "f32", which XLA runs
 //        in TF32 on sm_90 (of 494.5); the table's largest BF16 rate, 808.7, is an SXM part's. FP8 is assumed to
-//        reach BF16's fraction of its own peak (no measurement found; Luo et al. 2024, arXiv:2402.13499, report FP8
-//        GEMMs at nearly twice FP16's rate, consistent with equal fractions).
+//        reach BF16's fraction of its own peak (no measurement found; Luo et al., arXiv:2501.12084, abstract: "FP8
+//        delivers nearly double the performance of FP16", consistent with equal fractions).
 //  matmul, H200: H100's fractions — the same GH100 SMs and clocks (datasheets above); XLA's table keys on sm_90.
 //  matmul, parts with only a "maximum achievable" figure: BF16 "Maximum Achievable Matmul FLOPS comparison table" of
 //        stas00/ml-engineering compute/accelerator/README.md (commit 744d01e18b79512572f64a6bbd8b5f4a725203a7), taken
