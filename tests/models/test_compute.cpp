@@ -246,7 +246,8 @@ TEST_CASE("compute: GEMMs beyond 2^35 (b M N K) run up to 5 % faster than the me
     const auto d = builtin("A100", models::Precision::bf16);
     const double rows = 108.0 * 128 * 2, cols = 128;
     const double rate = 230e12 * 99.45 / 95;
-    for (const auto& [log2_mnk, g] : {std::pair{35.0, 1.0}, {36.0, 1.025}, {38.0, 1.05}}) {
+    for (const auto& point : {std::pair{35.0, 1.0}, {36.0, 1.025}, {38.0, 1.05}}) {
+        const double log2_mnk = point.first, g = point.second;
         CAPTURE(log2_mnk);
         const double K = std::exp2(log2_mnk) / (rows * cols);
         const models::LayerPart part{.kind = models::PartKind::matmul,
