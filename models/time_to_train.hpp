@@ -46,8 +46,8 @@ struct ConvergenceData {
 /// The built-in models with convergence data, for messages.
 [[nodiscard]] std::vector<std::string> convergence_models();
 
-/// McCandlish et al. 2018, "An Empirical Model of Large-Batch Training" (arXiv 1812.06162), eqs. 2.11-2.12 with E = B S:
-/// E(B) = E_min (1 + B / B_crit), the samples to a target at batch B.
+/// McCandlish et al. 2018, "An Empirical Model of Large-Batch Training" (arXiv 1812.06162), eqs. 2.11-2.12 with
+/// E = B S: E(B) = E_min (1 + B / B_crit), the samples to a target at batch B.
 struct NoiseScale {
     double critical_batch = 0.0;
     double min_samples = 0.0;

@@ -54,7 +54,7 @@ TransportSpec transport_preset(TransportKind kind) {
     switch (kind) {
         case TransportKind::ideal: break;
         case TransportKind::rdma:
-            t.efficiency = 0.96;                              // [NCCL-P] HDR 24 of 25 GB/s
+            t.efficiency = 0.96;                               // [NCCL-P] HDR 24 of 25 GB/s
             t.message_overhead = sim::Time::seconds(14.0e-6);  // [NCCL-T] hwLat NET Ring/Simple
             t.collective_overhead = launch;
             break;

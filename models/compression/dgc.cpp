@@ -18,7 +18,8 @@
 namespace ddlsim::models::compression_detail {
 namespace {
 
-constexpr double k_sample_fraction = 0.01;  // synxlin/deep-gradient-compression @24673d4 dgc/compression.py: sample_ratio=0.01
+// synxlin/deep-gradient-compression @24673d4 dgc/compression.py: sample_ratio=0.01
+constexpr double k_sample_fraction = 0.01;
 
 class Dgc final : public Compressor {
 public:

@@ -1,8 +1,8 @@
 // SyncBatchNorm (job key bn_group): every BatchNorm layer all-reduces 8 bytes per channel within its group, forward
 // and backward, on the critical path, at the cost NCCL's own model gives a small ring all-reduce with its LL protocol
 // (topologies/transport.cpp [NCCL-T], NCCL 2.2x: 6.6 us + 2(r - m) x 0.6 us over NVLink (at least 1.0 us when the
-// group spans nodes) + 2(m - 1) x 2.7 us over the network; half the bus bandwidth). Every expectation below is derived by hand from those
-// constants.
+// group spans nodes) + 2(m - 1) x 2.7 us over the network; half the bus bandwidth). Every expectation below is derived
+// by hand from those constants.
 #include <doctest/doctest.h>
 
 #include "tests/support/approx.hpp"
