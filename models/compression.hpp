@@ -12,6 +12,7 @@
 // wire-size formulas of every compressor are tabulated in models/compression/README.md.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,6 +68,7 @@ struct CodecWork {
         flops += o.flops;
         return *this;
     }
+    friend auto operator<=>(const CodecWork&, const CodecWork&) = default;
 };
 
 /// What compressing one tensor of one worker produces.

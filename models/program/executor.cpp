@@ -1,0 +1,254 @@
+#include "models/program/executor.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "models/comm_plan.hpp"
+
+namespace ddlsim::models::program {
+
+Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& comm,
+                   std::vector<detail::WorkerClock>& clocks, const TrainingJob& job, detail::Timeline timeline,
+                   Hooks hooks)
+    : set_(programs),
+      planner_(planner),
+      comm_(comm),
+      engine_(comm.engine()),
+      clocks_(clocks),
+      job_(job),
+      timeline_(timeline),
+      hooks_(std::move(hooks)),
+      ws_(job.workers) {
+    if (set_.programs.empty()) throw std::logic_error("executor: no program");
+    for (const Call& c : set_.calls)
+        if (c.phases.empty() || c.phases.size() > 16) throw std::logic_error("executor: a call holds 1 to 16 phases");
+    for (std::size_t p = 0; p < set_.programs.size(); ++p) {
+        std::uint32_t n = 0;
+        for (const Instr& in : set_.programs[p].instrs) n += in.kind == Instr::Kind::issue ? 1 : 0;
+        issued_.push_back(n);
+    }
+}
+
+void Executor::start() {
+    for (std::uint32_t w = 0; w < job_.workers; ++w) begin_iteration(w);
+}
+
+sim::Time Executor::duration(std::uint32_t w, const Compute& c) const {
+    const ComputeProfile& cp = job_.compute_of(w);
+    sim::Time d;
+    switch (c.kind) {
+        case ComputeKind::accumulate: d = cp.accumulation; break;
+        case ComputeKind::update: d = scaled(cp.update, c.fraction); break;
+        case ComputeKind::forward:
+        case ComputeKind::backward:
+            for (std::uint32_t l = c.first; l <= c.last; ++l)
+                d += c.kind == ComputeKind::forward ? cp.layers[l].fwd : cp.layers[l].bwd;
+            break;
+    }
+    return d;
+}
+
+sim::Time Executor::compute_time(std::uint32_t w) const {
+    sim::Time t;
+    for (const Compute& c : set_.of(w).computes) t += duration(w, c);
+    return t;
+}
+
+void Executor::begin_iteration(std::uint32_t w) {
+    W& s = ws_[w];
+    if (s.iter == job_.iterations) {
+        clocks_[w].finished = engine_.now();
+        return;
+    }
+    s.pc = 0;
+    s.done.assign(set_.calls.size(), 0);
+    s.calls_left = issued_[set_.program_of.empty() ? 0 : set_.program_of[w]];
+    s.sends_left = 0;
+    s.slow = straggler(job_.stragglers, job_.seed, w, s.iter);
+    if (hooks_.began) hooks_.began(w, s.iter, engine_.now() + s.slow.delay);
+    clocks_[w].busy += s.slow.delay;
+    if (s.slow.delay > sim::Time::zero()) {
+        engine_.after(s.slow.delay, [this, w] { advance(w); });
+        return;
+    }
+    advance(w);
+}
+
+bool Executor::comm_active(std::uint32_t w) const {
+    const W& s = ws_[w];
+    return s.busy || s.queue_head < s.queue.size() || s.sends_left > 0;
+}
+
+// Runs rank w's instructions from its current one until it must wait.
+void Executor::advance(std::uint32_t w) {
+    W& s = ws_[w];
+    const Program& prog = set_.of(w);
+    while (s.pc < prog.instrs.size()) {
+        const Instr& in = prog.instrs[s.pc];
+        switch (in.kind) {
+            case Instr::Kind::issue:
+                ++s.pc;
+                issue(w, in.index);
+                continue;
+            case Instr::Kind::send:
+                ++s.pc;
+                send(w, in);
+                continue;
+            case Instr::Kind::wait:
+                if (!s.done[in.index]) {
+                    s.idle = true;
+                    return;
+                }
+                ++s.pc;
+                continue;
+            case Instr::Kind::recv: {
+                auto it = arrived_.find({s.iter, in.peer, w, in.tag});
+                if (it == arrived_.end()) {
+                    s.idle = true;
+                    return;
+                }
+                arrived_.erase(it);
+                ++s.pc;
+                continue;
+            }
+            case Instr::Kind::compute: break;
+        }
+        const Compute& c = prog.computes[in.index];
+        s.idle = false;
+        if (hooks_.computing) hooks_.computing(w, s.iter, c);
+        const bool slowed = comm_active(w) && job_.overlap_slowdown > 0.0;
+        sim::Time d = scaled(duration(w, c), s.slow.factor);
+        if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
+        const char* cat = c.kind == ComputeKind::forward  ? "forward"
+                          : c.kind == ComputeKind::update ? "update"
+                                                          : "backward";
+        const sim::Time now = engine_.now();
+        timeline_.span(
+            detail::Timeline::compute(w), [&] { return c.label + (slowed ? " (slowed by communication)" : ""); }, cat,
+            now, now + d);
+        clocks_[w].busy += d;
+        engine_.at(now + d, [this, w] { compute_done(w); });
+        return;
+    }
+    s.idle = s.calls_left > 0 || s.sends_left > 0;  // the iteration's last calls or sends still travel
+    if (!s.idle) end_iteration(w);
+}
+
+void Executor::compute_done(std::uint32_t w) {
+    ++ws_[w].pc;
+    advance(w);
+}
+
+void Executor::end_iteration(std::uint32_t w) {
+    W& s = ws_[w];
+    ++clocks_[w].iterations;
+    ++clocks_[w].updates;
+    const std::uint32_t i = s.iter++;
+    if (hooks_.ended && !hooks_.ended(w, i)) return;
+    begin_iteration(w);
+}
+
+void Executor::issue(std::uint32_t w, std::uint32_t call) {
+    ws_[w].queue.push_back(call);
+    pump(w);
+}
+
+// Starts the next queued call of rank w when none is in flight.
+void Executor::pump(std::uint32_t w) {
+    W& s = ws_[w];
+    if (s.busy || s.queue_head == s.queue.size()) return;
+    const std::uint32_t call = s.queue[s.queue_head++];
+    if (s.queue_head == s.queue.size()) {
+        s.queue.clear();
+        s.queue_head = 0;
+    }
+    s.busy = true;
+    s.call_start = engine_.now();
+    clocks_[w].comm_begin(engine_.now());
+    const std::uint32_t i = s.iter;
+    engine_.after(job_.collective_overhead + kernel(set_.calls[call].phases.front().before, w),
+                  [this, w, i, call] { round(i, call, 0).runner->open(w); });
+}
+
+void Executor::open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t call, std::uint32_t p) {
+    const sim::Time before = kernel(set_.calls[call].phases[p].before, w);
+    if (before > sim::Time::zero()) {
+        engine_.after(before, [this, w, i, call, p] { round(i, call, p).runner->open(w); });
+        return;
+    }
+    round(i, call, p).runner->open(w);
+}
+
+Executor::RoundState& Executor::round(std::uint32_t i, std::uint32_t call, std::uint32_t p) {
+    const std::uint64_t key = round_key(i, call, p);
+    auto it = rounds_.find(key);
+    if (it != rounds_.end()) return it->second;
+    const topo::Collective& c = planner_.collective(set_.calls[call].phases[p]);
+    RoundState& r = rounds_[key];
+    r.endpoints_left = c.endpoints();
+    r.runner = comm_.start_round(
+        c, [this, i, call, p](std::uint32_t e) { phase_done(i, call, p, e); }, i);
+    return r;
+}
+
+void Executor::phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, std::uint32_t e) {
+    const std::uint64_t key = round_key(i, call, p);
+    if (--rounds_[key].endpoints_left == 0)  // the round is still on the stack: drop it later
+        engine_.after(sim::Time::zero(), [this, key] { rounds_.erase(key); });
+    if (e >= job_.workers) return;  // an endpoint that is no rank (a server, a switch)
+    const Call& c = set_.calls[call];
+    const bool last = p + 1 == c.phases.size();
+    const sim::Time after = kernel(c.phases[p].after, e);
+    auto next = [this, e, i, call, p, last] {
+        if (last) {
+            call_done(e, call);
+        } else {
+            open_phase(e, i, call, p + 1);
+        }
+    };
+    if (after > sim::Time::zero()) {
+        engine_.after(after, next);
+        return;
+    }
+    next();
+}
+
+// Codec work on rank w's device (memory-bound kernels: models/compression.hpp codec_time).
+sim::Time Executor::kernel(const CodecWork& work, std::uint32_t w) const {
+    return work.memory_bytes > 0.0 || work.flops > 0.0 ? codec_time(work, job_.device_of(w), 1.0) : sim::Time::zero();
+}
+
+void Executor::call_done(std::uint32_t w, std::uint32_t call) {
+    W& s = ws_[w];
+    clocks_[w].comm_end(engine_.now());
+    timeline_.span(
+        detail::Timeline::comm(w), [&] { return fmt::format("it{} {}", s.iter, set_.calls[call].label); },
+        "communication", s.call_start, engine_.now());
+    s.busy = false;
+    s.done[call] = 1;
+    --s.calls_left;
+    pump(w);
+    if (s.idle) advance(w);
+}
+
+void Executor::send(std::uint32_t w, const Instr& in) {
+    W& s = ws_[w];
+    ++s.sends_left;
+    clocks_[w].comm_begin(engine_.now());
+    const std::uint32_t i = s.iter, to = in.peer, tag = in.tag;
+    const sim::Time start = engine_.now();
+    comm_.send(w, to, sim::Bytes{in.bytes}, [this, w, i, to, tag, start] {
+        W& sender = ws_[w];
+        clocks_[w].comm_end(engine_.now());
+        timeline_.span(
+            detail::Timeline::comm(w), [&] { return fmt::format("it{} send to {} (tag {})", i, to, tag); },
+            "communication", start, engine_.now());
+        arrived_[{i, w, to, tag}] = 1;
+        --sender.sends_left;
+        if (sender.idle) advance(w);
+        if (to != w && ws_[to].idle) advance(to);
+    });
+}
+
+}  // namespace ddlsim::models::program

@@ -1,0 +1,108 @@
+// The one interpreter of per-rank programs (models/program/program.hpp) on the event engine.
+//
+// Per rank: a compute stream that runs the program's instructions in order, and a communication stream that runs
+// the issued calls one at a time in issue order. A call's phases run back to back; phase 0 starts after the
+// transport's per-collective overhead and its codec work (`before`), each phase's `after` work runs when the phase
+// ends on this rank. Every rank that joins a call meets in the same round, keyed by (iteration, call, phase).
+// Compute that starts while the rank's communication stream holds work (or a send of its is in flight) runs
+// (1 + overlap_slowdown) longer. Each iteration starts with the rank's straggler delay and slowdown
+// (models/stragglers.hpp).
+//
+// Flow classes (sim/symmetry.hpp) need nothing from here: ranks running the same program on symmetric groups move
+// through the same rounds at the same times, which the engine finds while running.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "models/program/planner.hpp"
+#include "models/program/program.hpp"
+#include "models/stragglers.hpp"
+#include "models/trainer_detail.hpp"
+
+namespace ddlsim::models::program {
+
+class Executor {
+public:
+    /// What a trainer adds around the programs (each may be empty).
+    struct Hooks {
+        /// Rank w's iteration `iter` starts computing at t (after its straggler delay).
+        std::function<void(std::uint32_t w, std::uint32_t iter, sim::Time t)> began;
+        /// Rank w starts `c` now.
+        std::function<void(std::uint32_t w, std::uint32_t iter, const Compute& c)> computing;
+        /// Rank w finished iteration `iter`; false: the trainer starts its next one later (DiLoCo's outer steps).
+        std::function<bool(std::uint32_t w, std::uint32_t iter)> ended;
+    };
+
+    Executor(const ProgramSet& programs, Planner& planner, detail::Comm& comm, std::vector<detail::WorkerClock>& clocks,
+             const TrainingJob& job, detail::Timeline timeline, Hooks hooks);
+    Executor(const Executor&) = delete;
+    Executor& operator=(const Executor&) = delete;
+
+    /// Starts every rank's first iteration.
+    void start();
+    /// Starts rank w's next iteration (its clock's finish time when it has run them all).
+    void begin_iteration(std::uint32_t w);
+
+    /// Of one iteration of rank w's program: its compute time without slowdowns.
+    [[nodiscard]] sim::Time compute_time(std::uint32_t w) const;
+    [[nodiscard]] sim::Time duration(std::uint32_t w, const Compute& c) const;
+
+private:
+    struct W {
+        std::uint32_t iter = 0;
+        std::uint32_t pc = 0;  ///< next instruction
+        bool idle = false;     ///< the compute stream waits (for a call, a receive, or the iteration's last calls)
+        StepSlowdown slow;
+        std::vector<char> done;  ///< per call of ProgramSet::calls, this iteration
+        std::uint32_t calls_left = 0, sends_left = 0;
+        std::vector<std::uint32_t> queue;  ///< calls waiting, a FIFO from queue_head (a deque's 512-byte block per
+        std::size_t queue_head = 0;        ///< rank would cost 8 MB at 16,384 ranks, and its cache)
+        bool busy = false;                 ///< a call in flight
+        sim::Time call_start;
+    };
+    struct RoundState {
+        std::unique_ptr<sim::Round> runner;
+        std::uint32_t endpoints_left = 0;
+    };
+    struct MessageKey {
+        std::uint32_t iter, from, to, tag;
+        friend auto operator<=>(const MessageKey&, const MessageKey&) = default;
+    };
+
+    void advance(std::uint32_t w);
+    void compute_done(std::uint32_t w);
+    void end_iteration(std::uint32_t w);
+    void issue(std::uint32_t w, std::uint32_t call);
+    void pump(std::uint32_t w);
+    void open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t call, std::uint32_t p);
+    RoundState& round(std::uint32_t i, std::uint32_t call, std::uint32_t p);
+    void phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, std::uint32_t e);
+    void call_done(std::uint32_t w, std::uint32_t call);
+    void send(std::uint32_t w, const Instr& in);
+    [[nodiscard]] sim::Time kernel(const CodecWork& work, std::uint32_t w) const;
+    [[nodiscard]] bool comm_active(std::uint32_t w) const;
+    static std::uint64_t round_key(std::uint32_t i, std::uint32_t call, std::uint32_t p) {
+        return (static_cast<std::uint64_t>(i) << 32) | (static_cast<std::uint64_t>(call) << 4) | p;
+    }
+
+    const ProgramSet& set_;
+    Planner& planner_;
+    detail::Comm& comm_;
+    sim::Engine& engine_;
+    std::vector<detail::WorkerClock>& clocks_;
+    const TrainingJob& job_;
+    detail::Timeline timeline_;
+    Hooks hooks_;
+    std::vector<std::uint32_t> issued_;  ///< per program: calls issued in one iteration
+    std::vector<W> ws_;
+    std::unordered_map<std::uint64_t, RoundState> rounds_;
+    std::map<MessageKey, char> arrived_;  ///< sends landed and not yet received
+};
+
+}  // namespace ddlsim::models::program

@@ -1,0 +1,106 @@
+// The per-rank program: what one rank does in one optimizer step, as data that one executor
+// (models/program/executor.hpp) runs on the event engine. The shape of ASTRA-sim's per-rank execution graph
+// (workload/Workload.hh: compute and communication nodes over communicator groups, issued when their dependencies
+// are met) and of htsim's collectives as flow DAGs, kept as a list per rank:
+//
+//   rank r:  [issue c3] [wait c3] compute fwd unit0 mb0 [issue c4] [wait c4] compute fwd unit1 ... [send → r+1]
+//
+// Instructions run in order on the rank's compute stream; only `compute` takes time on it.
+//   compute  a part of the model (layers [first, last]) for one micro-batch: forward, backward, the accumulation
+//            micro-batches of a step (no communication), or the optimizer's update (a fraction of it: a shard's)
+//   issue    puts a call (a sequence of collectives, ProgramSet::calls) on the rank's communication stream: a FIFO
+//            with one call in flight (PyTorch's ProcessGroupNCCL runs a process group's collectives on one NCCL
+//            stream; DeepSpeed's ZeRO reduces and gathers on its own single stream)
+//   wait     the compute stream waits until that call is done on this rank
+//   send     starts a point-to-point transfer of `bytes` to rank `peer`, tagged (not on the FIFO: NCCL's
+//            send/recv of a pipeline run on their own streams)
+//   recv     the compute stream waits until the matching send from `peer` has arrived
+// An iteration ends when the last instruction has run and every issued call is done.
+//
+// Ranks may run different programs (pipeline stages will): ProgramSet keeps the distinct programs once and which
+// rank runs which, so 16,384 ranks of one data-parallel program hold one copy. A call is named by its index in
+// ProgramSet::calls, the same index on every rank that joins it: that index (with the iteration and the phase) is
+// the collective round the ranks meet in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/program/planner.hpp"
+
+namespace ddlsim::models::program {
+
+enum class ComputeKind : std::uint8_t {
+    accumulate,  ///< the k - 1 micro-batches of a step before the last (forward and backward, no_sync)
+    forward,
+    backward,
+    update,  ///< the optimizer step, `fraction` of the whole model's (a shard's 1/g)
+};
+
+/// Layers [first, last] of micro-batch `micro_batch` (forward or backward), or a whole-model compute.
+struct Compute {
+    ComputeKind kind = ComputeKind::forward;
+    std::uint32_t first = 0, last = 0;
+    std::uint32_t micro_batch = 0;
+    double fraction = 1.0;  ///< update: the share of the update this rank runs
+    std::string label;      ///< the timeline's name of the span
+};
+
+/// One entry of a rank's communication stream: collectives run back to back (hybrid sharding: the reduce-scatter,
+/// then the replica all-reduce, in one slot). Each phase's codec work runs before and after it on the rank's device.
+struct Call {
+    std::vector<CommOp> phases;
+    std::string label;
+    bool gradient = false;  ///< reduces gradients
+};
+
+struct Instr {
+    enum class Kind : std::uint8_t { compute, issue, wait, send, recv };
+    Kind kind = Kind::compute;
+    std::uint32_t index = 0;  ///< compute: into Program::computes; issue, wait: into ProgramSet::calls
+    std::uint32_t peer = 0;   ///< send, recv: the other rank
+    std::uint32_t tag = 0;    ///< send, recv: matches a send to its receive within an iteration
+    double bytes = 0.0;       ///< send
+};
+
+/// One rank's step.
+struct Program {
+    std::vector<Compute> computes;
+    std::vector<Instr> instrs;
+
+    std::uint32_t compute(Compute c) {
+        computes.push_back(std::move(c));
+        instrs.push_back({Instr::Kind::compute, static_cast<std::uint32_t>(computes.size() - 1)});
+        return static_cast<std::uint32_t>(instrs.size() - 1);
+    }
+    void issue(std::uint32_t call) { instrs.push_back({Instr::Kind::issue, call}); }
+    void wait(std::uint32_t call) { instrs.push_back({Instr::Kind::wait, call}); }
+    void send(std::uint32_t peer, double bytes, std::uint32_t tag) {
+        instrs.push_back({Instr::Kind::send, 0, peer, tag, bytes});
+    }
+    void recv(std::uint32_t peer, std::uint32_t tag) { instrs.push_back({Instr::Kind::recv, 0, peer, tag}); }
+};
+
+/// Every rank's program, and the calls they issue.
+struct ProgramSet {
+    std::vector<Program> programs;
+    std::vector<std::uint32_t> program_of;  ///< per rank (empty: every rank runs programs[0])
+    std::vector<Call> calls;
+
+    [[nodiscard]] const Program& of(std::uint32_t rank) const {
+        return program_of.empty() ? programs.front() : programs[program_of[rank]];
+    }
+    std::uint32_t add_call(Call c) {
+        calls.push_back(std::move(c));
+        return static_cast<std::uint32_t>(calls.size() - 1);
+    }
+    /// Calls rank `rank` issues in one iteration (each must be done before the iteration ends).
+    [[nodiscard]] std::uint32_t issued_by(std::uint32_t rank) const {
+        std::uint32_t n = 0;
+        for (const Instr& i : of(rank).instrs) n += i.kind == Instr::Kind::issue ? 1 : 0;
+        return n;
+    }
+};
+
+}  // namespace ddlsim::models::program

@@ -1,0 +1,197 @@
+// The per-rank program and its executor (models/program/): ranks running different programs with point-to-point
+// sends (a pipeline's shape, against its hand-derived makespan), compute waiting for a collective and stretched
+// beside one, and the planner's one cache keyed by CommOp.
+#include <doctest/doctest.h>
+
+#include "tests/support/approx.hpp"
+
+#include <vector>
+
+#include "models/program/executor.hpp"
+#include "models/program/planner.hpp"
+#include "models/program/program.hpp"
+#include "sim/engine.hpp"
+#include "sim/network.hpp"
+#include "topologies/builders.hpp"
+
+using namespace ddlsim;
+using models::program::CollectiveKind;
+using models::program::CommOp;
+using models::program::ComputeKind;
+
+namespace {
+
+constexpr double kL = 5e-6;    // per-link latency of the star, s
+constexpr double kB = 1.25e9;  // 10 Gbit/s in bytes/s
+constexpr double kC = 1e-3;    // forward time of the one layer, s
+
+// A job of n ranks, one host each on a star, one layer whose forward takes kC.
+struct Bench {
+    topo::Fabric fabric;
+    models::TrainingJob job;
+    sim::Engine engine;
+    sim::Network net{engine};
+    std::vector<models::detail::WorkerClock> clocks;
+
+    Bench(std::uint32_t n, std::uint32_t iterations, bool analytic = false)
+        : fabric(topo::build_fabric(topo::StarSpec{n, sim::Bandwidth::bytes_per_s(kB), sim::Time::seconds(kL)})),
+          clocks(n), analytic_(analytic) {
+        fabric.install(net);
+        job.workers = n;
+        job.iterations = iterations;
+        models::Layer layer;
+        layer.name = "l0";
+        job.workload.layers.push_back(layer);
+        job.compute.layers.push_back({sim::Time::seconds(kC), sim::Time::seconds(2 * kC), sim::Time::seconds(kC)});
+        job.endpoint_hosts.assign(fabric.hosts().begin(), fabric.hosts().end());
+    }
+
+    // Runs `set` to the end; returns the makespan (the last rank's finish), s.
+    double run(const models::program::ProgramSet& set, models::program::Planner& planner) {
+        models::detail::Comm comm(engine, net, fabric, job, analytic_);
+        models::program::Executor exec(set, planner, comm, clocks, job, {}, {});
+        exec.start();
+        engine.run();
+        double end = 0.0;
+        for (const auto& c : clocks) end = std::max(end, c.finished.seconds());
+        return end;
+    }
+
+    models::program::Planner planner() {
+        return models::program::Planner(
+            job.workers, nullptr, [](std::uint32_t a, std::uint32_t b) { return a != b; },
+            [](std::uint32_t a, std::uint32_t b) { return a != b; });
+    }
+
+private:
+    bool analytic_;
+};
+
+models::program::Compute forward() {
+    return {ComputeKind::forward, 0, 0, 0, 1.0, "fwd l0"};
+}
+
+}  // namespace
+
+TEST_CASE("program: a chain of stages passing activations runs as a pipeline, with its hand-derived makespan") {
+    // Rank r receives from r - 1, computes c, sends S bytes to r + 1; an iteration ends when its send has landed.
+    // One transfer on the idle star takes T = 2L + S/B. Rank r's iteration k (from 1) ends at (r + k) c + (r + k) T
+    // (its send lands) or, for the last rank, computes until (n - 1 + k) c + (n - 2 + k) T: k iterations of an n-stage
+    // chain take (n - 1 + k) c + (n - 2 + k) T.
+    const double S = 8e6, T = 2 * kL + S / kB;
+    for (bool analytic : {false, true}) {
+        for (std::uint32_t n : {2u, 4u}) {
+            for (std::uint32_t k : {1u, 2u, 3u}) {
+                CAPTURE(analytic);
+                CAPTURE(n);
+                CAPTURE(k);
+                Bench b(n, k, analytic);
+                models::program::ProgramSet set;
+                for (std::uint32_t r = 0; r < n; ++r) {
+                    models::program::Program p;
+                    if (r > 0) p.recv(r - 1, 7);
+                    p.compute(forward());
+                    if (r + 1 < n) p.send(r + 1, S, 7);
+                    set.programs.push_back(std::move(p));
+                    set.program_of.push_back(r);
+                }
+                auto planner = b.planner();
+                const double makespan = b.run(set, planner);
+                CHECK(makespan == testing::approx((n - 1 + k) * kC + (n - 2 + k) * T).epsilon(1e-9));
+                // Every rank computed k times, nothing more.
+                for (const auto& c : b.clocks) CHECK(c.busy.seconds() == testing::approx(k * kC).epsilon(1e-12));
+            }
+        }
+    }
+}
+
+TEST_CASE("program: a receive without its send never runs the compute behind it") {
+    // Rank 1 waits for a tag rank 0 never sends: it must not finish (a mismatched pipeline schedule is visible as
+    // a rank that never ends, not as a silently skipped wait).
+    Bench b(2, 1);
+    models::program::ProgramSet set;
+    models::program::Program p0, p1;
+    p0.compute(forward());
+    p0.send(1, 1e6, 1);
+    p1.recv(0, 2);
+    p1.compute(forward());
+    set.programs = {p0, p1};
+    set.program_of = {0, 1};
+    auto planner = b.planner();
+    b.run(set, planner);
+    CHECK(b.clocks[0].iterations == 1);
+    CHECK(b.clocks[1].iterations == 0);
+    CHECK(b.clocks[1].busy == sim::Time::zero());
+}
+
+TEST_CASE("program: compute that waits for an all-gather starts when the ring ends; beside it, compute is stretched") {
+    const std::uint32_t n = 4;
+    const double S = 40e6;
+    const double ring = (n - 1) * (2 * kL + S / n / kB);  // one ring phase of S among n on the star
+    // One all-gather of S over all four ranks, then the compute (waiting for the gather, or not).
+    auto run = [&](bool wait, double slowdown, Bench& b) {
+        b.job.overlap_slowdown = slowdown;
+        auto planner = b.planner();
+        const auto all = planner.add_group("all", {{0, 1, 2, 3}});
+        models::program::ProgramSet set;
+        const std::uint32_t g = set.add_call({{CommOp::of(CollectiveKind::all_gather, all, S)}, "gather", false});
+        set.programs.emplace_back();
+        set.programs[0].issue(g);
+        if (wait) set.programs[0].wait(g);
+        set.programs[0].compute(forward());
+        return b.run(set, planner);
+    };
+    Bench waiting(n, 1), beside(n, 1);
+    CHECK(run(true, 0.5, waiting) == testing::approx(ring + kC).epsilon(1e-9));
+    CHECK(waiting.clocks[0].busy.seconds() == testing::approx(kC).epsilon(1e-12));  // nothing in flight: no stretch
+    // No wait: the compute runs beside the gather, (1 + slowdown) longer; the iteration ends with the later.
+    CHECK(run(false, 0.5, beside) == testing::approx(std::max(ring, 1.5 * kC)).epsilon(1e-9));
+    CHECK(beside.clocks[0].busy.seconds() == testing::approx(1.5 * kC).epsilon(1e-12));
+}
+
+TEST_CASE("program: two calls on one rank's stream run one after the other, in issue order") {
+    // A reduce-scatter and an all-gather of S issued together: the second starts when the first ends (one stream),
+    // so the wait for the second ends after two ring phases.
+    const std::uint32_t n = 4;
+    const double S = 40e6, ring = (n - 1) * (2 * kL + S / n / kB);
+    Bench b(n, 1);
+    auto planner = b.planner();
+    const auto all = planner.add_group("all", {{0, 1, 2, 3}});
+    models::program::ProgramSet set;
+    const std::uint32_t rs = set.add_call({{CommOp::of(CollectiveKind::reduce_scatter, all, S)}, "rs", true});
+    const std::uint32_t ag = set.add_call({{CommOp::of(CollectiveKind::all_gather, all, S)}, "ag", false});
+    set.programs.emplace_back();
+    set.programs[0].issue(rs);
+    set.programs[0].issue(ag);
+    set.programs[0].wait(ag);
+    set.programs[0].compute(forward());
+    CHECK(b.run(set, planner) == testing::approx(2 * ring + kC).epsilon(1e-9));
+}
+
+TEST_CASE("planner: one collective per distinct CommOp; the op's ordering is the key") {
+    Bench b(4, 1);
+    auto planner = b.planner();
+    const auto all = planner.add_group("all", {{0, 1, 2, 3}});
+    const auto pairs = planner.add_group("pairs", {{0, 1}, {2, 3}});
+    const auto across = planner.add_group_across("across", pairs);
+    CHECK(planner.parts(across) == models::program::Partition{{0, 2}, {1, 3}});
+    CHECK(planner.group_size(pairs) == 2);
+    const CommOp a = CommOp::of(CollectiveKind::all_gather, all, 1e6);
+    CommOp quantized = a;
+    quantized.before.memory_bytes = 1.0;
+    const auto* first = &planner.collective(a);
+    CHECK(&planner.collective(a) == first);
+    CHECK(&planner.collective(CommOp::of(CollectiveKind::all_gather, all, 1e6)) == first);
+    CHECK(&planner.collective(quantized) != first);
+    CHECK(&planner.collective(CommOp::of(CollectiveKind::reduce_scatter, all, 1e6)) != first);
+    CHECK(&planner.collective(CommOp::of(CollectiveKind::all_gather, pairs, 1e6)) != first);
+    CHECK(planner.built() == 4);
+    CHECK(a < quantized);
+    CHECK(!(quantized < a));
+    // Ring all-gather among 4 on distinct hosts: 3 steps of S/4 per rank; the replica all-reduce of the pairs'
+    // 1/2 shards over 2 groups: 2 (2 - 1) steps of S/4 per rank.
+    CHECK(planner.wire_bytes(a) == testing::approx(4 * 3 * 1e6 / 4));
+    CHECK(planner.wire_bytes(CommOp::of(CollectiveKind::all_reduce, across, 1e6)) == testing::approx(4 * 2 * 1e6 / 4));
+    // An all-reduce needs a group declared across another (the replica all-reduce is the only one planned here).
+    CHECK_THROWS_AS((void)planner.collective(CommOp::of(CollectiveKind::all_reduce, all, 1e6)), std::logic_error);
+}
