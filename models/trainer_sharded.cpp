@@ -59,10 +59,10 @@ public:
     ShardedCompiler(const TrainingJob& job, const CommPlan& plan, program::Planner& planner)
         : job_(job), plan_(plan), planner_(planner) {
         const auto& node_of = plan.context().node_of;
-        shard_ = planner.add_group("shard", job.sync.kind == SyncKind::diloco  // DiLoCo: each island shards alone
-                                                ? job.sync.island_groups(job.workers)
-                                                : topo::shard_groups(node_of, job.workers,
-                                                                     job.sharding.group == ShardGroup::node));
+        shard_ = planner.add_group(
+            "shard", job.sync.kind == SyncKind::diloco  // DiLoCo: each island shards alone
+                         ? job.sync.island_groups(job.workers)
+                         : topo::shard_groups(node_of, job.workers, job.sharding.group == ShardGroup::node));
         group_size_ = planner.group_size(shard_);
         // Islands meet in outer steps only.
         if (planner.parts(shard_).size() > 1 && job.sync.kind != SyncKind::diloco)
@@ -238,9 +238,9 @@ private:
                 const Unit& u = units[fwd ? j : U - 1 - j];
                 if (u.bytes <= 0.0) continue;
                 const double params = u.bytes / job_.bytes_per_param;
-                gather[j] = add_gather(params, !fwd,
-                                       fmt::format("all-gather {} ({})", layer_names(u.first, u.last),
-                                                   fwd ? "forward" : "backward"));
+                gather[j] = add_gather(
+                    params, !fwd,
+                    fmt::format("all-gather {} ({})", layer_names(u.first, u.last), fwd ? "forward" : "backward"));
                 if (!fwd && mb + 1 == A)
                     reduce[j] = add_reduce(u.first, u.last, params, "reduce-scatter " + layer_names(u.first, u.last));
             }

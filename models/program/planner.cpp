@@ -39,8 +39,9 @@ Planner::Entry& Planner::entry(const CommOp& op) {
     switch (op.kind) {
         case CollectiveKind::reduce_scatter:
         case CollectiveKind::all_gather:
-            c = topo::make_shard_collective(op.kind == CollectiveKind::all_gather ? topo::ShardCollective::all_gather
-                                                                                  : topo::ShardCollective::reduce_scatter,
+            c = topo::make_shard_collective(op.kind == CollectiveKind::all_gather
+                                                ? topo::ShardCollective::all_gather
+                                                : topo::ShardCollective::reduce_scatter,
                                             g.parts, ranks_, bytes, ctx_);
             break;
         case CollectiveKind::all_reduce:

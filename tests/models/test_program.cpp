@@ -35,7 +35,8 @@ struct Bench {
 
     Bench(std::uint32_t n, std::uint32_t iterations, bool analytic = false)
         : fabric(topo::build_fabric(topo::StarSpec{n, sim::Bandwidth::bytes_per_s(kB), sim::Time::seconds(kL)})),
-          clocks(n), analytic_(analytic) {
+          clocks(n),
+          analytic_(analytic) {
         fabric.install(net);
         job.workers = n;
         job.iterations = iterations;
