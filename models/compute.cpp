@@ -58,6 +58,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -323,8 +324,17 @@ double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t ba
         direct, mult * winograd_seconds(part, d, batch, element, bandwidth, d.peak.per_s() * d.matmul_efficiency()));
 }
 
+namespace {
+std::atomic<std::uint64_t> g_profiles_built{0};
+}  // namespace
+
+std::uint64_t compute_profiles_built() {
+    return g_profiles_built.load(std::memory_order_relaxed);
+}
+
 ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint32_t batch, double bytes_per_param,
                                Optimizer optimizer) {
+    g_profiles_built.fetch_add(1, std::memory_order_relaxed);
     struct Seconds {
         double fwd, bwd, update;
         bool fwd_fixed, bwd_fixed, update_fixed;

@@ -70,6 +70,9 @@ struct ComputeProfile {
 
 /// Derives the compute profile; throws std::invalid_argument when samples_per_s
 /// cannot be met (all times explicit, explicit times already too long, or no work).
+/// Compute profiles built so far in this process (every thread): a run builds each job's once, which a test counts.
+[[nodiscard]] std::uint64_t compute_profiles_built();
+
 [[nodiscard]] ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint32_t batch,
                                              double bytes_per_param, Optimizer optimizer = Optimizer::sgd);
 

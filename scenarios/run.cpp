@@ -280,7 +280,8 @@ void link_loads(const topo::Fabric& fabric, const models::FlowRun& run, RunResul
     r.busiest_links = std::move(loads);
 }
 
-nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::JobResult& j) {
+nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::JobResult& j,
+                        const ComputeAssumptions& compute) {
     nlohmann::json out = {
         {"iteration_time_s", j.iteration_time_s},
         {"throughput_samples_per_s", j.throughput_samples_per_s},
@@ -311,7 +312,7 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
                                : s.transports.inter        ? "scenario"
                                                            : "auto"},
           {"seed", s.seed},
-          {"compute_model", compute_assumptions(spec).to_json()}}},
+          {"compute_model", compute.to_json()}}},
     };
     if (j.machine_bytes_per_iteration >= 0.0)
         out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
@@ -364,7 +365,7 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
 
 }  // namespace
 
-ComputeAssumptions compute_assumptions(const JobSpec& j) {
+ComputeAssumptions compute_assumptions(const JobSpec& j, const models::ComputeProfile* profile) {
     const models::DeviceSpec& d = j.device;
     ComputeAssumptions out;
     out.precision = models::precision_name(d.precision);
@@ -380,12 +381,17 @@ ComputeAssumptions compute_assumptions(const JobSpec& j) {
     out.efficiency_source = d.samples_per_s     ? std::string("samples_per_s")
                             : d.uses_measured() ? std::string("default")
                                                 : std::string(models::source_name(d.efficiency_source));
-    models::ComputeProfile p;
-    try {
-        p = models::compute_profile(j.workload, d, j.batch_size, j.bytes_per_param, j.optimizer);
-    } catch (const std::invalid_argument&) {
-        return out;  // run_scenario reports it
+    models::ComputeProfile built;
+    if (profile == nullptr) {
+        try {
+            built = models::compute_profile(j.workload, d, j.batch_size, j.bytes_per_param, j.optimizer);
+        } catch (const std::invalid_argument&) {
+            return out;  // run_scenario reports it
+        }
     }
+    // The kinds and the scale are the derived profile's; the run's additions (SyncBatchNorm's waits,
+    // recomputation, accumulation) change neither.
+    const models::ComputeProfile& p = profile != nullptr ? *profile : built;
     out.profiled = true;
     double flops = 0.0, seconds = 0.0;
     for (std::size_t k = 0; k < p.kinds.size(); ++k) {
@@ -471,6 +477,7 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace,
         // Only the event clock's own overflow is bad input; any other range error is a bug (exit 1).
         throw time_overflow_error(s, jobs);
     }
+    for (std::size_t i = 0; i < jobs.size(); ++i) r.compute.push_back(compute_assumptions(s.jobs[i], &jobs[i].compute));
     for (std::size_t i = 0; i < jobs.size(); ++i)
         r.time_to_train.push_back(
             job_time_to_train(s.jobs[i], jobs[i], fabric, r.jobs[i],
@@ -485,7 +492,8 @@ models::MemoryEstimate job_memory(const JobSpec& j) {
 
 nlohmann::json result_json(const Scenario& s, const RunResult& r) {
     const auto one = [&](std::size_t i) {
-        nlohmann::json j = job_json(s, s.jobs[i], r.jobs[i]);
+        nlohmann::json j =
+            job_json(s, s.jobs[i], r.jobs[i], i < r.compute.size() ? r.compute[i] : compute_assumptions(s.jobs[i]));
         if (i < r.time_to_train.size() && r.time_to_train[i]) j.update(time_to_train_json(*r.time_to_train[i]));
         return j;
     };

@@ -22,6 +22,34 @@ struct LinkLoad {
     double utilization = 0.0;  ///< bytes / (capacity x simulated time)
 };
 
+/// The compute model's assumptions for a job's `device`: precision, optimizer, the fractions used and where each
+/// came from, and the effective TFLOPS per part kind. The result's "compute_model" is its to_json(); the text
+/// summary prints the struct itself.
+struct ComputeAssumptions {
+    std::string precision;
+    bool fp32_matmuls = false;  ///< PyTorch's Ampere default: TF32 convolutions, FP32 matmuls
+    std::string precision_source;
+    std::string optimizer;
+    std::string optimizer_source;
+    double peak_tflops = 0.0;
+    double memory_bandwidth_gbps = 0.0;
+    double matmul_efficiency = 0.0;
+    double memory_efficiency = 0.0;
+    std::string efficiency_source;
+    std::string software;  ///< device.software: how the framework runs the kernels
+    struct Kind {
+        std::string name;
+        double seconds = 0.0;
+        double effective_tflops = 0.0;
+    };
+    bool profiled = false;  ///< false when the compute profile cannot be built (run_scenario reports it)
+    std::vector<Kind> kinds;
+    double effective_tflops = 0.0;
+
+    [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// What one run of a scenario produced.
 struct RunResult {
     std::vector<models::JobResult> jobs;  ///< in scenario order
     std::uint64_t events = 0;
@@ -33,6 +61,9 @@ struct RunResult {
     double mean_link_utilization = 0.0;   ///< over links that carried traffic
     /// Per job (scenario order): the whole run to its target, for jobs with a `training` block.
     std::vector<std::optional<models::TimeToTrain>> time_to_train;
+    /// Per job (scenario order): the compute model's assumptions, read from the profile the run built (the result's
+    /// "compute_model" and the summary print these: the profile is not built again).
+    std::vector<ComputeAssumptions> compute;
 };
 
 /// Builds the fabric and the jobs and simulates them; throws ScenarioError for
@@ -70,33 +101,8 @@ struct RunResult {
 [[nodiscard]] std::string describe_sync(const JobSpec& j);
 [[nodiscard]] std::string describe_compression(const JobSpec& j);
 [[nodiscard]] std::string describe_overlap(const JobSpec& j);
-/// The compute model's assumptions for a job's `device`: precision, optimizer, the fractions used and where each
-/// came from, and the effective TFLOPS per part kind. The result's "compute_model" is its to_json(); the text
-/// summary prints the struct itself.
-struct ComputeAssumptions {
-    std::string precision;
-    bool fp32_matmuls = false;  ///< PyTorch's Ampere default: TF32 convolutions, FP32 matmuls
-    std::string precision_source;
-    std::string optimizer;
-    std::string optimizer_source;
-    double peak_tflops = 0.0;
-    double memory_bandwidth_gbps = 0.0;
-    double matmul_efficiency = 0.0;
-    double memory_efficiency = 0.0;
-    std::string efficiency_source;
-    std::string software;  ///< device.software: how the framework runs the kernels
-    struct Kind {
-        std::string name;
-        double seconds = 0.0;
-        double effective_tflops = 0.0;
-    };
-    bool profiled = false;  ///< false when the compute profile cannot be built (run_scenario reports it)
-    std::vector<Kind> kinds;
-    double effective_tflops = 0.0;
-
-    [[nodiscard]] nlohmann::json to_json() const;
-};
-[[nodiscard]] ComputeAssumptions compute_assumptions(const JobSpec& j);
+/// From the job's compute profile `p` (the one its run built), or, without one, from a profile built here.
+[[nodiscard]] ComputeAssumptions compute_assumptions(const JobSpec& j, const models::ComputeProfile* p = nullptr);
 
 /// Sequence models (a workload with tokens_per_sample): tokens per second of the cluster and the model-FLOPs
 /// utilisation, tokens/s x model_flops_per_token (6N + 12 L d s, models/workload.hpp) over the sum of the workers'

@@ -96,7 +96,8 @@ std::string memory_advice(const scenario::JobSpec& spec, const models::MemoryEst
     return out;
 }
 
-std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec, const models::JobResult& j) {
+std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec, const models::JobResult& j,
+                      const scenario::ComputeAssumptions& c) {
     const double exposed_share = j.iteration_time_s > 0 ? j.exposed_communication_time_s / j.iteration_time_s : 0.0;
     std::string out;
     out += fmt::format("  model         {} ({:.1f} M parameters, {} gradient tensors, {} per iteration)\n",
@@ -109,7 +110,6 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
             : std::string(),
         spec.device.name);
     {
-        const scenario::ComputeAssumptions c = scenario::compute_assumptions(spec);
         const std::string precision =
             c.fp32_matmuls ? fmt::format("{} convolutions, fp32 matmuls", c.precision) : c.precision;
         out += fmt::format(
@@ -252,7 +252,8 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
     out += fmt::format("  transport     {}\n", scenario::describe_transports(s));
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         if (s.has_jobs_list) out += fmt::format("\n job {} ({} of {})\n", s.jobs[i].name, i + 1, s.jobs.size());
-        out += job_block(s, s.jobs[i], r.jobs[i]);
+        out += job_block(s, s.jobs[i], r.jobs[i],
+                         i < r.compute.size() ? r.compute[i] : scenario::compute_assumptions(s.jobs[i]));
         if (i < r.time_to_train.size() && r.time_to_train[i]) out += training_block(*r.time_to_train[i]);
     }
     if (!r.busiest_links.empty()) {
