@@ -27,66 +27,18 @@ sim::PathCost endpoint_path_cost(const TrainingJob& job, const topo::Fabric& fab
     return sim::PathCost{fabric.path_latency(ha, hb), fabric.path_bandwidth(ha, hb), false};
 }
 
-namespace {
-
-enum PhaseKind : int { summable = 0, allgather = 1, gtopk = 2, lowrank_p = 3, lowrank_q = 4 };
-
-std::uint64_t hash_doubles(double first, const std::vector<double>& rest) {
-    auto mix = [](std::uint64_t h, double d) {
-        std::uint64_t bits = 0;
-        std::memcpy(&bits, &d, sizeof bits);
-        return (h ^ bits) * 0x100000001b3ULL;
-    };
-    std::uint64_t h = mix(0xcbf29ce484222325ULL, first);
-    for (double d : rest) h = mix(h, d);
-    return h;
-}
-
-// One island's view of the job's context: its workers renumbered from 0, their nodes renumbered densely, and algorithm
-// auto's timing run on the island's own hosts.
-topo::CollectiveContext island_context(const topo::CollectiveContext& ctx, const std::vector<std::uint32_t>& members) {
-    topo::CollectiveContext c = ctx;
-    c.workers = static_cast<std::uint32_t>(members.size());
-    c.tensor_server.clear();
-    c.switch_reduction = 0.0;  // the loader refuses nvls and collnet with islands
-    c.network_reduction = 0.0;
-    if (!ctx.node_of.empty()) {
-        std::map<std::uint32_t, std::uint32_t> dense;
-        c.node_of.clear();
-        for (std::uint32_t w : members)
-            c.node_of.push_back(
-                dense.try_emplace(ctx.node_of[w], static_cast<std::uint32_t>(dense.size())).first->second);
-    }
-    if (ctx.round_time)
-        c.round_time = [time = ctx.round_time, members, n = ctx.workers](const topo::Collective& island) {
-            return time(*topo::view_over(island, members, n));
-        };
-    return c;
-}
-
-}  // namespace
-
-std::unique_ptr<topo::Collective> CommPlan::summable_collective(const topo::ArchitectureSpec& arch,
-                                                                const topo::CollectiveContext& ctx) const {
-    if (!islands()) return topo::make_collective(arch, ctx);
-    auto groups = job_.sync.island_groups(job_.workers);
-    std::vector<std::unique_ptr<topo::Collective>> parts;
-    for (const auto& members : groups) parts.push_back(topo::make_collective(arch, island_context(ctx, members)));
-    return std::make_unique<topo::GroupedCollective>(std::move(groups), std::move(parts), job_.workers);
-}
-
-topo::AllreduceAlgorithm CommPlan::pick_algorithm(const topo::CollectiveContext& ctx) const {
-    if (!islands()) return topo::pick_allreduce(job_.architecture, ctx);
-    return topo::pick_allreduce(job_.architecture, island_context(ctx, job_.sync.island_groups(job_.workers).front()));
-}
-
-bool CommPlan::islands() const {
-    return job_.sync.kind == SyncKind::diloco && job_.sync.islands > 1;
-}
-
 CommPlan::CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync, Picks* picks)
-    : job_(job), fabric_(fabric), ctx_(collective_context(job, fabric)), compressor_(make_compressor(job.compression)) {
-    if (picks != nullptr) pick_by_bytes_ = picks;
+    : job_(job),
+      fabric_(fabric),
+      ctx_(collective_context(job, fabric)),
+      compressor_(make_compressor(job.compression)),
+      planner_(
+          job.workers, &ctx_,
+          [&job](std::uint32_t a, std::uint32_t b) { return job.endpoint_hosts[a] != job.endpoint_hosts[b]; },
+          [&job, &fabric](std::uint32_t a, std::uint32_t b) {
+              return fabric.node_of(job.endpoint_hosts[a]) != fabric.node_of(job.endpoint_hosts[b]);
+          }) {
+    planner_.serve_data_parallel(job, picks);
     // Tensors in backward order, each one piece (priority cuts them below).
     std::vector<Piece> pieces;
     const auto& layers = job.workload.layers;
@@ -189,55 +141,21 @@ std::pair<double, double> CommPlan::fit_collective() const {
     c2.tensor_bytes = {s2};
     c2.tensor_server.clear();
     auto cost = [this](std::uint32_t x, std::uint32_t y) { return endpoint_path_cost(job_, fabric_, x, y); };
-    const double t1 = summable_collective(job_.architecture, c1)->alpha_beta(cost).seconds();
-    const double t2 = summable_collective(job_.architecture, c2)->alpha_beta(cost).seconds();
+    const double t1 = planner_.make_summable(job_.architecture, c1)->alpha_beta(cost).seconds();
+    const double t2 = planner_.make_summable(job_.architecture, c2)->alpha_beta(cost).seconds();
     const double b = std::max(0.0, (t2 - t1) / (s2 - s1));
     // Each collective also pays its launch: a merge saves it too.
     const double a = std::max(0.0, t1 - b * s1) + job_.collective_overhead.seconds();
     return {a, b};
 }
 
-const topo::Collective* CommPlan::collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes,
+const topo::Collective* CommPlan::collective_for(program::CollectiveKind kind, double bytes,
+                                                 const std::vector<double>& tensor_bytes,
                                                  const std::vector<std::uint32_t>& tensor_server) {
-    std::vector<double> keyed = tensor_bytes;
-    for (std::uint32_t o : tensor_server) keyed.push_back(-1.0 - o);
-    const auto key = std::make_pair(kind, hash_doubles(bytes, keyed));
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second.get();
-    const std::uint32_t n = job_.workers;
-    std::unique_ptr<topo::Collective> c;
-    const auto& arch = job_.architecture;
-    if (kind == summable || kind == lowrank_p || kind == lowrank_q || arch.kind == topo::ArchKind::gossip) {
-        topo::CollectiveContext ctx = ctx_;
-        ctx.bytes = sim::Bytes{bytes};
-        ctx.tensor_bytes = tensor_bytes;
-        ctx.tensor_server = tensor_server;
-        if (arch.kind == topo::ArchKind::allreduce && arch.algorithm == topo::AllreduceAlgorithm::automatic) {
-            // auto: one pick per message size (topologies/allreduce_auto.hpp), the collective of that algorithm.
-            const auto [pick, fresh] = pick_by_bytes_->try_emplace(bytes);
-            if (fresh) pick->second = pick_algorithm(ctx);
-            topo::ArchitectureSpec concrete = arch;
-            concrete.algorithm = pick->second;
-            c = summable_collective(concrete, ctx);
-            picked_[c.get()] = {pick->second, bytes};
-        } else {
-            c = summable_collective(arch, ctx);
-        }
-    } else if (arch.kind == topo::ArchKind::ps) {
-        if (kind == gtopk) throw std::invalid_argument("gtopk needs architecture \"allreduce\"");
-        if (arch.style == topo::PsStyle::byteps)
-            throw std::invalid_argument("sparse payloads need a standard parameter server, not BytePS");
-        const auto k = static_cast<std::uint32_t>(arch.servers);
-        // The aggregate of n sparse payloads has at most n times the entries, never more than dense.
-        const double pull = std::min(n * bytes, ctx_.bytes.value());
-        c = std::make_unique<topo::PlanCollective>(
-            topo::parameter_server(n, k, sim::Bytes{bytes}, sim::Bytes{pull}, arch.aggregation_rate));
-    } else if (kind == gtopk) {
-        c = std::make_unique<topo::PlanCollective>(topo::gtopk_plan(n, sim::Bytes{bytes}, topo::GtopkForm::tree));
-    } else {
-        c = std::make_unique<topo::PlanCollective>(topo::sparse_allgather_plan(arch.algorithm, n, sim::Bytes{bytes}));
-    }
-    return cache_.emplace(key, std::move(c)).first->second.get();
+    program::CommOp op = program::CommOp::of(kind, 0, bytes);
+    op.tensors = tensor_bytes;
+    op.servers = tensor_server;
+    return &planner_.collective(op);
 }
 
 void CommPlan::build_phases(Message& m) {
@@ -308,7 +226,8 @@ void CommPlan::build_phases(Message& m) {
     m.decode.memory_bytes += decode_each.memory_bytes * gathered;
     m.decode.flops += decode_each.flops * gathered;
     auto remote = [this](std::uint32_t a, std::uint32_t b) { return job_.endpoint_hosts[a] != job_.endpoint_hosts[b]; };
-    auto add = [&](int kind, double bytes, const std::vector<double>& tensors, CodecWork before,
+    using program::CollectiveKind;
+    auto add = [&](CollectiveKind kind, double bytes, const std::vector<double>& tensors, CodecWork before,
                    const std::vector<std::uint32_t>& owners = {}) {
         if (bytes <= 0.0) return;
         Phase ph;
@@ -324,21 +243,22 @@ void CommPlan::build_phases(Message& m) {
                 .value();
         m.phases.push_back(ph);
     };
-    add(lowrank_p, p, p_tensors, {});
-    add(lowrank_q, q, q_tensors, between);
-    add(summable, sum, sum_tensors, {}, sum_owners);
-    add(allgather, gather, {}, {});
-    add(gtopk, gtop, {}, {});
+    // PowerSGD's P and Q factors are all-reduced like any summable payload.
+    add(CollectiveKind::summable, p, p_tensors, {});
+    add(CollectiveKind::summable, q, q_tensors, between);
+    add(CollectiveKind::summable, sum, sum_tensors, {}, sum_owners);
+    add(CollectiveKind::sparse_all_gather, gather, {}, {});
+    add(CollectiveKind::gtopk, gtop, {}, {});
 }
 
 std::vector<AlgorithmPick> CommPlan::algorithm_picks() const {
     std::vector<AlgorithmPick> out;
     for (const Message& m : messages_)
         for (const Phase& ph : m.phases) {
-            const auto it = picked_.find(ph.collective);
-            if (it == picked_.end()) continue;
-            const topo::AllreduceAlgorithm algorithm = it->second.first;
-            const double bytes = it->second.second;
+            const auto* picked = planner_.pick_of(ph.collective);
+            if (picked == nullptr) continue;
+            const topo::AllreduceAlgorithm algorithm = picked->first;
+            const double bytes = picked->second;
             auto p =
                 std::find_if(out.begin(), out.end(), [&](const AlgorithmPick& x) { return x.algorithm == algorithm; });
             if (p == out.end()) p = out.insert(out.end(), AlgorithmPick{algorithm, 0, bytes, bytes});

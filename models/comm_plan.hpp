@@ -33,6 +33,7 @@
 
 #include "models/grouping.hpp"
 #include "models/job.hpp"
+#include "models/program/planner.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/fabric.hpp"
 
@@ -59,11 +60,12 @@ struct Message {
 /// The messages of one job and the collectives they run on (owned here).
 class CommPlan {
 public:
-    /// Algorithm auto's pick per message size; one map may serve every plan of one job on one fabric.
-    using Picks = std::map<double, topo::AllreduceAlgorithm>;
+    using Picks = program::Picks;
     /// `model_sync`: the payload is the model (Local SGD, FedAvg, gossip), sent as one message. `picks`: auto's picks
     /// made so far for this job on this fabric (models::simulate keeps them across its attempts), else the plan's own.
     CommPlan(const TrainingJob& job, const topo::Fabric& fabric, bool model_sync, Picks* picks = nullptr);
+    CommPlan(const CommPlan&) = delete;  // the planner points at the context
+    CommPlan& operator=(const CommPlan&) = delete;
 
     [[nodiscard]] const std::vector<Message>& messages() const { return messages_; }
     /// Wire bytes of one iteration's messages (transfers between hosts, counted once).
@@ -91,22 +93,18 @@ public:
     /// Messages in which each layer's tensors end (per layer: count), for priority scheduling.
     [[nodiscard]] const std::vector<std::uint32_t>& messages_per_layer() const { return per_layer_; }
     [[nodiscard]] const topo::CollectiveContext& context() const { return ctx_; }
+    /// The job's one planner: every collective of its messages, and those its trainer adds (program/planner.hpp).
+    [[nodiscard]] program::Planner& planner() { return planner_; }
     /// Algorithm auto: per picked algorithm, the collectives of one iteration that run it (empty otherwise).
     [[nodiscard]] std::vector<AlgorithmPick> algorithm_picks() const;
 
 private:
-    const topo::Collective* collective_for(int kind, double bytes, const std::vector<double>& tensor_bytes,
+    const topo::Collective* collective_for(program::CollectiveKind kind, double bytes,
+                                           const std::vector<double>& tensor_bytes,
                                            const std::vector<std::uint32_t>& tensor_server = {});
     void build_phases(Message& m);
     /// The messages of one iteration, cut by the job's grouping scheme (models/grouping.hpp).
     [[nodiscard]] Groups group(const std::vector<Piece>& backward_pieces) const;
-    /// DiLoCo with several islands: every collective runs inside each island (SyncSpec::island_groups).
-    [[nodiscard]] bool islands() const;
-    /// The summable collective of `arch` over `ctx`: over every worker, or in each island at once.
-    [[nodiscard]] std::unique_ptr<topo::Collective> summable_collective(const topo::ArchitectureSpec& arch,
-                                                                        const topo::CollectiveContext& ctx) const;
-    /// Algorithm auto's pick for `ctx` (one island's, with islands).
-    [[nodiscard]] topo::AllreduceAlgorithm pick_algorithm(const topo::CollectiveContext& ctx) const;
     /// The summable collective's contention-free time on this fabric as a + b x bytes (a: seconds, b: s/byte).
     [[nodiscard]] std::pair<double, double> fit_collective() const;
 
@@ -120,13 +118,9 @@ private:
     /// BytePS with several messages: per message, per piece, its partitions' (server, fraction of the piece), placed
     /// over the whole model once (empty: each message's round places its own).
     std::vector<std::vector<std::vector<std::pair<std::uint32_t, double>>>> byteps_place_;
-    std::map<std::pair<int, std::uint64_t>, std::unique_ptr<topo::Collective>> cache_;
+    program::Planner planner_;  ///< after ctx_, which it reads
     double wire_bytes_ = 0.0;
     double machine_bytes_ = 0.0;
-    /// Algorithm auto: the pick per message size, and per collective built the pick and its bytes.
-    Picks own_picks_;
-    Picks* pick_by_bytes_ = &own_picks_;
-    std::map<const topo::Collective*, std::pair<topo::AllreduceAlgorithm, double>> picked_;
 };
 
 /// Latency and bottleneck bandwidth between the hosts of two endpoints of `job` (local on one host).

@@ -6,8 +6,9 @@
 
 namespace ddlsim::models {
 
-OuterPlan::OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const topo::CollectiveContext& ctx)
+OuterPlan::OuterPlan(const TrainingJob& job, program::Planner& planner)
     : job_(job),
+      planner_(planner),
       spacing_(job.sync.period / job.sync.fragments),
       overlap_steps_(job.sync.overlap_steps),
       island_size_(static_cast<double>(job.workers / job.sync.islands)) {
@@ -33,29 +34,25 @@ OuterPlan::OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const t
         first = last + 1;
         fragments_.push_back(std::move(frag));
     }
-    const auto groups = job.sync.island_groups(job.workers);
-    const auto remote = [&](std::uint32_t a, std::uint32_t b) {
-        return job.endpoint_hosts[a] != job.endpoint_hosts[b];
-    };
-    const auto between_machines = [&](std::uint32_t a, std::uint32_t b) {
-        return fabric.node_of(job.endpoint_hosts[a]) != fabric.node_of(job.endpoint_hosts[b]);
-    };
+    using program::CollectiveKind;
+    using program::CommOp;
+    const program::GroupId island = planner.add_group("island", job.sync.island_groups(job.workers));
+    const bool several = planner.parts(island).size() > 1;
+    const program::GroupId across = several ? planner.add_group_across("islands", island) : island;
     for (Fragment& f : fragments_) {
         if (f.bytes <= 0.0) continue;
-        const sim::Bytes s{f.bytes};
         // The outer gradients cross the islands at outer_bits per value (Streaming DiLoCo, arXiv 2501.18512, §2:
         // 4-bit E3M0 floats on the wire, accumulated in FP32, "no loss"); their quantize and dequantize kernels,
         // memory-bound over S_f / g bytes, are left out beside a WAN transfer of that many bytes.
         const double width = job.sync.outer_bits > 0.0 ? job.sync.outer_bits / (8.0 * job.bytes_per_param) : 1.0;
-        if (groups.size() > 1)
-            f.across = topo::make_shard_collective(topo::ShardCollective::replica_allreduce, groups, job.workers,
-                                                   sim::Bytes{f.bytes * width});
+        // The all-reduce of rank j of every island (the replicas of its slice), then the all-gather inside each.
+        if (several) f.across = CommOp::of(CollectiveKind::all_reduce, across, f.bytes * width);
         if (island_size_ > 1.0 && job.sharding.stage < 3)  // stage 3 keeps the slice sharded until its next gather
-            f.gather = topo::make_shard_collective(topo::ShardCollective::all_gather, groups, job.workers, s, &ctx);
-        for (const topo::Collective* c : {f.across.get(), f.gather.get()}) {
-            if (c == nullptr) continue;
-            f.wire_bytes += c->wire_bytes(remote).value();
-            f.machine_bytes += c->wire_bytes(between_machines).value();
+            f.gather = CommOp::of(CollectiveKind::all_gather, island, f.bytes);
+        for (const auto* op : {&f.across, &f.gather}) {
+            if (!op->has_value()) continue;
+            f.wire_bytes += planner.wire_bytes(**op);
+            f.machine_bytes += planner.machine_bytes(**op);
         }
     }
 }
@@ -76,9 +73,8 @@ double OuterPlan::machine_bytes(std::uint32_t iterations) const {
 }
 
 double OuterPlan::collectives(std::uint32_t iterations) const {
-    return over_launches(iterations, [](const Fragment& f) {
-        return static_cast<double>((f.across != nullptr) + (f.gather != nullptr));
-    });
+    return over_launches(
+        iterations, [](const Fragment& f) { return static_cast<double>(f.across.has_value() + f.gather.has_value()); });
 }
 
 sim::Time OuterPlan::update_time(const Fragment& f, std::uint32_t w) const {

@@ -23,9 +23,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "models/job.hpp"
+#include "models/program/planner.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/fabric.hpp"
 
@@ -35,14 +37,17 @@ class OuterPlan {
 public:
     struct Fragment {
         double bytes = 0.0;  ///< S_f: the fragment's parameters at the gradients' width
-        /// The collectives in order, before and after the outer update (null where nothing moves: one island, or
-        /// one worker per island).
-        std::unique_ptr<topo::Collective> across, gather;
+        /// The collectives in order, before and after the outer update (none where nothing moves: one island, or
+        /// one worker per island), planned by the job's planner.
+        std::optional<program::CommOp> across, gather;
         double wire_bytes = 0.0, machine_bytes = 0.0;  ///< one outer step of this fragment
     };
 
-    /// `ctx`: collective_context's, for the all-gather's channels.
-    OuterPlan(const TrainingJob& job, const topo::Fabric& fabric, const topo::CollectiveContext& ctx);
+    /// `planner`: the job's, which builds the collectives (over its context's channels).
+    OuterPlan(const TrainingJob& job, program::Planner& planner);
+    [[nodiscard]] const topo::Collective& collective(const program::CommOp& op) const {
+        return planner_.collective(op);
+    }
 
     /// Whether an outer step starts after inner step k (0-based), and which launch it is.
     [[nodiscard]] bool launches_after(std::uint32_t k) const { return !fragments_.empty() && (k + 1) % spacing_ == 0; }
@@ -68,6 +73,7 @@ private:
     [[nodiscard]] double over_launches(std::uint32_t iterations, F per_fragment) const;
 
     const TrainingJob& job_;
+    program::Planner& planner_;
     std::uint32_t spacing_ = 1;
     std::uint32_t overlap_steps_ = 0;
     double island_size_ = 1.0;

@@ -7,13 +7,13 @@
 
 namespace ddlsim::models::detail {
 
-OuterSteps::OuterSteps(const TrainerEnv& env, Comm& comm, std::vector<WorkerClock>& clocks,
-                       const topo::CollectiveContext& ctx, std::function<void(std::uint32_t)> resume)
+OuterSteps::OuterSteps(const TrainerEnv& env, Comm& comm, std::vector<WorkerClock>& clocks, program::Planner& planner,
+                       std::function<void(std::uint32_t)> resume)
     : env_(env),
       job_(env.job),
       comm_(comm),
       clocks_(clocks),
-      plan_(env.job, env.fabric, ctx),
+      plan_(env.job, planner),
       resume_(std::move(resume)),
       next_(env.job.workers, 0),
       pending_(env.job.workers),
@@ -41,7 +41,7 @@ bool OuterSteps::blocked(std::uint32_t w) const {
 void OuterSteps::phase(std::uint32_t w, std::uint32_t launch, std::uint32_t p) {
     const OuterPlan::Fragment& f = plan_.fragment_of(launch);
     if (p == 0 && f.across) {
-        round(launch, 0, *f.across).runner->open(w);
+        round(launch, 0, plan_.collective(*f.across)).runner->open(w);
         return;
     }
     if (p <= 1) {
@@ -52,7 +52,7 @@ void OuterSteps::phase(std::uint32_t w, std::uint32_t launch, std::uint32_t p) {
         return;
     }
     if (f.gather) {
-        round(launch, 1, *f.gather).runner->open(w);
+        round(launch, 1, plan_.collective(*f.gather)).runner->open(w);
         return;
     }
     done(w, launch);

@@ -16,8 +16,9 @@ namespace ddlsim::models::detail {
 
 class OuterSteps {
 public:
-    /// `resume(w)` begins worker w's next inner step once an outer step it waited for has landed.
-    OuterSteps(const TrainerEnv& env, Comm& comm, std::vector<WorkerClock>& clocks, const topo::CollectiveContext& ctx,
+    /// `resume(w)` begins worker w's next inner step once an outer step it waited for has landed; `planner`: the
+    /// job's, which plans the outer steps' collectives.
+    OuterSteps(const TrainerEnv& env, Comm& comm, std::vector<WorkerClock>& clocks, program::Planner& planner,
                std::function<void(std::uint32_t)> resume);
 
     /// Worker w ended inner step k (0-based): the outer step due after it starts; returns whether w may begin its

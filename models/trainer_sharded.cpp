@@ -274,21 +274,15 @@ private:
 
 class ShardedTrainer final : public TrainerBase {
 public:
-    explicit ShardedTrainer(const TrainerEnv& env)
-        : TrainerBase(env, false),
-          planner_(
-              env.job.workers, &plan_.context(),
-              [this](std::uint32_t a, std::uint32_t b) { return job_.endpoint_hosts[a] != job_.endpoint_hosts[b]; },
-              [this](std::uint32_t a, std::uint32_t b) {
-                  return env_.fabric.node_of(job_.endpoint_hosts[a]) != env_.fabric.node_of(job_.endpoint_hosts[b]);
-              }) {
-        ShardedCompiler compiler(job_, plan_, planner_);
+    explicit ShardedTrainer(const TrainerEnv& env) : TrainerBase(env, false) {
+        program::Planner& planner = plan_.planner();  // the job's one planner
+        ShardedCompiler compiler(job_, plan_, planner);
         programs_ = compiler.compile();
         group_size_ = compiler.group_size();
         for (const program::Call& c : programs_.calls)
             for (const CommOp& op : c.phases) {
-                wire_ += planner_.wire_bytes(op);
-                machine_ += planner_.machine_bytes(op);
+                wire_ += planner.wire_bytes(op);
+                machine_ += planner.machine_bytes(op);
                 collectives_ += 1.0;
             }
         if (schedule_) {  // the convergence replay: sharding is BSP's arithmetic (every step one averaged update)
@@ -308,11 +302,11 @@ public:
                 synced_ = i + 1;
             };
         if (env.job.sync.kind == SyncKind::diloco) {
-            outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, plan_.context(),
+            outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, planner,
                                                   [this](std::uint32_t w) { executor_->begin_iteration(w); });
             hooks.ended = [this](std::uint32_t w, std::uint32_t i) { return outer_->step_done(w, i); };
         }
-        executor_ = std::make_unique<program::Executor>(programs_, planner_, comm_, clocks_, job_, env_.timeline,
+        executor_ = std::make_unique<program::Executor>(programs_, planner, comm_, clocks_, job_, env_.timeline,
                                                         std::move(hooks));
     }
 
@@ -357,7 +351,6 @@ private:
         return scaled(cp.update, 1.0 / group_size_);
     }
 
-    program::Planner planner_;
     program::ProgramSet programs_;
     std::unique_ptr<program::Executor> executor_;
     std::unique_ptr<OuterSteps> outer_;  ///< DiLoCo's outer steps (null for the other schemes)

@@ -66,7 +66,7 @@ public:
             all_ = schedule_->add_set(std::move(everyone));
         }
         if (job_.sync.kind == SyncKind::diloco)
-            outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, plan_.context(),
+            outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, plan_.planner(),
                                                   [this](std::uint32_t w) { begin(w); });
         by_front_.resize(job_.workload.layers.size());
         for (std::uint32_t m = 0; m < msgs.size(); ++m) by_front_[msgs[m].front_layer].push_back(m);

@@ -196,3 +196,39 @@ TEST_CASE("planner: one collective per distinct CommOp; the op's ordering is the
     // An all-reduce needs a group declared across another (the replica all-reduce is the only one planned here).
     CHECK_THROWS_AS((void)planner.collective(CommOp::of(CollectiveKind::all_reduce, all, 1e6)), std::logic_error);
 }
+
+TEST_CASE("planner: a data-parallel job's collectives come from the same planner, keyed by their tensors") {
+    Bench b(4, 1);
+    b.job.architecture.kind = topo::ArchKind::allreduce;
+    b.job.architecture.algorithm = topo::AllreduceAlgorithm::ring;
+    const auto ctx = models::collective_context(b.job, b.fabric);
+    models::program::Planner planner(
+        4, &ctx, [](std::uint32_t x, std::uint32_t y) { return x != y; },
+        [](std::uint32_t x, std::uint32_t y) { return x != y; });
+    const double S = 8e6;
+    // Without a job to serve, the data-parallel kinds are refused.
+    CHECK_THROWS_AS((void)planner.collective(CommOp::of(CollectiveKind::summable, 0, S)), std::logic_error);
+    planner.serve_data_parallel(b.job);
+    CommOp one = CommOp::of(CollectiveKind::summable, 0, S);
+    one.tensors = {S};
+    CommOp two = one;
+    two.tensors = {S / 2, S / 2};
+    // A ring all-reduce: 2 (n - 1) steps of S / n per worker.
+    CHECK(planner.wire_bytes(one) == testing::approx(4 * 2 * 3 * S / 4));
+    CHECK(&planner.collective(two) != &planner.collective(one));
+    CHECK(&planner.collective(one) == &planner.collective(one));
+    CHECK(planner.pick_of(&planner.collective(one)) == nullptr);  // ring was asked for: no auto pick
+    // auto: one pick per size, recorded against the collective built.
+    b.job.architecture.algorithm = topo::AllreduceAlgorithm::automatic;
+    const auto auto_ctx = models::collective_context(b.job, b.fabric);  // with auto's round timing
+    models::program::Picks picks;
+    models::program::Planner automatic(
+        4, &auto_ctx, [](std::uint32_t x, std::uint32_t y) { return x != y; },
+        [](std::uint32_t x, std::uint32_t y) { return x != y; });
+    automatic.serve_data_parallel(b.job, &picks);
+    const auto* pick = automatic.pick_of(&automatic.collective(one));
+    REQUIRE(pick != nullptr);
+    CHECK(pick->second == S);
+    CHECK(picks.size() == 1);
+    CHECK(picks.at(S) == pick->first);
+}
