@@ -171,30 +171,38 @@ struct StragglerSpec {
     [[nodiscard]] bool any() const { return !fixed.empty() || distribution != StragglerDistribution::none; }
 };
 
-/// Everything the trainer needs, resolved from a scenario.
-struct TrainingJob {
+/// A training job's own keys: what a scenario's job block says. The scenario's JobSpec and the resolved TrainingJob
+/// both are one, so the loader fills it once and resolve_job (models/resolve.hpp) takes it whole; nothing copies it
+/// field by field.
+struct JobKeys {
     Workload workload;
-    ComputeProfile compute;
     std::uint32_t workers = 1;
     std::uint32_t batch_size = 1;  ///< per worker per micro-batch
     /// Micro-batches per optimizer step (gradient accumulation; 1: none): an iteration is one step of
     /// gradient_accumulation x batch_size samples per worker, synchronised once.
     std::uint32_t gradient_accumulation = 1;
-    bool activation_checkpointing = false;  ///< full: recompute each block's forward in backward (compute.hpp)
-    std::uint32_t iterations = 1;
-    double bytes_per_param = 4.0;
+    bool activation_checkpointing = false;      ///< full: recompute each block's forward in backward (compute.hpp)
+    double bytes_per_param = 4.0;               ///< gradient element size (model.dtype)
+    Optimizer optimizer = Optimizer::momentum;  ///< the optimizer the update streams through memory
+    std::uint32_t bn_group = 1;  ///< GPUs that synchronise their BatchNorm statistics (SyncBatchNorm; 1: none)
     topo::ArchitectureSpec architecture;
-    std::vector<topo::Vertex> endpoint_hosts;  ///< workers, then server endpoints
-    std::uint32_t index = 0;                   ///< position among the jobs sharing a fabric
-    std::uint64_t seed = 0;                    ///< ECMP flow hashing derives from it
     SyncSpec sync;
     OverlapSpec overlap;
     ShardingSpec sharding;
     CompressionSpec compression;
     StragglerSpec stragglers;
-    DeviceSpec device;                           ///< the device of every worker without its own
+    DeviceSpec device;                       ///< the device of every worker without its own
+    std::vector<DeviceSpec> worker_devices;  ///< per worker when the cluster is heterogeneous (else empty)
+};
+
+/// Everything the trainer needs: the job's keys resolved on a fabric (models/resolve.hpp).
+struct TrainingJob : JobKeys {
+    ComputeProfile compute;
+    std::uint32_t iterations = 1;
+    std::vector<topo::Vertex> endpoint_hosts;    ///< workers, then server endpoints
+    std::uint32_t index = 0;                     ///< position among the jobs sharing a fabric
+    std::uint64_t seed = 0;                      ///< ECMP flow hashing derives from it
     std::vector<ComputeProfile> worker_compute;  ///< per worker when devices differ (else empty: `compute`)
-    std::vector<DeviceSpec> worker_device;       ///< per worker when devices differ
     bool record_schedule = false;                ///< keep the update schedule (convergence replay)
     sim::Time collective_overhead;               ///< per collective: launch / negotiation (the transport's)
     double overlap_slowdown = 0.0;               ///< compute stretched by (1 + this) while communication runs
@@ -203,7 +211,7 @@ struct TrainingJob {
         return worker_compute.empty() ? compute : worker_compute[w];
     }
     [[nodiscard]] const DeviceSpec& device_of(std::uint32_t w) const {
-        return worker_device.empty() ? device : worker_device[w];
+        return worker_devices.empty() ? device : worker_devices[w];
     }
 
     /// Gradient (or model) bytes one worker synchronises per iteration.

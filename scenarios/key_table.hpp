@@ -292,6 +292,14 @@ Key<S> key(std::string name, T S::*m, std::string description, Range range = {})
     return k;
 }
 
+/// The same for a member of a base B of S (the job's own keys, models::JobKeys, read into a JobSpec):
+/// key<JobSpec>("workers", &JobSpec::workers, ...).
+template <typename S, typename B, typename T>
+requires(!std::is_same_v<S, B> && std::is_base_of_v<B, S>) Key<S> key(std::string name, T B::*m,
+                                                                      std::string description, Range range = {}) {
+    return key<S, T>(std::move(name), static_cast<T S::*>(m), std::move(description), range);
+}
+
 /// A string key that must be one of `choices`.
 template <typename S>
 Key<S> choice(std::string name, std::string S::*m, std::vector<std::string> choices, std::string description) {

@@ -74,7 +74,7 @@ json compression_json(const models::CompressionSpec& k) {
 
 std::vector<keys::Key<J>> job_key_list() {
     return {
-        key("workers", &J::workers, "number of data-parallel workers (GPUs)", {1, detail::kMaxWorkers}).mandatory(),
+        key<J>("workers", &J::workers, "number of data-parallel workers (GPUs)", {1, detail::kMaxWorkers}).mandatory(),
         keys::custom<J>(
             "model",
             {{"description", "a built-in workload name or a model object"},
@@ -83,8 +83,8 @@ std::vector<keys::Key<J>> job_key_list() {
             [](J& s, const json& j, const std::string& path) { detail::read_model(j, path, s); },
             [](const J& s) { return model_keys().echo(s); })
             .mandatory(),
-        key("batch_size", &J::batch_size,
-            "samples per worker per micro-batch (per iteration without gradient_accumulation)", {1, 100'000'000})
+        key<J>("batch_size", &J::batch_size,
+               "samples per worker per micro-batch (per iteration without gradient_accumulation)", {1, 100'000'000})
             .mandatory(),
         keys::custom<J>(
             "optimizer",
@@ -140,10 +140,10 @@ std::vector<keys::Key<J>> job_key_list() {
             },
             [](const J& s) { return straggler_keys().echo(s.stragglers); })
             .echo_when([](const J& s) { return s.stragglers.any(); }),
-        key("gradient_accumulation", &J::gradient_accumulation,
-            "micro-batches of batch_size per optimizer step, synchronised once (DDP no_sync); an iteration is then "
-            "one step; bsp, local_sgd and diloco",
-            {1, 1'000'000})
+        key<J>("gradient_accumulation", &J::gradient_accumulation,
+               "micro-batches of batch_size per optimizer step, synchronised once (DDP no_sync); an iteration is then "
+               "one step; bsp, local_sgd and diloco",
+               {1, 1'000'000})
             .with_default(1)
             .and_then([](J& s, const std::string& path) {
                 // The asynchronous schemes push after every micro-batch's own clock; accumulation is a synchronous
@@ -164,7 +164,8 @@ std::vector<keys::Key<J>> job_key_list() {
             },
             [](const J& s) { return json(s.activation_checkpointing ? "full" : "none"); })
             .with_default("none"),
-        key("bn_group", &J::bn_group,
+        key<J>(
+            "bn_group", &J::bn_group,
             "GPUs that synchronise their BatchNorm statistics (SyncBatchNorm; MLPerf's BN_GROUP), consecutive ranks in "
             "groups of this size: every BatchNorm layer then all-reduces its statistics forward and its gradient sums "
             "backward within the group, on the critical path, at NCCL's own small-message (LL) ring cost (default 1: "

@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "models/comm_plan.hpp"
+#include "models/resolve.hpp"
 #include "models/trainer.hpp"
 #include "scenarios/json_reader.hpp"
 #include "scenarios/resolved.hpp"
@@ -116,113 +117,45 @@ ScenarioError time_overflow_error(const Scenario& s, const std::vector<models::T
 constexpr std::size_t kBusiestLinks = 5;
 constexpr std::size_t kPerWorkerList = 256;
 
-// The job's own keys (no fabric, no compute profile): what make_job and job_memory share.
+// The job's own keys (no fabric, no compute profile), for the memory estimate of the job's reference device.
 models::TrainingJob job_keys(const JobSpec& j) {
     models::TrainingJob job;
-    job.workload = j.workload;
-    job.workers = j.workers;
-    job.batch_size = j.batch_size;
-    job.bytes_per_param = j.bytes_per_param;
-    job.architecture = j.architecture;
-    job.sync = j.sync;
-    job.overlap = j.overlap;
-    job.sharding = j.sharding;
-    job.gradient_accumulation = j.gradient_accumulation;  // the memory check keeps unsharded gradients with it
-    job.activation_checkpointing = j.activation_checkpointing;
-    job.compression = j.compression;
-    job.stragglers = j.stragglers;
-    job.device = j.device;
+    static_cast<models::JobKeys&>(job) = j;
+    job.worker_devices.clear();  // the estimate is the reference device's (`device`)
     return job;
 }
 
-// Switch aggregation memory (network.aggregation_memory): the jobs that sum in one switch share it equally, as
-// SwitchML's pools are split among jobs and ATP's aggregators among the jobs active on a switch (its fallback to the
-// server when they run out is not modelled). A job's switch is its last endpoint (make_job appends it).
-void share_switch_memory(const topo::TopologySpec& topology, const topo::Fabric& fabric,
-                         std::vector<models::TrainingJob>& jobs) {
-    const double memory = std::visit(
+// Switch aggregation memory (network.aggregation_memory) of the topology, 0 where it has none.
+double aggregation_memory(const topo::TopologySpec& topology) {
+    return std::visit(
         [](const auto& spec) {
             if constexpr (requires { spec.aggregation_memory; }) return spec.aggregation_memory;
             return 0.0;
         },
         topology);
-    if (memory <= 0.0) return;
-    std::map<topo::Vertex, double> sharing;
-    for (const auto& job : jobs)
-        if (const auto sw = models::summing_switch(job, fabric)) sharing[*sw] += 1.0;
-    for (auto& job : jobs)
-        if (const auto sw = models::summing_switch(job, fabric)) job.architecture.switch_memory = memory / sharing[*sw];
 }
 
+// Job `index` of the scenario resolved on `fabric` (models/resolve.hpp); a device the compute model refuses is bad
+// input at its JSON path.
 models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric,
                              sim::Time collective_overhead) {
     const JobSpec& j = s.jobs[index];
-    const std::string path = s.has_jobs_list ? fmt::format("$.jobs[{}].device", index) : "$.device";
-    models::TrainingJob job = job_keys(j);
-    job.iterations = s.iterations;
-    job.index = static_cast<std::uint32_t>(index);
-    job.seed = s.seed;
-    job.collective_overhead = j.workers > 1 ? collective_overhead : sim::Time::zero();  // one worker: no collective
-    // Overlap is not free (models/job.hpp), unless the user asked for the ideal model.
-    const bool ideal = s.transports.inter && s.transports.inter->kind == topo::TransportKind::ideal;
-    // The overlap key wins, then the device's calibrated overlap_slowdown (device.profile), then the default.
-    job.overlap_slowdown = j.overlap.compute_slowdown.value_or(
-        j.device.overlap_slowdown.value_or(ideal ? 0.0 : models::kDefaultOverlapSlowdown));
-    // One worker with no server to talk to sends nothing: no communication kernel shares its GPU (its zero-time
-    // rounds of one endpoint must not slow backward, nor ZeRO-3's gathers of its own shards).
-    const auto& a = j.architecture;
-    const bool servers = a.kind == topo::ArchKind::ps && a.servers > 0 &&
-                         (a.style == topo::PsStyle::byteps || a.placement == topo::ServerPlacement::dedicated);
-    if (j.workers == 1 && !servers) job.overlap_slowdown = 0.0;
-    job.record_schedule = j.convergence.has_value();
+    models::JobContext ctx;
+    ctx.iterations = s.iterations;
+    ctx.index = static_cast<std::uint32_t>(index);
+    ctx.seed = s.seed;
+    ctx.collective_overhead = collective_overhead;
+    ctx.ideal_transport = s.transports.inter && s.transports.inter->kind == topo::TransportKind::ideal;
+    ctx.record_schedule = j.convergence.has_value();
+    for (const auto& h : j.placement) ctx.worker_hosts.push_back(*fabric.find(h));
+    for (const auto& h : j.server_placement) ctx.server_hosts.push_back(*fabric.find(h));
     try {
-        job.compute = models::compute_profile(j.workload, j.device, j.batch_size, j.bytes_per_param, j.optimizer);
-    } catch (const std::invalid_argument& e) {
-        throw ScenarioError(path, e.what());
+        return models::resolve_job(j, fabric, ctx);
+    } catch (const models::DeviceRefused& e) {
+        const std::string prefix = s.has_jobs_list ? fmt::format("$.jobs[{}].", index) : "$.";
+        throw ScenarioError(e.worker < 0 ? prefix + "device" : fmt::format("{}worker_devices[{}]", prefix, e.worker),
+                            e.what());
     }
-    const std::string wpath = s.has_jobs_list ? fmt::format("$.jobs[{}].worker_devices", index) : "$.worker_devices";
-    for (std::size_t w = 0; w < j.worker_devices.size(); ++w) {
-        try {
-            job.worker_compute.push_back(
-                models::compute_profile(j.workload, j.worker_devices[w], j.batch_size, j.bytes_per_param, j.optimizer));
-        } catch (const std::invalid_argument& e) {
-            throw ScenarioError(fmt::format("{}[{}]", wpath, w), e.what());
-        }
-        job.worker_device.push_back(j.worker_devices[w]);
-    }
-    for (const auto& h : j.placement) job.endpoint_hosts.push_back(*fabric.find(h));
-    for (const auto& h : j.server_placement) job.endpoint_hosts.push_back(*fabric.find(h));
-    if (j.bn_group > 1) {  // SyncBatchNorm: each group of consecutive ranks; the slowest group's all-reduce binds all
-        topo::SmallAllreduce worst;
-        const std::span<const topo::Vertex> ranks(job.endpoint_hosts);
-        for (std::uint32_t first = 0; first < j.workers; first += j.bn_group) {
-            const topo::SmallAllreduce c = topo::nccl_small_allreduce(fabric, ranks.subspan(first, j.bn_group));
-            if (c.latency > worst.latency) worst.latency = c.latency;
-            worst.seconds_per_byte = std::max(worst.seconds_per_byte, c.seconds_per_byte);
-        }
-        models::add_batchnorm_sync(job.compute, j.workload, worst.latency, worst.seconds_per_byte);
-        for (auto& wc : job.worker_compute)
-            models::add_batchnorm_sync(wc, j.workload, worst.latency, worst.seconds_per_byte);
-    }
-    if (j.activation_checkpointing) {
-        models::add_recomputation(job.compute, j.workload);
-        for (auto& wc : job.worker_compute) models::add_recomputation(wc, j.workload);
-    }
-    // Gradient accumulation (job_keys copied the count): k - 1 micro-batches of forward and backward before the last.
-    const double extra = static_cast<double>(j.gradient_accumulation - 1);
-    job.compute.accumulation = models::scaled(job.compute.fwd + job.compute.bwd, extra);
-    for (auto& wc : job.worker_compute) wc.accumulation = models::scaled(wc.fwd + wc.bwd, extra);
-    // NVLink SHARP: the nodes' reducing switches, endpoints after the workers (models::reducing_switches).
-    // InfiniBand SHARP: the rails' switches, endpoints after those (models::sharp_switches).
-    if (j.architecture.kind == topo::ArchKind::allreduce) {
-        for (const topo::ReducingSwitch& sw : models::reducing_switches(job, fabric))
-            job.endpoint_hosts.push_back(sw.vertex);
-        for (const topo::Vertex sw : models::sharp_switches(job, fabric)) job.endpoint_hosts.push_back(sw);
-    }
-    // Switch aggregation: the SHARP switch the workers reach, after the servers (check_in_network made sure it is one).
-    if (j.architecture.kind == topo::ArchKind::ps && j.architecture.switch_aggregation && !job.endpoint_hosts.empty())
-        if (const auto sw = fabric.sharp_switch(job.endpoint_hosts.front())) job.endpoint_hosts.push_back(*sw);
-    return job;
 }
 
 // Staleness, per-worker figures and model versions (the contract's result keys for asynchronous schemes).
@@ -443,7 +376,7 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace,
     const sim::Time collective_overhead = topo::apply_transports(fabric, s.transports);
     std::vector<models::TrainingJob> jobs;
     for (std::size_t i = 0; i < s.jobs.size(); ++i) jobs.push_back(make_job(s, i, fabric, collective_overhead));
-    share_switch_memory(s.topology, fabric, jobs);
+    models::share_switch_memory(jobs, fabric, aggregation_memory(s.topology));
 
     RunResult r;
     try {

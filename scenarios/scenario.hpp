@@ -42,31 +42,17 @@ struct ConvergenceSpec {
 };
 
 /// One training job: its model, devices, workers and schemes.
-struct JobSpec {
-    std::string name;  ///< "job0", "job1", ... unless given
-    std::uint32_t workers = 1;
-    models::Workload workload;
+/// One job of a scenario: its keys (models::JobKeys, which the trained job resolves) and what only the scenario
+/// holds (names, placement by host name, the convergence and training blocks).
+struct JobSpec : models::JobKeys {
+    std::string name;                                      ///< "job0", "job1", ... unless given
     std::string model_name;                                ///< built-in name or "custom"
     std::optional<models::TransformerConfig> transformer;  ///< `"model": {"transformer": {...}}`
-    std::int64_t seq_len = 0;      ///< `"model": {"name": ..., "seq_len": s}`: a built-in sequence model's sequence
-    std::string dtype = "fp32";    ///< model.dtype
-    double bytes_per_param = 4.0;  ///< gradient element size (model.dtype)
-    models::Optimizer optimizer = models::Optimizer::momentum;  ///< "optimizer", or the model family's default
-    models::Source optimizer_source = models::Source::builtin_default;
-    std::uint32_t batch_size = 1;
-    std::uint32_t gradient_accumulation = 1;  ///< micro-batches per optimizer step
-    bool activation_checkpointing = false;    ///< "activation_checkpointing": "full"
-    std::uint32_t bn_group = 1;  ///< "bn_group": GPUs that synchronise their BatchNorm statistics (SyncBatchNorm)
-    models::DeviceSpec device;
-    std::vector<std::string> placement;         ///< host of each worker
-    std::vector<std::string> server_placement;  ///< host of each server endpoint (ps)
-    topo::ArchitectureSpec architecture;
-    models::SyncSpec sync;
-    models::CompressionSpec compression;
-    models::OverlapSpec overlap;
-    models::ShardingSpec sharding;  ///< group_size resolved at load, once the workers are placed
-    models::StragglerSpec stragglers;
-    std::vector<models::DeviceSpec> worker_devices;  ///< per worker, when the cluster is heterogeneous
+    std::int64_t seq_len = 0;    ///< `"model": {"name": ..., "seq_len": s}`: a built-in sequence model's sequence
+    std::string dtype = "fp32";  ///< model.dtype (sets bytes_per_param)
+    models::Source optimizer_source = models::Source::builtin_default;  ///< where `optimizer` came from
+    std::vector<std::string> placement;                                 ///< host of each worker
+    std::vector<std::string> server_placement;                          ///< host of each server endpoint (ps)
     std::optional<ConvergenceSpec> convergence;
     std::optional<models::TrainingSpec> training;  ///< `training`: the run to a target (time to train)
 };

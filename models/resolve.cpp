@@ -1,0 +1,89 @@
+// The model rules of a resolved job (resolve.hpp).
+#include "models/resolve.hpp"
+
+#include <algorithm>
+#include <map>
+#include <span>
+
+#include "models/comm_plan.hpp"
+#include "topologies/transport.hpp"
+
+namespace ddlsim::models {
+
+TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const JobContext& ctx) {
+    TrainingJob job;
+    static_cast<JobKeys&>(job) = keys;
+    job.iterations = ctx.iterations;
+    job.index = ctx.index;
+    job.seed = ctx.seed;
+    job.collective_overhead = keys.workers > 1 ? ctx.collective_overhead : sim::Time::zero();  // no collective
+    // Overlap is not free (models/job.hpp), unless the user asked for the ideal model: the overlap key wins, then the
+    // device's calibrated overlap_slowdown (device.profile), then the default.
+    job.overlap_slowdown = keys.overlap.compute_slowdown.value_or(
+        keys.device.overlap_slowdown.value_or(ctx.ideal_transport ? 0.0 : kDefaultOverlapSlowdown));
+    // One worker with no server to talk to sends nothing: no communication kernel shares its GPU (its zero-time
+    // rounds of one endpoint must not slow backward, nor ZeRO-3's gathers of its own shards).
+    const auto& a = keys.architecture;
+    const bool servers = a.kind == topo::ArchKind::ps && a.servers > 0 &&
+                         (a.style == topo::PsStyle::byteps || a.placement == topo::ServerPlacement::dedicated);
+    if (keys.workers == 1 && !servers) job.overlap_slowdown = 0.0;
+    job.record_schedule = ctx.record_schedule;
+    try {
+        job.compute =
+            compute_profile(keys.workload, keys.device, keys.batch_size, keys.bytes_per_param, keys.optimizer);
+    } catch (const std::invalid_argument& e) {
+        throw DeviceRefused(-1, e.what());
+    }
+    for (std::size_t w = 0; w < keys.worker_devices.size(); ++w) {
+        try {
+            job.worker_compute.push_back(compute_profile(keys.workload, keys.worker_devices[w], keys.batch_size,
+                                                         keys.bytes_per_param, keys.optimizer));
+        } catch (const std::invalid_argument& e) {
+            throw DeviceRefused(static_cast<int>(w), e.what());
+        }
+    }
+    job.endpoint_hosts = ctx.worker_hosts;
+    job.endpoint_hosts.insert(job.endpoint_hosts.end(), ctx.server_hosts.begin(), ctx.server_hosts.end());
+    if (keys.bn_group >
+        1) {  // SyncBatchNorm: each group of consecutive ranks; the slowest group's all-reduce binds all
+        topo::SmallAllreduce worst;
+        const std::span<const topo::Vertex> ranks(job.endpoint_hosts);
+        for (std::uint32_t first = 0; first < keys.workers; first += keys.bn_group) {
+            const topo::SmallAllreduce c = topo::nccl_small_allreduce(fabric, ranks.subspan(first, keys.bn_group));
+            if (c.latency > worst.latency) worst.latency = c.latency;
+            worst.seconds_per_byte = std::max(worst.seconds_per_byte, c.seconds_per_byte);
+        }
+        add_batchnorm_sync(job.compute, keys.workload, worst.latency, worst.seconds_per_byte);
+        for (auto& wc : job.worker_compute)
+            add_batchnorm_sync(wc, keys.workload, worst.latency, worst.seconds_per_byte);
+    }
+    if (keys.activation_checkpointing) {
+        add_recomputation(job.compute, keys.workload);
+        for (auto& wc : job.worker_compute) add_recomputation(wc, keys.workload);
+    }
+    // Gradient accumulation: k - 1 micro-batches of forward and backward before the last.
+    const double extra = static_cast<double>(keys.gradient_accumulation - 1);
+    job.compute.accumulation = scaled(job.compute.fwd + job.compute.bwd, extra);
+    for (auto& wc : job.worker_compute) wc.accumulation = scaled(wc.fwd + wc.bwd, extra);
+    // NVLink SHARP: the nodes' reducing switches, endpoints after the workers (reducing_switches).
+    // InfiniBand SHARP: the rails' switches, endpoints after those (sharp_switches).
+    if (a.kind == topo::ArchKind::allreduce) {
+        for (const topo::ReducingSwitch& sw : reducing_switches(job, fabric)) job.endpoint_hosts.push_back(sw.vertex);
+        for (const topo::Vertex sw : sharp_switches(job, fabric)) job.endpoint_hosts.push_back(sw);
+    }
+    // Switch aggregation: the SHARP switch the workers reach, after the servers (the loader made sure it is one).
+    if (a.kind == topo::ArchKind::ps && a.switch_aggregation && !job.endpoint_hosts.empty())
+        if (const auto sw = fabric.sharp_switch(job.endpoint_hosts.front())) job.endpoint_hosts.push_back(*sw);
+    return job;
+}
+
+void share_switch_memory(std::vector<TrainingJob>& jobs, const topo::Fabric& fabric, double memory) {
+    if (memory <= 0.0) return;
+    std::map<topo::Vertex, double> sharing;
+    for (const auto& job : jobs)
+        if (const auto sw = summing_switch(job, fabric)) sharing[*sw] += 1.0;
+    for (auto& job : jobs)
+        if (const auto sw = summing_switch(job, fabric)) job.architecture.switch_memory = memory / sharing[*sw];
+}
+
+}  // namespace ddlsim::models
