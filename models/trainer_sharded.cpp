@@ -108,7 +108,11 @@ private:
     }
 
     void compute(ComputeKind kind, std::uint32_t first, std::uint32_t last, std::uint32_t mb) {
-        program::Compute c{kind, first, last, mb, 1.0, {}};
+        program::Compute c;
+        c.kind = kind;
+        c.first = first;
+        c.last = last;
+        c.micro_batch = mb;
         const std::string mbs = job_.gradient_accumulation > 1 ? fmt::format(" mb{}", mb) : std::string();
         switch (kind) {
             case ComputeKind::accumulate:
@@ -120,6 +124,7 @@ private:
                 break;
             case ComputeKind::forward: c.label = "fwd " + layer_names(first, last) + mbs; break;
             case ComputeKind::backward: c.label = "bwd " + layer_names(first, last) + mbs; break;
+            case ComputeKind::codec: break;  // ZeRO++'s kernels run on the communication stream
         }
         prog().compute(std::move(c));
     }
@@ -146,14 +151,14 @@ private:
         const program::GroupId group = secondary ? hpz_ : shard_;
         const double g = planner_.group_size(group);
         CommOp op = CommOp::of(CollectiveKind::all_gather, group, params * job_.bytes_per_param);
+        program::Call c;
         if (job_.sharding.quantized_weights) {
             // int8 per element, and an fp32 scale per block of at most kQuantBlock of each GPU's shard.
             const double shard = params / g;
             op.bytes = params + kScaleBytes * g * std::ceil(shard / kQuantBlock);
-            op.before.memory_bytes = shard * (job_.bytes_per_param + 1.0);  // read the shard, write int8
-            op.after.memory_bytes = params * (1.0 + job_.bytes_per_param);  // read int8, write the weights
+            c.encode.memory_bytes = shard * (job_.bytes_per_param + 1.0);   // read the shard, write int8
+            c.decode.memory_bytes = params * (1.0 + job_.bytes_per_param);  // read int8, write the weights
         }
-        program::Call c;
         c.label = fmt::format("{}{} ({:.3g} MB)", label, secondary ? " [hpZ]" : "", op.bytes / 1e6);
         c.phases.push_back(op);
         return call(std::move(c));
@@ -174,13 +179,13 @@ private:
                 scales += kScaleBytes * static_cast<double>(std::max({ts.rows, ts.cols, std::uint64_t{job_.workers}}));
             }
         const double intra = params / 2.0 + scales, inter = params / (2.0 * m) + scales / m;
-        CommOp op = CommOp::of(CollectiveKind::hierarchical_all_to_all, node_, intra, inter);
+        const CommOp op = CommOp::of(CollectiveKind::hierarchical_all_to_all, node_, intra, inter);
         const double bpp = job_.bytes_per_param;
-        op.before.memory_bytes = params * (bpp + 0.5);  // quantize the gradients to int4
+        program::Call c;
+        c.encode.memory_bytes = params * (bpp + 0.5);  // quantize the gradients to int4
         // Dequantize the node's m slices, reduce and requantize (P int4 in, P/m out); after the second part
         // dequantize the N slices and sum them (P/m int4 in, P/(mN) out at full width).
-        op.after.memory_bytes = params * 0.5 + params / m * 0.5 + params / m * 0.5 + params / (m * N) * bpp;
-        program::Call c;
+        c.decode.memory_bytes = params * 0.5 + params / m * 0.5 + params / m * 0.5 + params / (m * N) * bpp;
         c.gradient = true;
         c.label = fmt::format("{} [qgZ int4] ({:.3g} MB)", label, intra / 1e6);
         c.phases.push_back(op);

@@ -40,6 +40,7 @@ sim::Time Executor::duration(std::uint32_t w, const Compute& c) const {
     switch (c.kind) {
         case ComputeKind::accumulate: d = cp.accumulation; break;
         case ComputeKind::update: d = scaled(cp.update, c.fraction); break;
+        case ComputeKind::codec: d = kernel(c.work, w); break;
         case ComputeKind::forward:
         case ComputeKind::backward:
             for (std::uint32_t l = c.first; l <= c.last; ++l)
@@ -62,8 +63,10 @@ void Executor::begin_iteration(std::uint32_t w) {
         return;
     }
     s.pc = 0;
+    s.program = set_.program_index(w, s.iter);
     s.done.assign(set_.calls.size(), 0);
-    s.calls_left = issued_[set_.program_of.empty() ? 0 : set_.program_of[w]];
+    if (s.call_start.size() != set_.calls.size()) s.call_start.assign(set_.calls.size(), sim::Time::zero());
+    s.calls_left = issued_[s.program];
     s.sends_left = 0;
     s.slow = straggler(job_.stragglers, job_.seed, w, s.iter);
     if (hooks_.began) hooks_.began(w, s.iter, engine_.now() + s.slow.delay);
@@ -77,13 +80,54 @@ void Executor::begin_iteration(std::uint32_t w) {
 
 bool Executor::comm_active(std::uint32_t w) const {
     const W& s = ws_[w];
-    return s.busy || s.queue_head < s.queue.size() || s.sends_left > 0;
+    if (s.queue_head < s.queue.size()) return true;
+    return set_.slowed_by_any_traffic ? clocks_[w].in_flight > 0 : s.in_flight > 0 || s.sends_left > 0;
+}
+
+// The compute's spans from `start`: one, or one per layer.
+void Executor::span_compute(std::uint32_t w, const Compute& c, sim::Time start, bool slowed) const {
+    const char* cat = c.kind == ComputeKind::forward  ? "forward"
+                      : c.kind == ComputeKind::update ? "update"
+                      : c.kind == ComputeKind::codec  ? "codec"
+                                                      : "backward";
+    const char* suffix = slowed ? " (slowed by communication)" : "";
+    if (!c.per_layer) {
+        timeline_.span(
+            detail::Timeline::compute(w), [&] { return c.label + suffix; }, cat, start,
+            start + step_time(w, c, slowed));
+        return;
+    }
+    const ComputeProfile& cp = job_.compute_of(w);
+    const bool fwd = c.kind == ComputeKind::forward;
+    for (std::uint32_t l = c.first; l <= c.last; ++l) {
+        const sim::Time d = layer_time(fwd ? cp.layers[l].fwd : cp.layers[l].bwd, w, slowed);
+        timeline_.span(
+            detail::Timeline::compute(w),
+            [&] { return (fwd ? "fwd " : "bwd ") + job_.workload.layers[l].name + suffix; }, cat, start, start + d);
+        start += d;
+    }
+}
+
+sim::Time Executor::layer_time(sim::Time t, std::uint32_t w, bool slowed) const {
+    sim::Time d = scaled(t, ws_[w].slow.factor);
+    return slowed ? scaled(d, 1.0 + job_.overlap_slowdown) : d;
+}
+
+// How long `c` runs on rank w now: the straggler's factor (not on codec kernels) and the stretch beside communication.
+sim::Time Executor::step_time(std::uint32_t w, const Compute& c, bool slowed) const {
+    if (c.kind == ComputeKind::codec) return duration(w, c);
+    if (!c.per_layer) return layer_time(duration(w, c), w, slowed);
+    const ComputeProfile& cp = job_.compute_of(w);
+    sim::Time d;
+    for (std::uint32_t l = c.first; l <= c.last; ++l)
+        d += layer_time(c.kind == ComputeKind::forward ? cp.layers[l].fwd : cp.layers[l].bwd, w, slowed);
+    return d;
 }
 
 // Runs rank w's instructions from its current one until it must wait.
 void Executor::advance(std::uint32_t w) {
     W& s = ws_[w];
-    const Program& prog = set_.of(w);
+    const Program& prog = set_.programs[s.program];
     while (s.pc < prog.instrs.size()) {
         const Instr& in = prog.instrs[s.pc];
         switch (in.kind) {
@@ -112,21 +156,19 @@ void Executor::advance(std::uint32_t w) {
                 ++s.pc;
                 continue;
             }
+            case Instr::Kind::mark:
+                ++s.pc;
+                if (hooks_.marked) hooks_.marked(w, s.iter, in.index);
+                continue;
             case Instr::Kind::compute: break;
         }
         const Compute& c = prog.computes[in.index];
         s.idle = false;
         if (hooks_.computing) hooks_.computing(w, s.iter, c);
-        const bool slowed = comm_active(w) && job_.overlap_slowdown > 0.0;
-        sim::Time d = scaled(duration(w, c), s.slow.factor);
-        if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
-        const char* cat = c.kind == ComputeKind::forward  ? "forward"
-                          : c.kind == ComputeKind::update ? "update"
-                                                          : "backward";
+        const bool slowed = c.slowable && c.kind != ComputeKind::codec && job_.overlap_slowdown > 0.0 && comm_active(w);
+        const sim::Time d = step_time(w, c, slowed);
         const sim::Time now = engine_.now();
-        timeline_.span(
-            detail::Timeline::compute(w), [&] { return c.label + (slowed ? " (slowed by communication)" : ""); }, cat,
-            now, now + d);
+        span_compute(w, c, now, slowed);
         clocks_[w].busy += d;
         engine_.at(now + d, [this, w] { compute_done(w); });
         return;
@@ -143,7 +185,7 @@ void Executor::compute_done(std::uint32_t w) {
 void Executor::end_iteration(std::uint32_t w) {
     W& s = ws_[w];
     ++clocks_[w].iterations;
-    ++clocks_[w].updates;
+    if (set_.count_updates) ++clocks_[w].updates;
     const std::uint32_t i = s.iter++;
     if (hooks_.ended && !hooks_.ended(w, i)) return;
     begin_iteration(w);
@@ -154,26 +196,40 @@ void Executor::issue(std::uint32_t w, std::uint32_t call) {
     pump(w);
 }
 
-// Starts the next queued call of rank w when none is in flight.
+// Starts rank w's queued calls: the next one when none is in flight (fifo), or all of them (concurrent).
 void Executor::pump(std::uint32_t w) {
     W& s = ws_[w];
-    if (s.busy || s.queue_head == s.queue.size()) return;
-    const std::uint32_t call = s.queue[s.queue_head++];
-    if (s.queue_head == s.queue.size()) {
-        s.queue.clear();
-        s.queue_head = 0;
+    while (s.queue_head < s.queue.size() && (set_.stream == ProgramSet::Stream::concurrent || s.in_flight == 0)) {
+        const std::uint32_t call = s.queue[s.queue_head++];
+        if (s.queue_head == s.queue.size()) {
+            s.queue.clear();
+            s.queue_head = 0;
+        }
+        start_call(w, call);
     }
-    s.busy = true;
-    s.call_start = engine_.now();
-    clocks_[w].comm_begin(engine_.now());
+}
+
+// The call's encode and launch (the transport's per-collective overhead), then its first phase.
+void Executor::start_call(std::uint32_t w, std::uint32_t call) {
+    W& s = ws_[w];
+    ++s.in_flight;
+    const sim::Time now = engine_.now();
+    s.call_start[call] = now;
+    clocks_[w].comm_begin(now);
+    const sim::Time enc = kernel(set_.calls[call].encode, w), launch = job_.collective_overhead;
+    if (set_.comm_spans) {
+        timeline_.span(detail::Timeline::comm(w), "encode", "codec", now, now + enc);
+        timeline_.span(detail::Timeline::comm(w), "launch", "communication", now + enc, now + enc + launch);
+    }
     const std::uint32_t i = s.iter;
-    engine_.after(job_.collective_overhead + kernel(set_.calls[call].phases.front().before, w),
-                  [this, w, i, call] { round(i, call, 0).runner->open(w); });
+    engine_.after(enc + launch, [this, w, i, call] { open_phase(w, i, call, 0); });
 }
 
 void Executor::open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t call, std::uint32_t p) {
     const sim::Time before = kernel(set_.calls[call].phases[p].before, w);
     if (before > sim::Time::zero()) {
+        if (set_.comm_spans)
+            timeline_.span(detail::Timeline::comm(w), "codec work", "codec", engine_.now(), engine_.now() + before);
         engine_.after(before, [this, w, i, call, p] { round(i, call, p).runner->open(w); });
         return;
     }
@@ -188,7 +244,8 @@ Executor::RoundState& Executor::round(std::uint32_t i, std::uint32_t call, std::
     RoundState& r = rounds_[key];
     r.endpoints_left = c.endpoints();
     r.runner = comm_.start_round(
-        c, [this, i, call, p](std::uint32_t e) { phase_done(i, call, p, e); }, i);
+        c, [this, i, call, p](std::uint32_t e) { phase_done(i, call, p, e); }, i / set_.round_period);
+    for (std::uint32_t e = job_.workers; e < c.endpoints(); ++e) r.runner->open(e);  // servers, switches: ready
     return r;
 }
 
@@ -199,7 +256,13 @@ void Executor::phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, 
     if (e >= job_.workers) return;  // an endpoint that is no rank (a server, a switch)
     const Call& c = set_.calls[call];
     const bool last = p + 1 == c.phases.size();
-    const sim::Time after = kernel(c.phases[p].after, e);
+    sim::Time after = kernel(c.phases[p].after, e);
+    if (last) {
+        const sim::Time dec = kernel(c.decode, e);
+        if (set_.comm_spans)
+            timeline_.span(detail::Timeline::comm(e), "decode", "codec", engine_.now(), engine_.now() + dec);
+        after += dec;
+    }
     auto next = [this, e, i, call, p, last] {
         if (last) {
             call_done(e, call);
@@ -214,21 +277,24 @@ void Executor::phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, 
     next();
 }
 
-// Codec work on rank w's device (memory-bound kernels: models/compression.hpp codec_time).
+// Codec work on rank w's device (models/compression.hpp codec_time, with the compressor's calibrated cost_scale).
 sim::Time Executor::kernel(const CodecWork& work, std::uint32_t w) const {
-    return work.memory_bytes > 0.0 || work.flops > 0.0 ? codec_time(work, job_.device_of(w), 1.0) : sim::Time::zero();
+    if (work.memory_bytes <= 0.0 && work.flops <= 0.0) return sim::Time::zero();
+    return codec_time(work, job_.device_of(w), job_.compression.cost_scale);
 }
 
 void Executor::call_done(std::uint32_t w, std::uint32_t call) {
     W& s = ws_[w];
     clocks_[w].comm_end(engine_.now());
+    const Call& c = set_.calls[call];
     timeline_.span(
-        detail::Timeline::comm(w), [&] { return fmt::format("it{} {}", s.iter, set_.calls[call].label); },
-        "communication", s.call_start, engine_.now());
-    s.busy = false;
+        detail::Timeline::comm(w), [&] { return fmt::format("{}it{} {}", c.verb, s.iter, c.label); }, "communication",
+        s.call_start[call], engine_.now());
+    --s.in_flight;
     s.done[call] = 1;
     --s.calls_left;
     pump(w);
+    if (hooks_.called) hooks_.called(w, s.iter, call);
     if (s.idle) advance(w);
 }
 

@@ -37,6 +37,10 @@ public:
         std::function<void(std::uint32_t w, std::uint32_t iter, const Compute& c)> computing;
         /// Rank w finished iteration `iter`; false: the trainer starts its next one later (DiLoCo's outer steps).
         std::function<bool(std::uint32_t w, std::uint32_t iter)> ended;
+        /// Rank w reached mark `id` of iteration `iter`.
+        std::function<void(std::uint32_t w, std::uint32_t iter, std::uint32_t id)> marked;
+        /// Call `call` of iteration `iter` is done on rank w.
+        std::function<void(std::uint32_t w, std::uint32_t iter, std::uint32_t call)> called;
     };
 
     Executor(const ProgramSet& programs, Planner& planner, detail::Comm& comm, std::vector<detail::WorkerClock>& clocks,
@@ -56,15 +60,16 @@ public:
 private:
     struct W {
         std::uint32_t iter = 0;
-        std::uint32_t pc = 0;  ///< next instruction
-        bool idle = false;     ///< the compute stream waits (for a call, a receive, or the iteration's last calls)
+        std::uint32_t program = 0;  ///< this iteration's
+        std::uint32_t pc = 0;       ///< next instruction
+        bool idle = false;          ///< the compute stream waits (for a call, a receive, or the iteration's last calls)
         StepSlowdown slow;
         std::vector<char> done;  ///< per call of ProgramSet::calls, this iteration
         std::uint32_t calls_left = 0, sends_left = 0;
-        std::vector<std::uint32_t> queue;  ///< calls waiting, a FIFO from queue_head (a deque's 512-byte block per
-        std::size_t queue_head = 0;        ///< rank would cost 8 MB at 16,384 ranks, and its cache)
-        bool busy = false;                 ///< a call in flight
-        sim::Time call_start;
+        std::vector<std::uint32_t> queue;   ///< calls waiting, a FIFO from queue_head (a deque's 512-byte block per
+        std::size_t queue_head = 0;         ///< rank would cost 8 MB at 16,384 ranks, and its cache)
+        std::uint32_t in_flight = 0;        ///< calls started and not done
+        std::vector<sim::Time> call_start;  ///< per call, when it started
     };
     struct RoundState {
         std::unique_ptr<sim::Round> runner;
@@ -86,7 +91,11 @@ private:
     void call_done(std::uint32_t w, std::uint32_t call);
     void send(std::uint32_t w, const Instr& in);
     [[nodiscard]] sim::Time kernel(const CodecWork& work, std::uint32_t w) const;
+    [[nodiscard]] sim::Time layer_time(sim::Time t, std::uint32_t w, bool slowed) const;
+    [[nodiscard]] sim::Time step_time(std::uint32_t w, const Compute& c, bool slowed) const;
     [[nodiscard]] bool comm_active(std::uint32_t w) const;
+    void start_call(std::uint32_t w, std::uint32_t call);
+    void span_compute(std::uint32_t w, const Compute& c, sim::Time start, bool slowed) const;
     static std::uint64_t round_key(std::uint32_t i, std::uint32_t call, std::uint32_t p) {
         return (static_cast<std::uint64_t>(i) << 32) | (static_cast<std::uint64_t>(call) << 4) | p;
     }

@@ -15,6 +15,7 @@
 //   send     starts a point-to-point transfer of `bytes` to rank `peer`, tagged (not on the FIFO: NCCL's
 //            send/recv of a pipeline run on their own streams)
 //   recv     the compute stream waits until the matching send from `peer` has arrived
+//   mark     tells the trainer the rank got here (a schedule record, gradients ready for the waiting figures)
 // An iteration ends when the last instruction has run and every issued call is done.
 //
 // Ranks may run different programs (pipeline stages will): ProgramSet keeps the distinct programs once and which
@@ -36,6 +37,7 @@ enum class ComputeKind : std::uint8_t {
     forward,
     backward,
     update,  ///< the optimizer step, `fraction` of the whole model's (a shard's 1/g)
+    codec,   ///< a codec kernel (`work`: a message's encode beside backward), not stretched by a straggler
 };
 
 /// Layers [first, last] of micro-batch `micro_batch` (forward or backward), or a whole-model compute.
@@ -45,20 +47,37 @@ struct Compute {
     std::uint32_t micro_batch = 0;
     double fraction = 1.0;  ///< update: the share of the update this rank runs
     std::string label;      ///< the timeline's name of the span
+    /// Forward, backward: each layer's time scaled by the straggler on its own and drawn as its own span ("fwd
+    /// <layer>"), as a run of layer kernels (else the range's total is scaled once and drawn as one span).
+    bool per_layer = false;
+    /// Stretched by (1 + overlap_slowdown) when it starts while the rank communicates (false: never).
+    bool slowable = true;
+    CodecWork work;  ///< codec: the kernel's work
 };
 
 /// One entry of a rank's communication stream: collectives run back to back (hybrid sharding: the reduce-scatter,
 /// then the replica all-reduce, in one slot). Each phase's codec work runs before and after it on the rank's device.
 struct Call {
     std::vector<CommOp> phases;
-    std::string label;
+    std::string label;      ///< the timeline's name of the call, after "<verb>it<iteration> "
+    std::string verb;       ///< e.g. "sync "
     bool gradient = false;  ///< reduces gradients
+    CodecWork encode;       ///< on the rank's device when the call starts, before its launch
+    CodecWork decode;       ///< after its last phase
+
+    [[nodiscard]] static Call of(std::vector<CommOp> phases, std::string label, bool gradient = false) {
+        Call c;
+        c.phases = std::move(phases);
+        c.label = std::move(label);
+        c.gradient = gradient;
+        return c;
+    }
 };
 
 struct Instr {
-    enum class Kind : std::uint8_t { compute, issue, wait, send, recv };
+    enum class Kind : std::uint8_t { compute, issue, wait, send, recv, mark };
     Kind kind = Kind::compute;
-    std::uint32_t index = 0;  ///< compute: into Program::computes; issue, wait: into ProgramSet::calls
+    std::uint32_t index = 0;  ///< compute: into Program::computes; issue, wait: into ProgramSet::calls; mark: its id
     std::uint32_t peer = 0;   ///< send, recv: the other rank
     std::uint32_t tag = 0;    ///< send, recv: matches a send to its receive within an iteration
     double bytes = 0.0;       ///< send
@@ -80,26 +99,37 @@ struct Program {
         instrs.push_back({Instr::Kind::send, 0, peer, tag, bytes});
     }
     void recv(std::uint32_t peer, std::uint32_t tag) { instrs.push_back({Instr::Kind::recv, 0, peer, tag}); }
+    void mark(std::uint32_t id) { instrs.push_back({Instr::Kind::mark, id}); }
 };
 
 /// Every rank's program, and the calls they issue.
 struct ProgramSet {
     std::vector<Program> programs;
-    std::vector<std::uint32_t> program_of;  ///< per rank (empty: every rank runs programs[0])
+    std::vector<std::uint32_t> program_of;  ///< per rank (empty: every rank runs programs[0], or the cycle's)
+    /// Every rank runs programs[cycle[i % size]] in iteration i (Local SGD: H - 1 local steps, then the averaging).
+    std::vector<std::uint32_t> cycle;
     std::vector<Call> calls;
+    /// How a rank's communication stream runs its issued calls: one at a time in issue order (NCCL's one stream per
+    /// process group), or each as soon as it is issued (a parameter server's pushes and pulls to different servers).
+    enum class Stream : std::uint8_t { fifo, concurrent };
+    Stream stream = Stream::fifo;
+    std::uint32_t round_period = 1;  ///< a call's round is numbered iteration / round_period (Local SGD: per period)
+    /// Compute is stretched while any traffic of the rank is in flight (also what the trainer sends itself, DiLoCo's
+    /// outer steps), not only its streams' calls and sends.
+    bool slowed_by_any_traffic = false;
+    bool comm_spans = false;    ///< draw the encode, launch, codec work and decode of calls on the timeline
+    bool count_updates = true;  ///< each iteration applies one update (else the trainer counts them)
 
-    [[nodiscard]] const Program& of(std::uint32_t rank) const {
-        return program_of.empty() ? programs.front() : programs[program_of[rank]];
+    [[nodiscard]] std::uint32_t program_index(std::uint32_t rank, std::uint32_t iteration) const {
+        if (!program_of.empty()) return program_of[rank];
+        return cycle.empty() ? 0 : cycle[iteration % cycle.size()];
+    }
+    [[nodiscard]] const Program& of(std::uint32_t rank, std::uint32_t iteration = 0) const {
+        return programs[program_index(rank, iteration)];
     }
     std::uint32_t add_call(Call c) {
         calls.push_back(std::move(c));
         return static_cast<std::uint32_t>(calls.size() - 1);
-    }
-    /// Calls rank `rank` issues in one iteration (each must be done before the iteration ends).
-    [[nodiscard]] std::uint32_t issued_by(std::uint32_t rank) const {
-        std::uint32_t n = 0;
-        for (const Instr& i : of(rank).instrs) n += i.kind == Instr::Kind::issue ? 1 : 0;
-        return n;
     }
 };
 

@@ -69,7 +69,9 @@ private:
 };
 
 models::program::Compute forward() {
-    return {ComputeKind::forward, 0, 0, 0, 1.0, "fwd l0"};
+    models::program::Compute c;
+    c.label = "fwd l0";
+    return c;
 }
 
 }  // namespace
@@ -135,7 +137,8 @@ TEST_CASE("program: compute that waits for an all-gather starts when the ring en
         auto planner = b.planner();
         const auto all = planner.add_group("all", {{0, 1, 2, 3}});
         models::program::ProgramSet set;
-        const std::uint32_t g = set.add_call({{CommOp::of(CollectiveKind::all_gather, all, S)}, "gather", false});
+        const std::uint32_t g =
+            set.add_call(models::program::Call::of({CommOp::of(CollectiveKind::all_gather, all, S)}, "gather", false));
         set.programs.emplace_back();
         set.programs[0].issue(g);
         if (wait) set.programs[0].wait(g);
@@ -159,8 +162,10 @@ TEST_CASE("program: two calls on one rank's stream run one after the other, in i
     auto planner = b.planner();
     const auto all = planner.add_group("all", {{0, 1, 2, 3}});
     models::program::ProgramSet set;
-    const std::uint32_t rs = set.add_call({{CommOp::of(CollectiveKind::reduce_scatter, all, S)}, "rs", true});
-    const std::uint32_t ag = set.add_call({{CommOp::of(CollectiveKind::all_gather, all, S)}, "ag", false});
+    const std::uint32_t rs =
+        set.add_call(models::program::Call::of({CommOp::of(CollectiveKind::reduce_scatter, all, S)}, "rs", true));
+    const std::uint32_t ag =
+        set.add_call(models::program::Call::of({CommOp::of(CollectiveKind::all_gather, all, S)}, "ag", false));
     set.programs.emplace_back();
     set.programs[0].issue(rs);
     set.programs[0].issue(ag);
