@@ -149,15 +149,6 @@ std::pair<double, double> CommPlan::fit_collective() const {
     return {a, b};
 }
 
-const topo::Collective* CommPlan::collective_for(program::CollectiveKind kind, double bytes,
-                                                 const std::vector<double>& tensor_bytes,
-                                                 const std::vector<std::uint32_t>& tensor_server) {
-    program::CommOp op = program::CommOp::of(kind, 0, bytes);
-    op.tensors = tensor_bytes;
-    op.servers = tensor_server;
-    return &planner_.collective(op);
-}
-
 void CommPlan::build_phases(Message& m) {
     const auto& layers = job_.workload.layers;
     double sum = 0.0, gather = 0.0, gtop = 0.0, p = 0.0, q = 0.0;
@@ -231,8 +222,11 @@ void CommPlan::build_phases(Message& m) {
                    const std::vector<std::uint32_t>& owners = {}) {
         if (bytes <= 0.0) return;
         Phase ph;
-        ph.collective = collective_for(kind, bytes, tensors.empty() ? std::vector<double>{bytes} : tensors,
-                                       owners.size() == tensors.size() ? owners : std::vector<std::uint32_t>{});
+        ph.op = program::CommOp::of(kind, 0, bytes);
+        ph.op.tensors = tensors.empty() ? std::vector<double>{bytes} : tensors;
+        if (owners.size() == tensors.size()) ph.op.servers = owners;
+        ph.op.before = before;
+        ph.collective = &planner_.collective(ph.op);
         ph.work_before = before;
         ph.wire_bytes = ph.collective->wire_bytes(remote).value();
         ph.machine_bytes =

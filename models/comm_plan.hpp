@@ -40,6 +40,7 @@
 namespace ddlsim::models {
 
 struct Phase {
+    program::CommOp op;  ///< what the phase does (its `before`: work_before), the planner's key of `collective`
     const topo::Collective* collective = nullptr;
     CodecWork work_before;  ///< local work before this phase starts (lowrank: between P and Q)
     double wire_bytes = 0.0;
@@ -99,9 +100,6 @@ public:
     [[nodiscard]] std::vector<AlgorithmPick> algorithm_picks() const;
 
 private:
-    const topo::Collective* collective_for(program::CollectiveKind kind, double bytes,
-                                           const std::vector<double>& tensor_bytes,
-                                           const std::vector<std::uint32_t>& tensor_server = {});
     void build_phases(Message& m);
     /// The messages of one iteration, cut by the job's grouping scheme (models/grouping.hpp).
     [[nodiscard]] Groups group(const std::vector<Piece>& backward_pieces) const;

@@ -99,7 +99,8 @@ void Executor::span_compute(std::uint32_t w, const Compute& c, sim::Time start, 
     }
     const ComputeProfile& cp = job_.compute_of(w);
     const bool fwd = c.kind == ComputeKind::forward;
-    for (std::uint32_t l = c.first; l <= c.last; ++l) {
+    for (std::uint32_t k = c.first; k <= c.last; ++k) {
+        const std::uint32_t l = fwd ? k : c.last - (k - c.first);  // backward runs from the last layer
         const sim::Time d = layer_time(fwd ? cp.layers[l].fwd : cp.layers[l].bwd, w, slowed);
         timeline_.span(
             detail::Timeline::compute(w),
