@@ -740,9 +740,10 @@ private:
 }  // namespace
 
 std::unique_ptr<JobTrainer> make_sync_trainer(const TrainerEnv& env) {
-    // The replicated program (ReplicatedTrainer) is dispatched in the next commit, alone, so that the goldens' change
-    // of this one (the exact waiting sum) and of that one (event counts) are each their own.
-    return std::make_unique<SyncTrainer>(env);
+    // Priority scheduling (P3, ByteScheduler) keeps its own driver: its next forward overlaps the last iteration's
+    // messages layer by layer, each layer's update launched when its last piece lands (docs/DESIGN.md).
+    if (env.job.overlap.priority) return std::make_unique<SyncTrainer>(env);
+    return std::make_unique<ReplicatedTrainer>(env);
 }
 
 }  // namespace ddlsim::models::detail
