@@ -1,5 +1,6 @@
-// Synchronous trainers: BSP (with overlap, compression, stragglers), Local SGD and DiLoCo (BSP inside islands, outer
-// steps across them: models/diloco.hpp).
+// Synchronous replicated trainers: BSP (with overlap, compression, stragglers), Local SGD, D-PSGD and DiLoCo (BSP
+// inside islands, outer steps across them: models/diloco.hpp), compiled to per-rank programs (ReplicatedTrainer);
+// BSP with priority scheduling keeps a driver of its own (PriorityTrainer).
 // See models/trainer.hpp for the schemes and models/comm_plan.hpp for the messages.
 #include <fmt/format.h>
 
@@ -108,12 +109,16 @@ JobResult sync_result(const TrainingJob& job, const CommPlan& plan, const SyncCo
     return r;
 }
 
-class SyncTrainer final : public TrainerBase {
+// BSP with priority scheduling (P3, Jayarajan et al., SysML 2019; ByteScheduler, Peng et al., SOSP 2019): the one
+// scheme that keeps a driver of its own beside the program executor. The compute stream moves on to the next
+// iteration's forward when backward ends, while the last iteration's messages still travel; each layer's update
+// runs on the compute stream once the last piece of that layer lands, and the next forward of a layer waits for it.
+// Messages start by credit, front-most layer first (models/message_scheduler.hpp). The loader allows priority with
+// BSP only, with WFBP, without accumulation.
+class PriorityTrainer final : public TrainerBase {
 public:
-    explicit SyncTrainer(const TrainerEnv& env)
-        : TrainerBase(env, SyncConfig::of(env.job).model_sync), cfg_(SyncConfig::of(env.job)), ws_(env.job.workers) {
+    explicit PriorityTrainer(const TrainerEnv& env) : TrainerBase(env, false), ws_(env.job.workers) {
         const auto& msgs = plan_.messages();
-        priority_ = job_.overlap.priority && !msgs.empty();
         scheduler_ = make_message_scheduler(
             job_, [this](std::uint32_t w, std::uint32_t i, std::uint32_t m) { start_message(w, i, m); },
             [this](std::uint32_t m) { return plan_.messages()[m].front_layer; });
@@ -128,9 +133,6 @@ public:
             for (std::uint32_t w = 0; w < job_.workers; ++w) everyone[w] = w;
             all_ = schedule_->add_set(std::move(everyone));
         }
-        if (job_.sync.kind == SyncKind::diloco)
-            outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, plan_.planner(),
-                                                  [this](std::uint32_t w) { begin(w); });
         by_front_.resize(job_.workload.layers.size());
         for (std::uint32_t m = 0; m < msgs.size(); ++m) by_front_[msgs[m].front_layer].push_back(m);
         // Distinct layers per message (priority: a message completes these layers' pieces).
@@ -147,7 +149,7 @@ public:
     }
 
     [[nodiscard]] JobResult result() const override {
-        return sync_result(job_, plan_, cfg_, clocks_, ready_, schedule_, outer_.get());
+        return sync_result(job_, plan_, SyncConfig{}, clocks_, ready_, schedule_, nullptr);
     }
 
 private:
@@ -169,29 +171,15 @@ private:
         // Communication.
         std::uint32_t msgs_left = 0;
         std::vector<sim::Time> msg_start;
-        sim::Time bwd_end;
-        /// Backward runs layer by layer on the event clock (overlap with a compute slowdown): bwd_end is not known
-        /// yet, and the update waits for backward_end even when every message is already done (the layers in
-        /// front of the first one with parameters still compute).
-        bool bwd_running = false;
-        bool update_waits = false;  ///< every message is done; the update starts when backward ends
     };
     struct RoundState {
         std::unique_ptr<sim::Round> runner;
         std::uint32_t endpoints_left = 0;
     };
 
-    [[nodiscard]] bool sync_iteration(std::uint32_t i) const {
-        return !plan_.messages().empty() && (i + 1) % cfg_.period == 0;
-    }
-    [[nodiscard]] std::uint32_t sync_count() const {
-        if (plan_.messages().empty()) return 0;
-        return job_.iterations / cfg_.period;
-    }
     [[nodiscard]] std::uint32_t layers() const { return static_cast<std::uint32_t>(job_.workload.layers.size()); }
 
-    // Runs forward (whole, or from `fwd_clock` layer by layer under priority) then backward;
-    // returns the time backward ends and fills per-layer backward completion times.
+    // Runs forward from `fwd_clock`, layer by layer, each layer after its update, then backward.
     void begin(std::uint32_t w) {
         W& s = ws_[w];
         WorkerClock& c = clocks_[w];
@@ -201,17 +189,8 @@ private:
         }
         s.slow = straggler(job_.stragglers, job_.seed, w, s.iter);
         c.busy += s.slow.delay;
-        // The compute stream may still be busy with updates (priority) when the iteration begins.
+        // The compute stream may still be busy with updates when the iteration begins.
         s.fwd_clock = std::max(engine_.now(), s.fwd_clock) + s.slow.delay;
-        // Gradient accumulation: the micro-batches before the last run forward and backward with no
-        // communication (DDP no_sync); only the last one's backward overlaps the step's messages.
-        if (const sim::Time acc = scaled(job_.compute_of(w).accumulation, s.slow.factor); acc > sim::Time::zero()) {
-            env_.timeline.span(Timeline::compute(w),
-                               fmt::format("micro-batches 1-{} (no_sync)", job_.gradient_accumulation - 1), "backward",
-                               s.fwd_clock, s.fwd_clock + acc);
-            c.busy += acc;
-            s.fwd_clock += acc;
-        }
         s.fwd_layer = 0;
         advance_forward(w);
     }
@@ -226,8 +205,8 @@ private:
                 return;
             }
             const sim::Time start = std::max({s.fwd_clock, s.param_ready[l], engine_.now()});
-            // Under priority scheduling the previous iteration's partitions still travel during forward.
-            const bool slowed = priority_ && s.outstanding > 0 && job_.overlap_slowdown > 0.0;
+            // The previous iteration's partitions still travel during forward.
+            const bool slowed = s.outstanding > 0 && job_.overlap_slowdown > 0.0;
             sim::Time d = scaled(cp.layers[l].fwd, s.slow.factor);
             if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
             env_.timeline.span(
@@ -248,9 +227,8 @@ private:
         const auto count = static_cast<std::uint32_t>(plan_.messages().size());
         s.msgs_left = count;
         s.outstanding += count;
-        if (priority_)
-            for (const auto& ls : msg_layers_)
-                for (std::uint32_t l : ls) ++s.pending[l];
+        for (const auto& ls : msg_layers_)
+            for (std::uint32_t l : ls) ++s.pending[l];
     }
 
     // Whether worker w has communication in flight (or queued) now: its compute then runs slower.
@@ -289,27 +267,18 @@ private:
         });
     }
 
-    // Backward (and its inline encodes) ended at t with gradient messages on their way.
+    // Backward (and its inline encodes) ended at t with gradient messages on their way: the compute stream moves on
+    // to the next iteration's forward.
     void backward_end(std::uint32_t w, sim::Time t) {
         W& s = ws_[w];
-        s.bwd_end = t;
         note_ready(w, s.iter, t);
         s.fwd_clock = t;  // the compute stream is busy until backward (and inline encodes) end
-        s.bwd_running = false;
-        if (s.update_waits) {
-            s.update_waits = false;
-            update(w);
-            return;
-        }
-        if (priority_) {
-            // The compute stream moves on to the next iteration's forward when backward ends.
-            engine_.at(t, [this, w] {
-                ws_[w].update_factor = ws_[w].slow.factor;
-                ++ws_[w].iter;
-                ++clocks_[w].iterations;
-                begin(w);
-            });
-        }
+        engine_.at(t, [this, w] {
+            ws_[w].update_factor = ws_[w].slow.factor;
+            ++ws_[w].iter;
+            ++clocks_[w].iterations;
+            begin(w);
+        });
     }
 
     void backward(std::uint32_t w, sim::Time t) {
@@ -317,28 +286,22 @@ private:
         const ComputeProfile& cp = job_.compute_of(w);
         const std::uint32_t i = s.iter;
         record(OpKind::grad, w, i, s.fwd_clock);  // every layer's parameters are current now
-        std::vector<sim::Time> done(layers());
-        const bool sync = sync_iteration(i);
         const auto& msgs = plan_.messages();
-        const bool gradients = sync && !cfg_.model_sync;
-        // With overlap, a message's encode kernels run on the device right after the backward layer
-        // that completes it, delaying the layers after it (codecs share the GPU with backward).
-        const bool encode_inline = gradients && job_.overlap.overlapped();
-        if (encode_inline && job_.overlap_slowdown > 0.0 && layers() > 0) {
-            expect_messages(w);
-            s.bwd_running = true;
+        // A message's encode kernels run on the device right after the backward layer that completes it, delaying
+        // the layers after it (codecs share the GPU with backward); with a compute slowdown, layer by layer on the
+        // event clock.
+        expect_messages(w);
+        if (job_.overlap_slowdown > 0.0 && layers() > 0) {
             engine_.at(t, [this, w] { backward_step(w, layers() - 1); });
             return;
         }
-        std::vector<sim::Time> ready(encode_inline ? msgs.size() : 0);
+        std::vector<sim::Time> ready(msgs.size());
         for (std::uint32_t l = layers(); l-- > 0;) {
             const sim::Time d = scaled(cp.layers[l].bwd, s.slow.factor);
             env_.timeline.span(
                 Timeline::compute(w), [&] { return "bwd " + job_.workload.layers[l].name; }, "backward", t, t + d);
             clocks_[w].busy += d;
             t += d;
-            done[l] = t;
-            if (!encode_inline) continue;
             for (std::uint32_t m : by_front_[l]) {
                 const sim::Time enc = plan_.work_time(msgs[m].encode, w);
                 env_.timeline.span(
@@ -348,55 +311,17 @@ private:
                 ready[m] = t;
             }
         }
-        if (gradients) {
-            // Gradient messages leave as backward produces them (equal ready times: one event).
-            expect_messages(w);
-            // Without overlap everything leaves when backward ends (layers without parameters too).
-            const bool overlap = job_.overlap.overlapped();
-            auto ready_at = [&](std::uint32_t k) { return overlap ? ready[k] : t; };
-            s.bwd_end = t;
-            for (std::uint32_t m = 0; m < msgs.size();) {
-                const sim::Time at = ready_at(m);
-                std::uint32_t e = m + 1;
-                while (e < msgs.size() && ready_at(e) == at) ++e;
-                engine_.at(at, [this, w, i, m, e] {
-                    for (std::uint32_t k = m; k < e; ++k) message_ready(w, i, k);
-                });
-                m = e;
-            }
-            backward_end(w, t);
-            return;
+        // Gradient messages leave as backward produces them (equal ready times: one event).
+        for (std::uint32_t m = 0; m < msgs.size();) {
+            const sim::Time at = ready[m];
+            std::uint32_t e = m + 1;
+            while (e < msgs.size() && ready[e] == at) ++e;
+            engine_.at(at, [this, w, i, m, e] {
+                for (std::uint32_t k = m; k < e; ++k) message_ready(w, i, k);
+            });
+            m = e;
         }
-        // Local step (Local SGD off-period), Local SGD averaging (after the local update) or
-        // D-PSGD gossip (exchange, then update).
-        const bool update_first = !sync || cfg_.averaging;
-        if (update_first) {
-            record(OpKind::local, w, i, t);
-            const sim::Time u = scaled(cp.update, s.slow.factor);
-            env_.timeline.span(Timeline::compute(w), "update", "update", t, t + u);
-            clocks_[w].busy += u;
-            t += u;
-        }
-        engine_.at(t, [this, w, i, sync, update_first] {
-            W& st = ws_[w];
-            if (update_first) ++clocks_[w].updates;
-            if (sync) {
-                note_ready(w, i, engine_.now());
-                st.msgs_left = 1;
-                st.outstanding += 1;
-                message_ready(w, i, 0);
-                return;
-            }
-            next_iteration(w);
-        });
-    }
-
-    void next_iteration(std::uint32_t w) {
-        const std::uint32_t k = ws_[w].iter;
-        ++ws_[w].iter;
-        ++clocks_[w].iterations;
-        if (outer_ && !outer_->step_done(w, k)) return;  // DiLoCo: an outer step is due first
-        begin(w);
+        backward_end(w, t);
     }
 
     void message_ready(std::uint32_t w, std::uint32_t i, std::uint32_t m) { scheduler_->ready(w, i, m); }
@@ -435,7 +360,7 @@ private:
         const topo::Collective& c = *plan_.messages()[m].phases[p].collective;
         RoundState& r = rounds_[key];
         r.endpoints_left = c.endpoints();
-        const std::uint32_t round_id = i / cfg_.period;
+        const std::uint32_t round_id = i;
         r.runner = comm_.start_round(
             c, [this, i, m, p](std::uint32_t e) { phase_done(i, m, p, e); }, round_id);
         for (std::uint32_t e = job_.workers; e < c.endpoints(); ++e) r.runner->open(e);  // servers are ready
@@ -468,61 +393,33 @@ private:
             s.msg_start[m], engine_.now());
         --s.outstanding;
         scheduler_->done(w, i, m);
-        if (priority_) {
-            // Layers whose last piece arrived are updated; a forward waiting on them resumes.
-            const ComputeProfile& cp = job_.compute_of(w);
-            for (std::uint32_t l : msg_layers_[m])
-                if (--s.pending[l] == 0) {
-                    // The update kernel runs on the compute stream, after whatever it holds.
-                    const sim::Time start = std::max(engine_.now(), s.fwd_clock);
-                    const sim::Time u = scaled(cp.layers[l].update, s.update_factor);
-                    env_.timeline.span(
-                        Timeline::compute(w), [&] { return "update " + job_.workload.layers[l].name; }, "update", start,
-                        start + u);
-                    c.busy += u;
-                    s.fwd_clock = start + u;
-                    s.param_ready[l] = start + u;
-                    if (s.fwd_waiting && s.fwd_layer == l) advance_forward(w);
-                }
-            if (--s.msgs_left == 0) {
-                ++c.updates;
-                record_round(i);
+        // Layers whose last piece arrived are updated; a forward waiting on them resumes.
+        const ComputeProfile& cp = job_.compute_of(w);
+        for (std::uint32_t l : msg_layers_[m])
+            if (--s.pending[l] == 0) {
+                // The update kernel runs on the compute stream, after whatever it holds.
+                const sim::Time start = std::max(engine_.now(), s.fwd_clock);
+                const sim::Time u = scaled(cp.layers[l].update, s.update_factor);
+                env_.timeline.span(
+                    Timeline::compute(w), [&] { return "update " + job_.workload.layers[l].name; }, "update", start,
+                    start + u);
+                c.busy += u;
+                s.fwd_clock = start + u;
+                s.param_ready[l] = start + u;
+                if (s.fwd_waiting && s.fwd_layer == l) advance_forward(w);
             }
-            if (s.iter == job_.iterations && s.outstanding == 0) finish(w);
-            return;
+        if (--s.msgs_left == 0) {
+            ++c.updates;
+            record_round(i);
         }
-        if (--s.msgs_left > 0) return;
-        record_round(i);
-        if (cfg_.averaging) {
-            ++c.updates;  // the averaged model replaces the local one
-            next_iteration(w);
-            return;
-        }
-        if (s.bwd_running) {  // the last messages finished before the parameter-less front layers did
-            s.update_waits = true;
-            return;
-        }
-        update(w);
-    }
-
-    // All of iteration i's messages are done and backward has ended: local step (D-PSGD), then the update.
-    void update(std::uint32_t w) {
-        W& s = ws_[w];
-        WorkerClock& c = clocks_[w];
-        if (cfg_.local_after_mix) record(OpKind::local, w, s.iter, engine_.now());
-        const sim::Time u = scaled(job_.compute_of(w).update, s.slow.factor);
-        const sim::Time start = std::max(engine_.now(), s.bwd_end);
-        env_.timeline.span(Timeline::compute(w), "update", "update", start, start + u);
-        c.busy += u;
-        ++c.updates;
-        engine_.at(start + u, [this, w] { next_iteration(w); });
+        if (s.iter == job_.iterations && s.outstanding == 0) finish(w);
     }
 
     // The first worker to finish iteration i's synchronisation records it for all.
     void record_round(std::uint32_t i) {
         if (!schedule_ || recorded_rounds_ > i) return;
         recorded_rounds_ = i + 1;
-        schedule_->add(cfg_.round_op, 0, all_, i, engine_.now().seconds(), i);
+        schedule_->add(OpKind::sync, 0, all_, i, engine_.now().seconds(), i);
     }
 
     void finish(std::uint32_t w) {
@@ -531,14 +428,11 @@ private:
         clocks_[w].finished = t;
     }
 
-    SyncConfig cfg_;
     std::vector<W> ws_;
     std::vector<std::vector<std::uint32_t>> msg_layers_;
     std::vector<std::vector<std::uint32_t>> by_front_;  ///< per layer: messages it completes
-    bool priority_ = false;
-    std::unique_ptr<MessageScheduler> scheduler_;  ///< fifo, concurrent or credit (models/message_scheduler.hpp)
+    std::unique_ptr<MessageScheduler> scheduler_;       ///< credit (models/message_scheduler.hpp)
     std::unordered_map<std::uint64_t, RoundState> rounds_;
-    std::unique_ptr<OuterSteps> outer_;  ///< DiLoCo's outer steps (null for the other schemes)
     std::uint32_t all_ = 0;
     std::uint32_t recorded_rounds_ = 0;
 };
@@ -742,7 +636,7 @@ private:
 std::unique_ptr<JobTrainer> make_sync_trainer(const TrainerEnv& env) {
     // Priority scheduling (P3, ByteScheduler) keeps its own driver: its next forward overlaps the last iteration's
     // messages layer by layer, each layer's update launched when its last piece lands (docs/DESIGN.md).
-    if (env.job.overlap.priority) return std::make_unique<SyncTrainer>(env);
+    if (env.job.overlap.priority && env.job.workload.params() > 0) return std::make_unique<PriorityTrainer>(env);
     return std::make_unique<ReplicatedTrainer>(env);
 }
 
