@@ -34,8 +34,13 @@ constexpr std::span<const sim::EnumEntry<SyncKind>> enum_entries(SyncKind) {
     return k_sync_kinds;
 }
 
+namespace detail {
+class JobTrainer;
+struct TrainerEnv;
+}  // namespace detail
+
 /// What the project knows about one synchronisation scheme besides its name (models/sync_schemes.cpp lists them):
-/// the architectures it runs on, its keys, and how it moves gradients.
+/// the architectures it runs on, its keys, how it moves gradients, and the trainer that runs it.
 struct SyncSchemeInfo {
     SyncKind kind;
     std::vector<topo::ArchKind> architectures;  ///< where it applies (checked once, at load)
@@ -45,6 +50,8 @@ struct SyncSchemeInfo {
     bool whole_payload = false;
     /// Keys of the sync block besides "kind" that it takes; '*' marks a required one.
     std::vector<std::string_view> keys;
+    /// Makes the trainer of one job of this scheme (models::simulate calls it).
+    std::unique_ptr<detail::JobTrainer> (*make_trainer)(const detail::TrainerEnv& env) = nullptr;
 };
 
 /// Every scheme, in k_sync_kinds order.

@@ -497,21 +497,7 @@ FlowRun simulate_once(const topo::Fabric& fabric, const std::vector<TrainingJob>
                                           fmt::format("worker {} communication", w));
             }
         }
-        switch (job.sync.kind) {
-            case SyncKind::bsp:
-            case SyncKind::local_sgd:
-            case SyncKind::diloco:
-                trainers.push_back(job.sharding.any() ? detail::make_sharded_trainer(env)
-                                                      : detail::make_sync_trainer(env));
-                break;
-            case SyncKind::ssp:
-            case SyncKind::asp:
-                trainers.push_back(job.architecture.kind == topo::ArchKind::gossip
-                                       ? detail::make_async_gossip_trainer(env)
-                                       : detail::make_async_ps_trainer(env));
-                break;
-            case SyncKind::fedavg: trainers.push_back(detail::make_fedavg_trainer(env)); break;
-        }
+        trainers.push_back(sync_scheme(job.sync.kind).make_trainer(env));
     }
     for (auto& t : trainers) t->start();
     if (options.progress)
