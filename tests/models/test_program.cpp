@@ -237,3 +237,66 @@ TEST_CASE("planner: a data-parallel job's collectives come from the same planner
     CHECK(picks.size() == 1);
     CHECK(picks.at(S) == pick->first);
 }
+
+TEST_CASE("program: a cycle of programs per iteration, marks in order, and concurrent streams") {
+    SUBCASE("iteration i runs programs[cycle[i % size]]") {
+        // Local SGD's shape: H - 1 programs of one kind, then another. Here c, then 2c (an update as long as forward):
+        // four iterations take 2 (c + 2c).
+        Bench b(2, 4);
+        b.job.compute.update = sim::Time::seconds(kC);
+        auto planner = b.planner();
+        models::program::ProgramSet set;
+        models::program::Program one, two;
+        one.compute(forward());
+        two.compute(forward());
+        models::program::Compute update;
+        update.kind = ComputeKind::update;  // the layer's update time is c too
+        two.compute(update);
+        set.programs = {one, two};
+        set.cycle = {0, 1};
+        CHECK(b.run(set, planner) == testing::approx(6 * kC).epsilon(1e-12));
+    }
+    SUBCASE("marks reach the trainer in program order, once per iteration") {
+        Bench b(1, 2);
+        auto planner = b.planner();
+        models::program::ProgramSet set;
+        set.programs.emplace_back();
+        set.programs[0].mark(7);
+        set.programs[0].compute(forward());
+        set.programs[0].mark(8);
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> seen;  // (iteration, id)
+        models::detail::Comm comm(b.engine, b.net, b.fabric, b.job, false);
+        models::program::Executor::Hooks hooks;
+        hooks.marked = [&](std::uint32_t, std::uint32_t i, std::uint32_t id) { seen.emplace_back(i, id); };
+        models::program::Executor exec(set, planner, comm, b.clocks, b.job, {}, std::move(hooks));
+        exec.start();
+        b.engine.run();
+        CHECK(seen == std::vector<std::pair<std::uint32_t, std::uint32_t>>{{0, 7}, {0, 8}, {1, 7}, {1, 8}});
+    }
+    SUBCASE("two gathers issued together: one after the other on a fifo stream, side by side on a concurrent one") {
+        // Side by side, the two identical rings step in lockstep and share every link: n - 1 steps of 2L + 2 S/(nB),
+        // where one after the other pays each step's latency twice: 2 (n - 1) (2L + S/(nB)).
+        const std::uint32_t n = 4;
+        const double S = 40e6;
+        for (const auto stream :
+             {models::program::ProgramSet::Stream::fifo, models::program::ProgramSet::Stream::concurrent}) {
+            Bench b(n, 1);
+            auto planner = b.planner();
+            const auto all = planner.add_group("all", {{0, 1, 2, 3}});
+            models::program::ProgramSet set;
+            set.stream = stream;
+            const auto g1 =
+                set.add_call(models::program::Call::of({CommOp::of(CollectiveKind::all_gather, all, S)}, "a"));
+            const auto g2 =
+                set.add_call(models::program::Call::of({CommOp::of(CollectiveKind::all_gather, all, S)}, "b"));
+            set.programs.emplace_back();
+            set.programs[0].issue(g1);
+            set.programs[0].issue(g2);
+            const double expected = stream == models::program::ProgramSet::Stream::fifo
+                                        ? 2 * (n - 1) * (2 * kL + S / n / kB)
+                                        : (n - 1) * (2 * kL + 2 * S / n / kB);
+            CAPTURE(static_cast<int>(stream));
+            CHECK(b.run(set, planner) == testing::approx(expected).epsilon(1e-9));
+        }
+    }
+}
