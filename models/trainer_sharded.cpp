@@ -283,9 +283,6 @@ public:
         program::Planner& planner = plan_.planner();  // the job's one planner
         ShardedCompiler compiler(job_, plan_, planner);
         programs_ = compiler.compile();
-        // Compute is stretched while any of the worker's traffic is in flight, DiLoCo's outer step included (as in
-        // the replicated trainer: its NCCL kernels share the GPU like the inner collectives').
-        programs_.slowed_by_any_traffic = true;
         group_size_ = compiler.group_size();
         for (const program::Call& c : programs_.calls)
             for (const CommOp& op : c.phases) {

@@ -511,7 +511,6 @@ private:
         programs_.stream = job_.architecture.kind == topo::ArchKind::ps ? program::ProgramSet::Stream::concurrent
                                                                         : program::ProgramSet::Stream::fifo;
         programs_.round_period = cfg_.period;
-        programs_.slowed_by_any_traffic = true;
         programs_.comm_spans = true;
         programs_.count_updates = false;
         if (msgs.empty()) {  // nothing to synchronise: every step is local

@@ -80,8 +80,9 @@ void Executor::begin_iteration(std::uint32_t w) {
 
 bool Executor::comm_active(std::uint32_t w) const {
     const W& s = ws_[w];
-    if (s.queue_head < s.queue.size()) return true;
-    return set_.slowed_by_any_traffic ? clocks_[w].in_flight > 0 : s.in_flight > 0 || s.sends_left > 0;
+    // Calls waiting on its stream, or any of its traffic in flight: calls, sends, and what the trainer sends itself
+    // (DiLoCo's outer steps) — NCCL kernels share the GPU with compute.
+    return s.queue_head < s.queue.size() || clocks_[w].in_flight > 0;
 }
 
 // The compute's spans from `start`: one, or one per layer.

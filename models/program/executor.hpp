@@ -1,12 +1,13 @@
 // The one interpreter of per-rank programs (models/program/program.hpp) on the event engine.
 //
 // Per rank: a compute stream that runs the program's instructions in order, and a communication stream that runs
-// the issued calls one at a time in issue order. A call's phases run back to back; phase 0 starts after the
-// transport's per-collective overhead and its codec work (`before`), each phase's `after` work runs when the phase
-// ends on this rank. Every rank that joins a call meets in the same round, keyed by (iteration, call, phase).
-// Compute that starts while the rank's communication stream holds work (or a send of its is in flight) runs
-// (1 + overlap_slowdown) longer. Each iteration starts with the rank's straggler delay and slowdown
-// (models/stragglers.hpp).
+// the issued calls one at a time in issue order (fifo) or each as soon as it is issued (concurrent). A call starts
+// with its encode and the transport's per-collective overhead; its phases run back to back, each after its own codec
+// work (`before`) and followed by its `after` work, the last by the call's decode. Every rank that joins a call meets
+// in the same round, keyed by (iteration, call, phase); endpoints that are no rank (servers, switches) join at once.
+// Compute that starts while the rank's communication stream holds work or any of its traffic is in flight (calls,
+// sends, a trainer's own: DiLoCo's outer steps) runs (1 + overlap_slowdown) longer, unless it is marked not to. Each
+// iteration starts with the rank's straggler delay and slowdown (models/stragglers.hpp).
 //
 // Flow classes (sim/symmetry.hpp) need nothing from here: ranks running the same program on symmetric groups move
 // through the same rounds at the same times, which the engine finds while running.

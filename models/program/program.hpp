@@ -114,11 +114,8 @@ struct ProgramSet {
     enum class Stream : std::uint8_t { fifo, concurrent };
     Stream stream = Stream::fifo;
     std::uint32_t round_period = 1;  ///< a call's round is numbered iteration / round_period (Local SGD: per period)
-    /// Compute is stretched while any traffic of the rank is in flight (also what the trainer sends itself, DiLoCo's
-    /// outer steps), not only its streams' calls and sends.
-    bool slowed_by_any_traffic = false;
-    bool comm_spans = false;    ///< draw the encode, launch, codec work and decode of calls on the timeline
-    bool count_updates = true;  ///< each iteration applies one update (else the trainer counts them)
+    bool comm_spans = false;         ///< draw the encode, launch, codec work and decode of calls on the timeline
+    bool count_updates = true;       ///< each iteration applies one update (else the trainer counts them)
 
     [[nodiscard]] std::uint32_t program_index(std::uint32_t rank, std::uint32_t iteration) const {
         if (!program_of.empty()) return program_of[rank];
