@@ -267,8 +267,7 @@ std::vector<AlgorithmPick> CommPlan::algorithm_picks() const {
 }
 
 sim::Time CommPlan::work_time(const CodecWork& work, std::uint32_t w) const {
-    if (work.memory_bytes <= 0.0 && work.flops <= 0.0) return sim::Time::zero();
-    return models::codec_time(work, job_.device_of(w), job_.compression.cost_scale);
+    return job_.codec_time(work, w);
 }
 
 sim::Time CommPlan::codec_time(std::uint32_t w) const {

@@ -221,6 +221,13 @@ struct TrainingJob : JobKeys {
         return worker_devices.empty() ? device : worker_devices[w];
     }
 
+    /// Worker w's time for codec work on its device (models/compression.hpp codec_time, with the compressor's
+    /// calibrated cost_scale); none without work.
+    [[nodiscard]] sim::Time codec_time(const CodecWork& work, std::uint32_t w) const {
+        if (work.memory_bytes <= 0.0 && work.flops <= 0.0) return sim::Time::zero();
+        return models::codec_time(work, device_of(w), compression.cost_scale);
+    }
+
     /// Gradient (or model) bytes one worker synchronises per iteration.
     [[nodiscard]] sim::Bytes gradient_bytes() const {
         return sim::Bytes{static_cast<double>(workload.params()) * bytes_per_param};

@@ -1,6 +1,7 @@
 // Pieces shared by the trainers (internal to models/).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -99,6 +100,7 @@ struct TrainerEnv {
 [[nodiscard]] std::unique_ptr<JobTrainer> make_async_ps_trainer(const TrainerEnv& env);      // ssp, asp (ps)
 [[nodiscard]] std::unique_ptr<JobTrainer> make_async_gossip_trainer(const TrainerEnv& env);  // asp (gossip)
 [[nodiscard]] std::unique_ptr<JobTrainer> make_fedavg_trainer(const TrainerEnv& env);        // fedavg
+[[nodiscard]] std::unique_ptr<JobTrainer> make_priority_trainer(const TrainerEnv& env);      // bsp, overlap.priority
 
 /// Adds one update of staleness `s` to a histogram.
 void count_staleness(std::vector<std::uint64_t>& histogram, std::uint64_t s);
@@ -168,5 +170,34 @@ void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
 /// per step, weighted by the worker's share of the steps — the four add up to the iteration.
 void own_clocks_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, double samples_per_iteration,
                        double codec_s, JobResult& r);
+
+// When each worker's gradients (or model) of one synchronisation round were ready. The waiting figure sums each
+// worker's lag behind the last one exactly (picoseconds) and in worker order, so it depends neither on the order
+// the workers got there nor on the size of the clock (count x last - sum of the times cancelled digits).
+struct Readiness {
+    std::vector<sim::Time> at;  ///< per worker (Time::max(): not yet)
+
+    void note(std::uint32_t w, std::uint32_t workers, sim::Time t) {
+        if (at.empty()) at.assign(workers, sim::Time::max());
+        at[w] = t;
+    }
+    [[nodiscard]] double waiting_s() const {
+        sim::Time last;
+        for (sim::Time t : at)
+            if (t != sim::Time::max()) last = std::max(last, t);
+        double sum = 0.0;
+        for (sim::Time t : at)
+            if (t != sim::Time::max()) sum += (last - t).seconds();
+        return sum;
+    }
+};
+
+class OuterSteps;
+/// The figures of a synchronous replicated run (trainer_sync.cpp, trainer_priority.cpp): one synchronisation every
+/// `period` iterations; `averaging`: the averaged model replaces the local one (Local SGD), so it makes the versions.
+[[nodiscard]] JobResult sync_result(const TrainingJob& job, const CommPlan& plan, std::uint32_t period, bool averaging,
+                                    const std::vector<WorkerClock>& clocks,
+                                    const std::map<std::uint32_t, Readiness>& ready,
+                                    const std::shared_ptr<Schedule>& schedule, const OuterSteps* outer);
 
 }  // namespace ddlsim::models::detail

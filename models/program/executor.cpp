@@ -40,7 +40,7 @@ sim::Time Executor::duration(std::uint32_t w, const Compute& c) const {
     switch (c.kind) {
         case ComputeKind::accumulate: d = cp.accumulation; break;
         case ComputeKind::update: d = scaled(cp.update, c.fraction); break;
-        case ComputeKind::codec: d = kernel(c.work, w); break;
+        case ComputeKind::codec: d = job_.codec_time(c.work, w); break;
         case ComputeKind::forward:
         case ComputeKind::backward:
             for (std::uint32_t l = c.first; l <= c.last; ++l)
@@ -48,12 +48,6 @@ sim::Time Executor::duration(std::uint32_t w, const Compute& c) const {
             break;
     }
     return d;
-}
-
-sim::Time Executor::compute_time(std::uint32_t w) const {
-    sim::Time t;
-    for (const Compute& c : set_.of(w).computes) t += duration(w, c);
-    return t;
 }
 
 void Executor::begin_iteration(std::uint32_t w) {
@@ -218,7 +212,7 @@ void Executor::start_call(std::uint32_t w, std::uint32_t call) {
     const sim::Time now = engine_.now();
     s.call_start[call] = now;
     clocks_[w].comm_begin(now);
-    const sim::Time enc = kernel(set_.calls[call].encode, w), launch = job_.collective_overhead;
+    const sim::Time enc = job_.codec_time(set_.calls[call].encode, w), launch = job_.collective_overhead;
     if (set_.comm_spans) {
         timeline_.span(detail::Timeline::comm(w), "encode", "codec", now, now + enc);
         timeline_.span(detail::Timeline::comm(w), "launch", "communication", now + enc, now + enc + launch);
@@ -228,7 +222,7 @@ void Executor::start_call(std::uint32_t w, std::uint32_t call) {
 }
 
 void Executor::open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t call, std::uint32_t p) {
-    const sim::Time before = kernel(set_.calls[call].phases[p].before, w);
+    const sim::Time before = job_.codec_time(set_.calls[call].phases[p].before, w);
     if (before > sim::Time::zero()) {
         if (set_.comm_spans)
             timeline_.span(detail::Timeline::comm(w), "codec work", "codec", engine_.now(), engine_.now() + before);
@@ -258,9 +252,9 @@ void Executor::phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, 
     if (e >= job_.workers) return;  // an endpoint that is no rank (a server, a switch)
     const Call& c = set_.calls[call];
     const bool last = p + 1 == c.phases.size();
-    sim::Time after = kernel(c.phases[p].after, e);
+    sim::Time after = job_.codec_time(c.phases[p].after, e);
     if (last) {
-        const sim::Time dec = kernel(c.decode, e);
+        const sim::Time dec = job_.codec_time(c.decode, e);
         if (set_.comm_spans)
             timeline_.span(detail::Timeline::comm(e), "decode", "codec", engine_.now(), engine_.now() + dec);
         after += dec;
@@ -277,12 +271,6 @@ void Executor::phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, 
         return;
     }
     next();
-}
-
-// Codec work on rank w's device (models/compression.hpp codec_time, with the compressor's calibrated cost_scale).
-sim::Time Executor::kernel(const CodecWork& work, std::uint32_t w) const {
-    if (work.memory_bytes <= 0.0 && work.flops <= 0.0) return sim::Time::zero();
-    return codec_time(work, job_.device_of(w), job_.compression.cost_scale);
 }
 
 void Executor::call_done(std::uint32_t w, std::uint32_t call) {

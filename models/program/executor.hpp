@@ -54,8 +54,6 @@ public:
     /// Starts rank w's next iteration (its clock's finish time when it has run them all).
     void begin_iteration(std::uint32_t w);
 
-    /// Of one iteration of rank w's program: its compute time without slowdowns.
-    [[nodiscard]] sim::Time compute_time(std::uint32_t w) const;
     [[nodiscard]] sim::Time duration(std::uint32_t w, const Compute& c) const;
 
 private:
@@ -91,7 +89,6 @@ private:
     void phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, std::uint32_t e);
     void call_done(std::uint32_t w, std::uint32_t call);
     void send(std::uint32_t w, const Instr& in);
-    [[nodiscard]] sim::Time kernel(const CodecWork& work, std::uint32_t w) const;
     [[nodiscard]] sim::Time layer_time(sim::Time t, std::uint32_t w, bool slowed) const;
     [[nodiscard]] sim::Time step_time(std::uint32_t w, const Compute& c, bool slowed) const;
     [[nodiscard]] bool comm_active(std::uint32_t w) const;

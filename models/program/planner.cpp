@@ -129,13 +129,13 @@ Planner::Entry& Planner::entry(const CommOp& op) {
     auto it = cache_.find(op);
     if (it != cache_.end()) return it->second;
     Entry e;
-    e.collective = grouped(op);
+    e.collective = build(op);
     e.wire = e.collective->wire_bytes(remote_).value();
     e.machine = e.collective->wire_bytes(machines_).value();
     return cache_.emplace(op, std::move(e)).first->second;
 }
 
-std::unique_ptr<topo::Collective> Planner::grouped(const CommOp& op) {
+std::unique_ptr<topo::Collective> Planner::build(const CommOp& op) {
     const sim::Bytes bytes{op.bytes};
     switch (op.kind) {
         case CollectiveKind::reduce_scatter:

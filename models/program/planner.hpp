@@ -117,7 +117,7 @@ private:
         double wire = 0.0, machine = 0.0;
     };
     Entry& entry(const CommOp& op);
-    [[nodiscard]] std::unique_ptr<topo::Collective> grouped(const CommOp& op);
+    [[nodiscard]] std::unique_ptr<topo::Collective> build(const CommOp& op);
     [[nodiscard]] std::unique_ptr<topo::Collective> data_parallel(const CommOp& op);
     [[nodiscard]] bool islands() const;
 

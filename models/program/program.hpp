@@ -121,9 +121,6 @@ struct ProgramSet {
         if (!program_of.empty()) return program_of[rank];
         return cycle.empty() ? 0 : cycle[iteration % cycle.size()];
     }
-    [[nodiscard]] const Program& of(std::uint32_t rank, std::uint32_t iteration = 0) const {
-        return programs[program_index(rank, iteration)];
-    }
     std::uint32_t add_call(Call c) {
         calls.push_back(std::move(c));
         return static_cast<std::uint32_t>(calls.size() - 1);

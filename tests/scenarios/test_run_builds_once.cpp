@@ -1,5 +1,5 @@
 // A run builds each job's compute profile once: the trainer, the result's "compute_model" and the text summary read
-// the one the run built (issue 52, "one resolved job"). Counted with models::compute_profiles_built().
+// the one the run built (docs/DESIGN.md, "One resolved job"). Counted with models::compute_profiles_built().
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
