@@ -13,8 +13,8 @@
 //     node switches and InfiniBand SHARP's rail switches for an all-reduce; the summing switch of a parameter server
 //     with switch aggregation);
 //   - switch aggregation's memory shared among the jobs summing in one switch (share_switch_memory).
-// scenarios/run.cpp builds the fabric and calls these; the trainer, the limits, the summary and the result read the
-// job they return.
+// The scenario loader builds the fabric and calls these once (scenario::ResolvedRun); the trainer, the limits, the
+// summary and the result read the job they return.
 #pragma once
 
 #include <cstdint>

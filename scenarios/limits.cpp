@@ -280,23 +280,6 @@ double plan_memory_bytes(const JobSpec& j, const Machine& m) {
     return bytes * std::max(1.0, messages);
 }
 
-// One step's compute must fit the event clock, so `check` refuses what `run` would: the compute profile (what
-// run_scenario's make_job builds; its own limit of 1e6 s per iteration) and, with gradient accumulation, the k
-// micro-batches of a step.
-void check_compute(const JobSpec& j, const std::string& prefix) {
-    models::ComputeProfile p;
-    try {
-        p = models::compute_profile(j.workload, j.device, j.batch_size, j.bytes_per_param, j.optimizer);
-    } catch (const std::invalid_argument& e) {
-        throw ScenarioError(prefix + "device", e.what());
-    }
-    const double step = static_cast<double>(j.gradient_accumulation) * (p.fwd + p.bwd).seconds() + p.update.seconds();
-    if (!(step < 1e6))
-        throw ScenarioError(prefix + "gradient_accumulation",
-                            fmt::format("one step of {} micro-batches would compute for {:.3g} s; expected under 1e6 s",
-                                        j.gradient_accumulation, step));
-}
-
 // Memory a preset fabric takes per host (GPU) once built: nodes, links, routes' tables. Measured with
 // /usr/bin/time on this project's machine (ddlsim check, 2026-12-03): a 4,000,000-host star 2.31 GB (580 B), a
 // two_tier of 1,000,000 nodes x 8 GPUs 5.40 GB (675 B), a rail_optimized of 200,000 DGX H100 nodes 2.39 GB
@@ -345,6 +328,16 @@ void check_fabric_size(const Scenario& s) {
 
 }  // namespace
 
+// One step's compute must fit the event clock, so `check` refuses what `run` would: the resolved compute profile
+// (its own limit of 1e6 s per iteration) and, with gradient accumulation, the k micro-batches of a step.
+void detail::check_compute(const JobSpec& j, const models::ComputeProfile& p, const std::string& prefix) {
+    const double step = static_cast<double>(j.gradient_accumulation) * (p.fwd + p.bwd).seconds() + p.update.seconds();
+    if (!(step < 1e6))
+        throw ScenarioError(prefix + "gradient_accumulation",
+                            fmt::format("one step of {} micro-batches would compute for {:.3g} s; expected under 1e6 s",
+                                        j.gradient_accumulation, step));
+}
+
 // Refuses runs too large to finish or to fit, before anything large is built.
 void detail::check_limits(const Scenario& s, const std::string& jobs_path) {
     check_fabric_size(s);
@@ -352,7 +345,6 @@ void detail::check_limits(const Scenario& s, const std::string& jobs_path) {
     double memory = 0.0;
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         const std::string prefix = s.has_jobs_list ? fmt::format("{}[{}].", jobs_path, i) : "$.";
-        check_compute(s.jobs[i], prefix);
         const Machine m = machine_of(s.topology);
         const double steps = plan_transfers(round_of(s.jobs[i], m));
         if (steps > kMaxPlanSteps) {

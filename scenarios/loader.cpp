@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "models/compression.hpp"
 #include "models/compute.hpp"
 #include "models/grouping.hpp"
+#include "models/resolve.hpp"
 #include "models/trainer.hpp"
 #include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
@@ -32,6 +34,63 @@ namespace ddlsim::scenario {
 namespace {
 
 using detail::list;
+
+// Switch aggregation memory (network.aggregation_memory) of the topology, 0 where it has none.
+double aggregation_memory(const topo::TopologySpec& topology) {
+    return std::visit(
+        [](const auto& spec) {
+            if constexpr (requires { spec.aggregation_memory; }) return spec.aggregation_memory;
+            return 0.0;
+        },
+        topology);
+}
+
+// Job `index` of the scenario resolved on `fabric` (models/resolve.hpp); a device the compute model refuses is bad
+// input at its JSON path.
+models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric,
+                             sim::Time collective_overhead) {
+    const JobSpec& j = s.jobs[index];
+    models::JobContext ctx;
+    ctx.iterations = s.iterations;
+    ctx.index = static_cast<std::uint32_t>(index);
+    ctx.seed = s.seed;
+    ctx.collective_overhead = collective_overhead;
+    ctx.ideal_transport = s.transports.inter && s.transports.inter->kind == topo::TransportKind::ideal;
+    ctx.record_schedule = j.convergence.has_value();
+    for (const auto& h : j.placement) ctx.worker_hosts.push_back(*fabric.find(h));
+    for (const auto& h : j.server_placement) ctx.server_hosts.push_back(*fabric.find(h));
+    const std::string prefix = s.has_jobs_list ? fmt::format("$.jobs[{}].", index) : "$.";
+    try {
+        models::TrainingJob job = models::resolve_job(j, fabric, ctx);
+        detail::check_compute(j, job.compute, prefix);
+        return job;
+    } catch (const models::DeviceRefused& e) {
+        throw ScenarioError(e.worker < 0 ? prefix + "device" : fmt::format("{}worker_devices[{}]", prefix, e.worker),
+                            e.what());
+    } catch (const sim::TimeOverflow&) {  // the k micro-batches of one step, summed in event-clock time
+        throw ScenarioError(prefix + "gradient_accumulation",
+                            fmt::format("one step of {} micro-batches would compute beyond the event clock (about 106 "
+                                        "days); expected under 1e6 s",
+                                        j.gradient_accumulation));
+    }
+}
+
+// The run every simulation of `s` reads, built once: the fabric the placement was read against, with the
+// routing, host speeds and transports applied, and each job resolved on it.
+std::shared_ptr<const ResolvedRun> resolve_run(const Scenario& s, topo::Fabric fabric) {
+    auto out = std::make_shared<ResolvedRun>();
+    try {
+        fabric.set_routing(s.routing);
+        for (const auto& [host, bw] : s.host_bandwidth) fabric.set_host_bandwidth(*fabric.find(host), bw);
+    } catch (const std::invalid_argument& e) {
+        throw ScenarioError("$.network", e.what());
+    }
+    const sim::Time collective_overhead = topo::apply_transports(fabric, s.transports);
+    for (std::size_t i = 0; i < s.jobs.size(); ++i) out->jobs.push_back(make_job(s, i, fabric, collective_overhead));
+    models::share_switch_memory(out->jobs, fabric, aggregation_memory(s.topology));
+    out->fabric = std::move(fabric);
+    return out;
+}
 
 bool default_dedicated(const JobSpec& j) {
     return j.architecture.kind == topo::ArchKind::ps && j.architecture.placement == topo::ServerPlacement::dedicated &&
@@ -244,8 +303,7 @@ Scenario load_scenario_unlogged(const json& j, const std::string& base_dir) {
     s.transports = net.transports;
     s.transport_source = net.transport_source;
     detail::check_limits(s, "$.jobs");
-    // The fabric the placement and the shard groups are read against, built once here (run_scenario builds the
-    // one it simulates, with routing, host speeds and transports applied).
+    // The fabric the placement and the shard groups are read against and the run simulates, built once here.
     topo::Fabric fabric;
     try {
         fabric = topo::build_fabric(s.topology);
@@ -256,6 +314,7 @@ Scenario load_scenario_unlogged(const json& j, const std::string& base_dir) {
     resolve_shard_groups(s, fabric, paths);
     detail::check_in_network(s, fabric, paths);
     root.finish();
+    s.resolved = resolve_run(s, std::move(fabric));
     return s;
 }
 }  // namespace

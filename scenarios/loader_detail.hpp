@@ -24,9 +24,13 @@ void reject_planned_keys(const json& j, const std::string& path, const std::stri
 /// {"kind": "ssp", "staleness": 2} says "not implemented" rather than "unknown key staleness".
 void reject_planned_kind(const json& j, const std::string& path, const std::string& key, const std::string& what,
                          const std::vector<std::string>& implemented);
-/// Refuses a scenario whose estimated events, wall time, explicit-DAG rounds, plan memory, fabric or compute exceed
-/// the loader's limits (limits.cpp), at the key that makes it too large; `jobs_path` prefixes a jobs list's entries.
+/// Refuses a scenario whose estimated events, wall time, explicit-DAG rounds, plan memory or fabric exceed the
+/// loader's limits (limits.cpp), before anything large is built, at the key that makes it too large; `jobs_path`
+/// prefixes a jobs list's entries.
 void check_limits(const Scenario& s, const std::string& jobs_path);
+/// Refuses a job whose resolved compute profile `p` makes one optimizer step too long for the event clock, at
+/// `prefix` + "gradient_accumulation".
+void check_compute(const JobSpec& j, const models::ComputeProfile& p, const std::string& prefix);
 /// A number in (0, max].
 [[nodiscard]] double read_positive(const json& j, const std::string& path, double max);
 /// The calibration profile (`ddlsim calibrate`) named by the string `name` at JSON path `path`, relative to

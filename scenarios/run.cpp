@@ -125,39 +125,6 @@ models::TrainingJob job_keys(const JobSpec& j) {
     return job;
 }
 
-// Switch aggregation memory (network.aggregation_memory) of the topology, 0 where it has none.
-double aggregation_memory(const topo::TopologySpec& topology) {
-    return std::visit(
-        [](const auto& spec) {
-            if constexpr (requires { spec.aggregation_memory; }) return spec.aggregation_memory;
-            return 0.0;
-        },
-        topology);
-}
-
-// Job `index` of the scenario resolved on `fabric` (models/resolve.hpp); a device the compute model refuses is bad
-// input at its JSON path.
-models::TrainingJob make_job(const Scenario& s, std::size_t index, const topo::Fabric& fabric,
-                             sim::Time collective_overhead) {
-    const JobSpec& j = s.jobs[index];
-    models::JobContext ctx;
-    ctx.iterations = s.iterations;
-    ctx.index = static_cast<std::uint32_t>(index);
-    ctx.seed = s.seed;
-    ctx.collective_overhead = collective_overhead;
-    ctx.ideal_transport = s.transports.inter && s.transports.inter->kind == topo::TransportKind::ideal;
-    ctx.record_schedule = j.convergence.has_value();
-    for (const auto& h : j.placement) ctx.worker_hosts.push_back(*fabric.find(h));
-    for (const auto& h : j.server_placement) ctx.server_hosts.push_back(*fabric.find(h));
-    try {
-        return models::resolve_job(j, fabric, ctx);
-    } catch (const models::DeviceRefused& e) {
-        const std::string prefix = s.has_jobs_list ? fmt::format("$.jobs[{}].", index) : "$.";
-        throw ScenarioError(e.worker < 0 ? prefix + "device" : fmt::format("{}worker_devices[{}]", prefix, e.worker),
-                            e.what());
-    }
-}
-
 // Staleness, per-worker figures and model versions (the contract's result keys for asynchronous schemes).
 void add_schedule_keys(const models::JobResult& j, nlohmann::json& out) {
     if (j.has_staleness) {
@@ -365,18 +332,15 @@ nlohmann::json ComputeAssumptions::to_json() const {
 RunResult run_scenario(const Scenario& s, sim::Trace* trace,
                        const std::function<void(std::uint64_t, double)>& progress) {
     const auto t0 = std::chrono::steady_clock::now();
-    topo::Fabric fabric;
-    try {
-        fabric = topo::build_fabric(s.topology);
-        fabric.set_routing(s.routing);
-        for (const auto& [host, bw] : s.host_bandwidth) fabric.set_host_bandwidth(*fabric.find(host), bw);
-    } catch (const std::invalid_argument& e) {
-        throw ScenarioError("$.network", e.what());
+    if (!s.resolved) throw std::logic_error("run_scenario: expected a scenario from load_scenario, which resolves it");
+    const topo::Fabric& fabric = s.resolved->fabric;
+    // The jobs as loaded, with the run-level keys a caller may change between runs of one loaded scenario
+    // (`run --seeds` runs it again with the next seeds).
+    std::vector<models::TrainingJob> jobs = s.resolved->jobs;
+    for (models::TrainingJob& job : jobs) {
+        job.seed = s.seed;
+        job.iterations = s.iterations;
     }
-    const sim::Time collective_overhead = topo::apply_transports(fabric, s.transports);
-    std::vector<models::TrainingJob> jobs;
-    for (std::size_t i = 0; i < s.jobs.size(); ++i) jobs.push_back(make_job(s, i, fabric, collective_overhead));
-    models::share_switch_memory(jobs, fabric, aggregation_memory(s.topology));
 
     RunResult r;
     try {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,14 @@ struct JobSpec : models::JobKeys {
     std::optional<models::TrainingSpec> training;  ///< `training`: the run to a target (time to train)
 };
 
+/// What load_scenario builds once and every run of the scenario reads (docs/DESIGN.md, "One resolved job"): the
+/// fabric with its routing, host speeds and transports applied, and each job resolved on it (models::resolve_job),
+/// its compute profile included.
+struct ResolvedRun {
+    topo::Fabric fabric;
+    std::vector<models::TrainingJob> jobs;
+};
+
 struct Scenario {
     std::vector<JobSpec> jobs;  ///< one, unless the scenario has a "jobs" list
     bool has_jobs_list = false;
@@ -72,6 +81,8 @@ struct Scenario {
     topo::FabricTransports transports;     ///< network.transport / intra_transport (nullopt: auto)
     std::string transport_source;          ///< with network.profile: "calibration profile FILE" or the override
     std::vector<std::string> input_files;  ///< every file the load read (profiles, topology files), as opened
+    /// Built by load_scenario from the keys above; run_scenario reads it (a caller may change `seed` between runs).
+    std::shared_ptr<const ResolvedRun> resolved;
 };
 
 /// Records, while alive, the files read_json_file reads on this thread (the scenario, profiles, topology files),

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <stdexcept>
 
 #include "topologies/in_network.hpp"
@@ -187,7 +188,16 @@ sim::Bandwidth rail_uplink_bandwidth(const RailOptimizedSpec& s) {
     return s.bandwidth * (static_cast<double>(s.nodes) / (static_cast<double>(s.spines) * s.oversubscription));
 }
 
+namespace {
+std::atomic<std::uint64_t> g_fabrics_built{0};
+}
+
+std::uint64_t fabrics_built() {
+    return g_fabrics_built.load();
+}
+
 Fabric build_fabric(const TopologySpec& spec) {
+    ++g_fabrics_built;
     Fabric f = std::visit([](const auto& s) { return build(s); }, spec);
     f.validate();
     return f;

@@ -164,6 +164,8 @@ using TopologySpec = std::variant<StarSpec, TwoTierSpec, FatTreeSpec, LeafSpineS
 
 /// Builds and validates the fabric; throws std::invalid_argument on an invalid one.
 [[nodiscard]] Fabric build_fabric(const TopologySpec& spec);
+/// Fabrics build_fabric has built so far in this process (every thread): a run builds its one, which a test counts.
+[[nodiscard]] std::uint64_t fabrics_built();
 
 /// Leaf uplink bandwidth of a leaf-spine spec.
 [[nodiscard]] sim::Bandwidth leaf_uplink_bandwidth(const LeafSpineSpec& s);
