@@ -490,7 +490,7 @@ TEST_CASE("compute: optimizer bytes per parameter") {
     CHECK(models::default_optimizer(models::ModelFamily::transformer) == Optimizer::adamw);
 }
 
-TEST_CASE("compute: explicit efficiency replaces the measured fractions; precision defaults and refusals") {
+TEST_CASE("compute: explicit efficiency replaces the measured fractions, precision defaults and refusals") {
     // device.efficiency = 0.5 on a V100 in fp32: convolutions at 15.7 x 0.5 TFLOPS.
     const json e{{"name", "V100"}, {"efficiency", 0.5}};
     const json m{{"name", "V100"}};

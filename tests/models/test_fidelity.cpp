@@ -68,7 +68,7 @@ TEST_CASE("transport rdma: ring all-reduce T = launch + 2(n-1)(2L + o + S/(n e B
     }
 }
 
-TEST_CASE("transport auto: rdma from 100 Gbit/s, tcp below; tcp caps one transfer at streams x stream_rate") {
+TEST_CASE("transport auto: rdma from 100 Gbit/s, tcp below, tcp caps one transfer at streams x stream_rate") {
     CHECK(topo::auto_transport(topo::LinkClass::inter, sim::Bandwidth::bits_per_s(100e9)) == topo::TransportKind::rdma);
     CHECK(topo::auto_transport(topo::LinkClass::inter, sim::Bandwidth::bits_per_s(40e9)) == topo::TransportKind::tcp);
     CHECK(topo::auto_transport(topo::LinkClass::intra, sim::Bandwidth::bytes_per_s(150e9)) ==
@@ -308,7 +308,7 @@ TEST_CASE("compression pays only on slow networks (Agarwal et al., MLSys 2022): 
     CHECK(iteration("1Gbps", true) < iteration("1Gbps", false) / 4.0);
 }
 
-TEST_CASE("memory per GPU: ZeRO's 16 bytes per parameter for mixed-precision Adam; published configurations fit") {
+TEST_CASE("memory per GPU: ZeRO's 16 bytes per parameter for mixed-precision Adam, published configurations fit") {
     auto memory = [](const json& device, const char* model, int batch, const char* optimizer = nullptr) {
         json j{{"workers", 1},        {"model", model},
                {"batch_size", batch}, {"device", device},
@@ -338,7 +338,7 @@ TEST_CASE("memory per GPU: ZeRO's 16 bytes per parameter for mixed-precision Ada
     CHECK(memory({{"peak_flops", "10TFLOPS"}, {"memory", "1GB"}}, "resnet50", 8)["memory_fits"] == false);
 }
 
-TEST_CASE("time breakdown: compute + codec + exposed communication + waiting = the iteration; stragglers are waiting") {
+TEST_CASE("time breakdown: compute + codec + exposed communication + waiting = the iteration, stragglers are waiting") {
     // BSP ring, 8 workers, ideal 10 Gbit/s star, lognormal stragglers (sigma 1): the fast workers wait for the
     // slowest; what is left of their idle time is the ring itself, 2(n-1)(2L + S/(nB)) per iteration.
     json j{{"workers", 8},

@@ -198,7 +198,7 @@ TEST_CASE("codec work is on the critical path: encode + decode add to the iterat
     CHECK(r2.iteration_time_s - r1.iteration_time_s == ddlsim::testing::approx(r1.codec_time_s).epsilon(1e-6));
 }
 
-TEST_CASE("powersgd: two all-reduces of P and Q; gtopk: a tree of k-sparse messages") {
+TEST_CASE("powersgd: two all-reduces of P and Q, gtopk: a tree of k-sparse messages") {
     json j = layered(4, {{4e6, 0.0, 0.0}}, 10, json::object());
     j["compression"] = {{"kind", "powersgd"}, {"rank", 4}};
     const auto p = run(j);
@@ -210,7 +210,7 @@ TEST_CASE("powersgd: two all-reduces of P and Q; gtopk: a tree of k-sparse messa
     CHECK(g.bytes_on_wire_per_iteration == ddlsim::testing::approx(2.0 * 3 * 8 * 0.01 * 1e6));
 }
 
-TEST_CASE("trace: per-worker and per-link tracks; WFBP communication overlaps backward") {
+TEST_CASE("trace: per-worker and per-link tracks, WFBP communication overlaps backward") {
     const std::vector<L> layers{{20e6, 0.004, 0.008}, {20e6, 0.004, 0.008}, {20e6, 0.004, 0.008}};
     json j = layered(2, layers, 10, {{"wfbp", true}});
     sim::Trace trace;

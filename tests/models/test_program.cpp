@@ -127,7 +127,7 @@ TEST_CASE("program: a receive without its send never runs the compute behind it"
     CHECK(b.clocks[1].busy == sim::Time::zero());
 }
 
-TEST_CASE("program: compute that waits for an all-gather starts when the ring ends; beside it, compute is stretched") {
+TEST_CASE("program: compute that waits for an all-gather starts when the ring ends, beside it, compute is stretched") {
     const std::uint32_t n = 4;
     const double S = 40e6;
     const double ring = (n - 1) * (2 * kL + S / n / kB);  // one ring phase of S among n on the star
@@ -174,7 +174,7 @@ TEST_CASE("program: two calls on one rank's stream run one after the other, in i
     CHECK(b.run(set, planner) == testing::approx(2 * ring + kC).epsilon(1e-9));
 }
 
-TEST_CASE("planner: one collective per distinct CommOp; the op's ordering is the key") {
+TEST_CASE("planner: one collective per distinct CommOp, the op's ordering is the key") {
     Bench b(4, 1);
     auto planner = b.planner();
     const auto all = planner.add_group("all", {{0, 1, 2, 3}});

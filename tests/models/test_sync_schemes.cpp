@@ -198,7 +198,7 @@ TEST_CASE("ssp / asp / fedavg / ad-psgd: time held back by peers is waiting, not
     CHECK(fed.exposed_communication == ddlsim::testing::approx(fr.communication_time_s).epsilon(1e-9));
 }
 
-TEST_CASE("local sgd: bytes per iteration are bsp's divided by H; iteration = compute + comm / H") {
+TEST_CASE("local sgd: bytes per iteration are bsp's divided by H, iteration = compute + comm / H") {
     const int n = 8;
     const double S = 40e6, f = 0.01, b = 0.02;
     json j = one_layer(n, S, f, b, 10, kRing);

@@ -52,7 +52,7 @@ TEST_CASE("limits: simulated time past the picosecond range is refused, not wrap
     CHECK(error_path(j) == "$.iterations");
 }
 
-TEST_CASE("limits: flow runs beyond the event budget are refused up front; analytic ones run") {
+TEST_CASE("limits: flow runs beyond the event budget are refused up front, analytic ones run") {
     json j = base();
     j["workers"] = 64;
     j["iterations"] = 1'000'000;

@@ -572,7 +572,7 @@ TEST_CASE("loader: the training block's bad input, each at its key") {
                  "did you mean", "price_per_gpu_hour");
 }
 
-TEST_CASE("loader: a node preset needs only the node and the NIC speed; without one the latencies stay required") {
+TEST_CASE("loader: a node preset needs only the node and the NIC speed, without one the latencies stay required") {
     // With network.node: the inter-node link latency (500 ns), the intra-node one (25 ns) and, for rail_optimized,
     // one non-blocking spine are the cited defaults (scenarios/keys_network.cpp).
     for (const char* topology : {"two_tier", "rail_optimized"}) {

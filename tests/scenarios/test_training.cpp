@@ -78,7 +78,7 @@ TEST_CASE("training: time to train is the steps at the simulated step time, plus
     CHECK(scenario::run_scenario(again).time_to_train[0]->total_s == t.total_s);
 }
 
-TEST_CASE("training: twice the samples take twice the steps; builtin below the data's smallest batch") {
+TEST_CASE("training: twice the samples take twice the steps, builtin below the data's smallest batch") {
     const auto steps = [](const json& training) {
         const auto s = scenario::load_scenario(base(training));
         return scenario::run_scenario(s).time_to_train[0]->optimizer_steps;
@@ -93,7 +93,7 @@ TEST_CASE("training: twice the samples take twice the steps; builtin below the d
     CHECK(t.samples_source.find("mlcommons/logging") != std::string::npos);
 }
 
-TEST_CASE("training: a scheme without a published factor says it assumed 1; the scenario's factor overrides") {
+TEST_CASE("training: a scheme without a published factor says it assumed 1, the scenario's factor overrides") {
     json j = base({{"samples_to_target", 1e6}});
     j["sync"] = {{"kind", "local_sgd"}, {"period", 4}};
     auto t = *scenario::run_scenario(scenario::load_scenario(j)).time_to_train[0];

@@ -236,7 +236,7 @@ TEST_CASE("cli: run --out writes the result JSON") {
     CHECK(read_file(out) != before);  // 10 Gbit/s instead of 25: a different iteration time
 }
 
-TEST_CASE("cli: run --progress reports events against the estimate on stderr; --quiet and a pipe keep it silent") {
+TEST_CASE("cli: run --progress reports events against the estimate on stderr, --quiet and a pipe keep it silent") {
     // The DiLoCo example processes about 400,000 events: a report is due every 65,536 once the threshold (here 0 s
     // instead of 2) has passed. Standard error is a file here, not a terminal.
     const std::string example =

@@ -269,7 +269,7 @@ TEST_CASE("bad input: overflowing magnitudes, clock overflow, too few samples an
     bad_input(run_cli({"run", topk}), "error: " + topk + ": $.workers: ", {"GB of memory"});
 }
 
-TEST_CASE("bad input: only the event clock's overflow is bad input; other range errors stay internal") {
+TEST_CASE("bad input: only the event clock's overflow is bad input, other range errors stay internal") {
     using ddlsim::sim::Time;
     CHECK_THROWS_AS((void)(Time::max() + Time::ps(1)), ddlsim::sim::TimeOverflow);
     CHECK_THROWS_AS((void)Time::seconds(1e7), ddlsim::sim::TimeOverflow);

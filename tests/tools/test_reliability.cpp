@@ -111,7 +111,7 @@ TEST_CASE("identity: no output of run, compare or sweep may be a file the scenar
     CHECK(d.entries() == want);
 }
 
-TEST_CASE("sweep: every file it writes is checked before any is touched; a refused sweep leaves the old results") {
+TEST_CASE("sweep: every file it writes is checked before any is touched, a refused sweep leaves the old results") {
     const Dir d;
     const std::string scen = d.write("s.json", kSmall);
     const std::string out = d.write("o.csv", "old results\n");

@@ -193,7 +193,7 @@ TEST_CASE("sweep plot: parse_vary marks geometric ranges, and only them") {
     CHECK_FALSE(tools::parse_vary("workers=2..16:x2,3").geometric);
 }
 
-TEST_CASE("sweep plot: past 10 series the 9 best are named and the rest are one entry; the transport switch is "
+TEST_CASE("sweep plot: past 10 series the 9 best are named and the rest are one entry, the transport switch is "
           "marked") {
     if (!have_matplotlib()) return;
     const testing::TempDir dir("ddlsim_sweep_plot_test");

@@ -328,7 +328,7 @@ TEST_CASE("allreduce hierarchical on a two-tier fabric: rails over the NIC") {
         }
 }
 
-TEST_CASE("allreduce hierarchical: one node is a ring; uneven nodes fall back to leaders") {
+TEST_CASE("allreduce hierarchical: one node is a ring, uneven nodes fall back to leaders") {
     const double S = 6e6;
     // All workers on one node of a star: intra ring only, T = 2(n-1)(alpha + S/(nB)).
     auto ctx = testing::context(6, S);

@@ -184,7 +184,7 @@ TEST_CASE("parameter server: aggregation rate adds n * shard / rate") {
     }
 }
 
-TEST_CASE("byteps: split x = 2(n-1)S/D, y = (n-k)S/D with D = n^2 + kn - 2k; busiest link 2n(n-1)S/D") {
+TEST_CASE("byteps: split x = 2(n-1)S/D, y = (n-k)S/D with D = n^2 + kn - 2k, busiest link 2n(n-1)S/D") {
     const double S = 100 * kMB;
     for (const auto& nk : {std::pair{4u, 1u}, {8u, 2u}, {16u, 4u}}) {
         const std::uint32_t n = nk.first, k = nk.second;

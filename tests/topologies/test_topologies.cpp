@@ -83,7 +83,7 @@ TEST_CASE("fat_tree: a shift permutation sees no slowdown under D-mod-k routing"
     for (double t : run_flows(f, shift, S)) CHECK(t <= 6e-6 + S / kB * (1 + 1e-9));
 }
 
-TEST_CASE("fat_tree: per-flow ECMP spreads but may collide; never faster than the fabric allows") {
+TEST_CASE("fat_tree: per-flow ECMP spreads but may collide, never faster than the fabric allows") {
     // Under hash ECMP some of the 16 cross-pod flows share a link: no flow beats S/B, and the
     // slowest is at most 4x (at most k/2 = 2 flows meet on an up link from an edge switch, and on
     // a down link at most 2 flows... a bound of 4 leaves room for both).

@@ -76,7 +76,7 @@ std::string error_path(const json& j, const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("network.profile supplies the measured transport; network.transport wins and says so") {
+TEST_CASE("network.profile supplies the measured transport, network.transport wins and says so") {
     TempDir d;
     d.write("calib.json", profile());
     const auto s = ddlsim::scenario::load_scenario(scenario(), d.path.string());
@@ -100,7 +100,7 @@ TEST_CASE("network.profile supplies the measured transport; network.transport wi
     CHECK(g.transport_source.find("overrides the transport of network.profile") != std::string::npos);
 }
 
-TEST_CASE("device overlap_slowdown is the default of overlap.compute_slowdown; the overlap key wins") {
+TEST_CASE("device overlap_slowdown is the default of overlap.compute_slowdown, the overlap key wins") {
     TempDir d;
     json p = profile();
     p["device"]["overlap_slowdown"] = 1.0;  // large, so that it shows
@@ -164,7 +164,7 @@ TEST_CASE("bad profiles and values name their JSON path") {
     CHECK(error_path(dev, d.path).rfind("$.device.overlap_slowdown: ", 0) == 0);
 }
 
-TEST_CASE("calibrate measures the overlap slowdown; the transport it writes loads as network.profile") {
+TEST_CASE("calibrate measures the overlap slowdown, the transport it writes loads as network.profile") {
     // Loopback (no shaping, so no line rate to measure the transport against): the overlap slowdown
     // is still measured and written; the transport is not.
     ddlsim::validate::HostNetwork net(2, 100e6, false);
