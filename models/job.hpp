@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -41,18 +42,44 @@ struct TrainerEnv;
 
 /// What the project knows about one synchronisation scheme besides its name (models/sync_schemes.cpp lists them):
 /// the architectures it runs on, its keys, how it moves gradients, and the trainer that runs it.
+struct SyncSpec;
+
 struct SyncSchemeInfo {
     SyncKind kind;
     std::vector<topo::ArchKind> architectures;  ///< where it applies (checked once, at load)
-    bool byteps = false;                        ///< runs on BytePS (synchronous: BytePS sums one iteration at a time)
+    /// Every worker's push of a round meets in one sum: it runs on BytePS (which sums one iteration at a time) and
+    /// with a parameter server's switch aggregation.
+    bool summed_rounds = false;
     /// Each worker exchanges its whole payload with the servers once per iteration, without overlap (SSP, ASP,
     /// FedAvg: models/trainer_ssp.cpp, trainer_fedavg.cpp); otherwise the gradient follows the overlap's messages.
     bool whole_payload = false;
+    /// The workers step in lockstep, one step each per iteration, so keys that join their steps apply (gradient
+    /// accumulation's micro-batches, SyncBatchNorm's groups).
+    bool lockstep = false;
+    /// Every iteration all-reduces that iteration's gradients, so overlap (they leave as backward produces them) and
+    /// sharding (they are reduce-scattered instead) apply: BSP, and DiLoCo inside its islands.
+    bool step_gradients = false;
+    /// The workers step locally and average their models every `period` iterations (Local SGD); otherwise every
+    /// iteration synchronises (DiLoCo's inner steps included).
+    bool periodic = false;
+    /// Every worker runs one program over symmetric groups, so a flow-model run may stand for the transfers of many
+    /// nodes by one (flow classes, sim/symmetry.hpp).
+    bool symmetric = false;
     /// Keys of the sync block besides "kind" that it takes; '*' marks a required one.
     std::vector<std::string_view> keys;
+    /// The scheme with its parameters, for the summary ("local_sgd (period 8)"); `arch`: the job's architecture.
+    std::string (*describe)(const SyncSpec& s, topo::ArchKind arch) = nullptr;
     /// Makes the trainer of one job of this scheme (models::simulate calls it).
     std::unique_ptr<detail::JobTrainer> (*make_trainer)(const detail::TrainerEnv& env) = nullptr;
+
+    /// Whether it takes the sync key `key` (required or not).
+    [[nodiscard]] bool takes(std::string_view key) const;
+    /// Whether it requires the sync key `key`.
+    [[nodiscard]] bool requires_key(std::string_view key) const;
 };
+
+/// The names of the schemes `pred` holds for, quoted and comma-separated ("\"bsp\", \"local_sgd\""), for messages.
+[[nodiscard]] std::string sync_kinds_where(const std::function<bool(const SyncSchemeInfo&)>& pred);
 
 /// Every scheme, in k_sync_kinds order.
 [[nodiscard]] const std::vector<SyncSchemeInfo>& sync_schemes();

@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
-#include <type_traits>
-#include <variant>
 
 #include "scenarios/run.hpp"
 #include "scenarios/schema_tables.hpp"
@@ -30,50 +29,24 @@ std::string describe_transports(const Scenario& s, bool with_source) {
                                t.stream_rate->bits_per_s() / 1e9);
         return out;
     };
-    std::string out;
-    std::visit(
-        [&](const auto& t) {
-            using T = std::decay_t<decltype(t)>;
-            if constexpr (std::is_same_v<T, topo::CustomSpec>) {
-                out =
-                    s.transports.inter ? one(*s.transports.inter, 1) : "auto per link (rdma >= 100 Gbit/s, tcp below)";
-            } else {
-                out = one(topo::transport_for(s.transports, topo::LinkClass::inter, t.bandwidth),
+    // Links of their own speeds (custom): auto picks for each.
+    const std::optional<topo::LinkSpeeds> links = topo::link_speeds(s.topology);
+    if (!links)
+        return s.transports.inter ? one(*s.transports.inter, 1) : "auto per link (rdma >= 100 Gbit/s, tcp below)";
+    std::string out = one(topo::transport_for(s.transports, topo::LinkClass::inter, links->host),
                           s.transports.inter.has_value() ? 1 : 0);
-                // A node preset's links pick by medium under auto (NVLink links nvlink, PCIe links pcie).
-                const auto intra = [&](bool preset, sim::Bandwidth bw) {
-                    out += "; intra-node " + (preset && !s.transports.intra
-                                                  ? std::string("auto per link (nvlink on NVLink, pcie on PCIe)")
-                                                  : one(topo::transport_for(s.transports, topo::LinkClass::intra, bw),
-                                                        s.transports.intra.has_value() ? 2 : 0));
-                };
-                if constexpr (std::is_same_v<T, topo::TwoTierSpec>) intra(t.node.has_value(), t.intra_bandwidth);
-                if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>)
-                    intra(!t.node.preset.empty(), t.node.gpu_bandwidth);
-            }
-        },
-        s.topology);
+    // A node preset's links pick by medium under auto (NVLink links nvlink, PCIe links pcie).
+    if (links->intra)
+        out += "; intra-node " +
+               (links->intra->preset && !s.transports.intra
+                    ? std::string("auto per link (nvlink on NVLink, pcie on PCIe)")
+                    : one(topo::transport_for(s.transports, topo::LinkClass::intra, links->intra->bandwidth),
+                          s.transports.intra.has_value() ? 2 : 0));
     return out;
 }
 
 std::string describe_sync(const JobSpec& j) {
-    const auto& y = j.sync;
-    switch (y.kind) {
-        case models::SyncKind::bsp: return "bsp";
-        case models::SyncKind::ssp: return fmt::format("ssp (staleness {})", y.staleness);
-        case models::SyncKind::asp:
-            return j.architecture.kind == topo::ArchKind::gossip ? "asp (AD-PSGD gossip)" : "asp";
-        case models::SyncKind::local_sgd: return fmt::format("local_sgd (period {})", y.period);
-        case models::SyncKind::fedavg:
-            return fmt::format("fedavg ({} clients/round, {} local steps{})", y.clients_per_round, y.local_steps,
-                               y.availability < 1.0 ? fmt::format(", availability {:.3g}", y.availability) : "");
-        case models::SyncKind::diloco:
-            return fmt::format("diloco ({} islands, period {}{}{}{})", y.islands, y.period,
-                               y.fragments > 1 ? fmt::format(", {} fragments", y.fragments) : "",
-                               y.overlap_steps > 0 ? fmt::format(", overlap {} steps", y.overlap_steps) : "",
-                               y.outer_bits > 0.0 ? fmt::format(", outer gradients at {:g} bits", y.outer_bits) : "");
-    }
-    return "?";
+    return models::sync_scheme(j.sync.kind).describe(j.sync, j.architecture.kind);
 }
 
 std::string describe_compression(const JobSpec& j) {

@@ -23,11 +23,11 @@ json device_union(std::string description) {
              json::array({enum_schema(device_names(), "built-in profile"), ref_schema("device", "device object")})}};
 }
 
-// Keys of workers that step in lockstep (gradient accumulation, SyncBatchNorm): BSP, Local SGD and DiLoCo only.
+// Keys of workers that step in lockstep (gradient accumulation, SyncBatchNorm): the schemes whose descriptor says so.
 void require_lockstep(const J& s, const std::string& path) {
-    using models::SyncKind;
-    if (s.sync.kind != SyncKind::bsp && s.sync.kind != SyncKind::local_sgd && s.sync.kind != SyncKind::diloco)
-        throw ScenarioError(path, fmt::format("applies to sync \"bsp\", \"local_sgd\" or \"diloco\", not \"{}\"",
+    if (!models::sync_scheme(s.sync.kind).lockstep)
+        throw ScenarioError(path, fmt::format("applies to sync {}, not \"{}\"",
+                                              models::sync_kinds_where(&models::SyncSchemeInfo::lockstep),
                                               sim::enum_name(s.sync.kind)));
 }
 

@@ -16,20 +16,22 @@ using models::SyncKind;
 
 // A sync key applies to the schemes whose descriptor lists it (models/sync_schemes.cpp).
 keys::Rule<models::SyncSpec> scheme_takes(std::string name) {
-    auto takes = [](const models::SyncSchemeInfo& info, const std::string& key) {
-        return std::any_of(info.keys.begin(), info.keys.end(), [&](std::string_view k) {
-            return (k.back() == '*' ? k.substr(0, k.size() - 1) : k) == key;
-        });
-    };
-    auto pred = [name, takes](const models::SyncSpec& s) { return takes(models::sync_scheme(s.kind), name); };
-    auto message = [name, takes](const models::SyncSpec& s) {
-        std::string owners;
-        for (const models::SyncSchemeInfo& other : models::sync_schemes())
-            if (takes(other, name))
-                owners += fmt::format("{}\"{}\"", owners.empty() ? "" : ", ", sim::enum_name(other.kind));
-        return fmt::format("applies to kind {} only, not \"{}\"", owners, sim::enum_name(s.kind));
+    auto pred = [name](const models::SyncSpec& s) { return models::sync_scheme(s.kind).takes(name); };
+    auto message = [name](const models::SyncSpec& s) {
+        return fmt::format("applies to kind {} only, not \"{}\"",
+                           models::sync_kinds_where([&](const models::SyncSchemeInfo& i) { return i.takes(name); }),
+                           sim::enum_name(s.kind));
     };
     return {pred, message};
+}
+
+// A sync key is required by the schemes whose descriptor marks it '*'.
+bool scheme_requires(const models::SyncSpec& s, std::string_view name) {
+    return models::sync_scheme(s.kind).requires_key(name);
+}
+std::string required_by(std::string_view name) {
+    return "required for kind " +
+           models::sync_kinds_where([&](const models::SyncSchemeInfo& i) { return i.requires_key(name); });
 }
 
 }  // namespace
@@ -48,20 +50,19 @@ const KeyTable<models::SyncSpec>& sync_keys() {
             key("staleness", &S::staleness, "ssp (required): how many iterations a worker may run ahead of the slowest",
                 {0, 1e6})
                 .when(scheme_takes("staleness"))
-                .required_when(keys::is(&S::kind, SyncKind::ssp), "required for kind \"ssp\""),
+                .required_when([](const S& s) { return scheme_requires(s, "staleness"); }, required_by("staleness")),
             key("period", &S::period,
                 "local_sgd, diloco (required): local steps H between model averagings (diloco: between outer steps)",
                 {1, 1e6})
                 .when(scheme_takes("period"))
-                .required_when([](const S& s) { return s.kind == SyncKind::local_sgd || s.kind == SyncKind::diloco; },
-                               "required for kind \"local_sgd\" and \"diloco\""),
+                .required_when([](const S& s) { return scheme_requires(s, "period"); }, required_by("period")),
             // Its divisibility by the job's workers is checked by read_sync.
             key("islands", &S::islands,
                 "diloco (required): groups of workers / islands consecutive workers (in placement order, so a site's "
                 "nodes form its islands) that train by BSP inside themselves; must divide the workers",
                 {1, 1e6})
                 .when(scheme_takes("islands"))
-                .required_when(keys::is(&S::kind, SyncKind::diloco), "required for kind \"diloco\""),
+                .required_when([](const S& s) { return scheme_requires(s, "islands"); }, required_by("islands")),
             key("fragments", &S::fragments,
                 "diloco: parts of the model (consecutive layers of about equal size) whose outer steps run in turn, "
                 "one every period / fragments steps (Streaming DiLoCo; default 1: the whole model every period)",

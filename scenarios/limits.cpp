@@ -52,36 +52,10 @@ double payload_bytes(const JobSpec& s) {
     return bytes;
 }
 
-// A machine of the topology (one host where a host is a machine): its GPUs, and the NICs its GPUs reach on routes
-// of their own: a node type's (a preset, rail_optimized); a plain two_tier node's NIC links hang off its node switch
-// and ECMP shares them among the GPUs (models/trainer.cpp's collective_context tests the routes themselves).
-struct Machine {
-    double gpus = 1.0, nics = 1.0;
-};
-Machine machine_of(const topo::TopologySpec& topology) {
-    Machine m;
-    std::visit(
-        [&](const auto& t) {
-            if constexpr (requires { t.gpus_per_node; }) {
-                m.gpus = static_cast<double>(t.gpus_per_node);
-                if (t.node) {
-                    m.nics = static_cast<double>(t.node->nics);
-                } else if constexpr (requires { t.nics_per_node; }) {
-                    m.nics = static_cast<double>(t.nics_per_node);  // two_tier's NIC links, each serving m / k GPUs
-                }
-            } else if constexpr (requires { t.node.gpus; }) {  // rail_optimized: its node type
-                m.gpus = static_cast<double>(t.node.gpus);
-                m.nics = static_cast<double>(t.node.nics);
-            }
-        },
-        topology);
-    return m;
-}
-
 // Transfers in one round of a job (one message's collective; an estimate the architecture's own code gives,
 // topo::round_size); whether the round is held as an explicit DAG. A round holds 1/messages of the gradient (after
 // compression) and of its tensors.
-topo::RoundSize round_of(const JobSpec& s, const Machine& machine) {
+topo::RoundSize round_of(const JobSpec& s, const topo::Machine& machine) {
     const double messages = messages_per_iteration(s);
     topo::RoundShape shape;
     shape.workers = s.workers;
@@ -97,7 +71,7 @@ topo::RoundSize round_of(const JobSpec& s, const Machine& machine) {
     return topo::round_size(s.architecture, shape);
 }
 
-double round_transfers(const JobSpec& s, const Machine& machine, bool& explicit_dag) {
+double round_transfers(const JobSpec& s, const topo::Machine& machine, bool& explicit_dag) {
     const topo::RoundSize size = round_of(s, machine);
     explicit_dag = size.explicit_dag;
     return size.transfers;
@@ -114,7 +88,7 @@ double plan_transfers(const topo::RoundSize& size) {
 double rounds_per_iteration(const JobSpec& s) {
     double messages = messages_per_iteration(s);
     messages *= models::compressor_info(s.compression).collectives_per_sync;
-    if (s.sync.kind == models::SyncKind::local_sgd) messages /= s.sync.period;  // may fall below one
+    if (models::sync_scheme(s.sync.kind).periodic) messages /= s.sync.period;  // may fall below one
     return messages;
 }
 
@@ -131,7 +105,7 @@ double job_events(const Scenario& s, const JobSpec& j) {
         outer = launches * (4.0 * j.workers * (2.0 * (islands - 1.0) + g - 1.0) + 8.0 * j.workers);
     }
     if (j.sharding.any()) {
-        const Machine machine = machine_of(s.topology);
+        const topo::Machine machine = topo::machine(s.topology);
         return s.iterations * models::sharded_step_events({&j.workload, j.sharding, static_cast<double>(j.workers),
                                                            machine.gpus, static_cast<double>(j.gradient_accumulation),
                                                            messages_per_iteration(j), machine.nics}) +
@@ -139,13 +113,13 @@ double job_events(const Scenario& s, const JobSpec& j) {
     }
     bool explicit_dag = false;
     const double layers = j.overlap.any() ? static_cast<double>(j.workload.layers.size()) * j.workers : 0.0;
-    // Local SGD synchronises floor(iterations / period) times.
-    const double syncs_per_iteration = j.sync.kind == models::SyncKind::local_sgd
+    // A periodic scheme (Local SGD) synchronises floor(iterations / period) times.
+    const double syncs_per_iteration = models::sync_scheme(j.sync.kind).periodic
                                            ? std::floor(s.iterations / static_cast<double>(j.sync.period)) /
                                                  std::max(1.0, static_cast<double>(s.iterations)) * j.sync.period
                                            : 1.0;
     return s.iterations * (syncs_per_iteration * rounds_per_iteration(j) *
-                               (4.0 * round_transfers(j, machine_of(s.topology), explicit_dag) + 4.0 * j.workers) +
+                               (4.0 * round_transfers(j, topo::machine(s.topology), explicit_dag) + 4.0 * j.workers) +
                            layers) +
            outer;
 }
@@ -172,18 +146,17 @@ constexpr double kCoupledCostScale = 3.3, kCoupledCostPower = 0.55, kCoupledCost
 // flows that share links at each event.
 // Flow classes (sim/symmetry.hpp): how many transfers one simulated transfer may stand for, m = workers / GPUs per
 // node, where the run is of a kind that can be symmetric (one job on the flow network, no stragglers, no
-// compression, bsp or local SGD over rings: ring all-reduce or sharding); 1 elsewhere. Whether it
-// is symmetric is found while it runs (models::simulate); one that is not reruns in full, checked first against
-// the full estimate (check_full_run).
+// compression, a symmetric scheme (its descriptor: bsp, local SGD) over rings: ring all-reduce or sharding); 1
+// elsewhere. Whether it is symmetric is found while it runs (models::simulate); one that is not reruns in full, checked
+// first against the full estimate (check_full_run).
 double class_multiplicity(const Scenario& s, const JobSpec& j) {
     if (!s.flow_classes || s.network_model != NetworkModel::flow || s.jobs.size() != 1 || j.stragglers.any() ||
-        j.compression.kind != "none" ||
-        (j.sync.kind != models::SyncKind::bsp && j.sync.kind != models::SyncKind::local_sgd))
+        j.compression.kind != "none" || !models::sync_scheme(j.sync.kind).symmetric)
         return 1.0;
     const auto& a = j.architecture;
     const bool rings =
         j.sharding.any() || (a.kind == topo::ArchKind::allreduce && a.algorithm == topo::AllreduceAlgorithm::ring);
-    const double g = std::max(1.0, machine_of(s.topology).gpus), n = j.workers;
+    const double g = std::max(1.0, topo::machine(s.topology).gpus), n = j.workers;
     if (!rings || std::fmod(n, g) != 0.0 || n / g < 2.0) return 1.0;
     return n / g;
 }
@@ -198,7 +171,7 @@ double run_events(const Scenario& s, const JobSpec& j) {
 }
 
 double job_seconds(const Scenario& s, const JobSpec& j) {
-    double coupled = j.sharding.any() ? 1.0 : round_of(j, machine_of(s.topology)).coupled_flows;
+    double coupled = j.sharding.any() ? 1.0 : round_of(j, topo::machine(s.topology)).coupled_flows;
     const auto& a = j.architecture;
     if (j.overlap.priority) {
         const double in_flight = std::min(static_cast<double>(j.overlap.credit), messages_per_iteration(j));
@@ -212,7 +185,7 @@ double job_seconds(const Scenario& s, const JobSpec& j) {
 
 // The key that makes a round large: a segment size that cuts the gradient into many pieces, per-tensor
 // push/pull, or else the number of workers (servers).
-std::string round_culprit(const JobSpec& j, const Machine& m, const std::string& prefix, double limit) {
+std::string round_culprit(const JobSpec& j, const topo::Machine& m, const std::string& prefix, double limit) {
     JobSpec plain = j;
     plain.architecture.segment_size = sim::Bytes{0.0};
     if (j.architecture.segment_size.value() > 0.0 && plan_transfers(round_of(plain, m)) <= limit)
@@ -257,7 +230,7 @@ std::string events_culprit(const Scenario& s, const std::string& jobs_path, doub
 // gTop-k n log n) — times the distinct message sizes overlap creates (each keeps its
 // plan). Per step: about 40 B measured for an all-reduce DAG, 235 B for a parameter server's (its transfers
 // also hold flows and routes), rounded up to 64 and 256.
-double plan_memory_bytes(const JobSpec& j, const Machine& m) {
+double plan_memory_bytes(const JobSpec& j, const topo::Machine& m) {
     constexpr double kDagStep = 64.0, kPsStep = 256.0;
     const double n = j.workers;
     const double log_n = std::max(1.0, std::ceil(std::log2(std::max(n, 2.0))));
@@ -274,56 +247,21 @@ double plan_memory_bytes(const JobSpec& j, const Machine& m) {
     }
     const double messages =
         j.overlap.any()
-            ? std::min(rounds_per_iteration(j) * (j.sync.kind == models::SyncKind::local_sgd ? j.sync.period : 1.0),
+            ? std::min(rounds_per_iteration(j) * (models::sync_scheme(j.sync.kind).periodic ? j.sync.period : 1.0),
                        static_cast<double>(std::max<std::size_t>(1, j.workload.tensor_count())))
             : 1.0;
     return bytes * std::max(1.0, messages);
 }
 
-// Memory a preset fabric takes per host (GPU) once built: nodes, links, routes' tables. Measured with
-// /usr/bin/time on this project's machine (ddlsim check, 2026-12-03): a 4,000,000-host star 2.31 GB (580 B), a
-// two_tier of 1,000,000 nodes x 8 GPUs 5.40 GB (675 B), a rail_optimized of 200,000 DGX H100 nodes 2.39 GB
-// (1,490 B); rounded up.
-constexpr double kFabricBytesPerHost = 700.0, kRailFabricBytesPerHost = 1600.0;
-
 // Refuses a preset fabric whose nodes and links would not fit in memory, before it is built (a million 8-GPU nodes
 // ran out of memory after 25 s instead), naming the key that sizes it.
 void check_fabric_size(const Scenario& s) {
-    double hosts = 0.0, per_host = kFabricBytesPerHost;
-    std::string key = "$.network";
-    std::visit(
-        [&](const auto& t) {
-            using T = std::decay_t<decltype(t)>;
-            if constexpr (std::is_same_v<T, topo::TwoTierSpec>) {
-                hosts = static_cast<double>(t.nodes) * static_cast<double>(t.gpus_per_node) +
-                        static_cast<double>(t.extra_hosts);
-                key = "$.network.num_nodes";
-            } else if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) {
-                hosts = static_cast<double>(t.nodes) * static_cast<double>(t.node.gpus);
-                per_host = kRailFabricBytesPerHost;
-                key = "$.network.num_nodes";
-            } else if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) {
-                hosts = static_cast<double>(t.leaves) * static_cast<double>(t.hosts_per_leaf);
-                key = "$.network.leaves";
-            } else if constexpr (std::is_same_v<T, topo::Torus2dSpec>) {
-                hosts = static_cast<double>(t.x) * static_cast<double>(t.y);
-                key = "$.network.dims";
-            } else if constexpr (std::is_same_v<T, topo::FatTreeSpec>) {
-                hosts = std::pow(static_cast<double>(t.k), 3) / 4.0;
-                key = "$.network.k";
-            } else if constexpr (std::is_same_v<T, topo::CustomSpec>) {
-                hosts = static_cast<double>(t.nodes.size());  // already in memory as JSON
-            } else {
-                hosts = static_cast<double>(t.hosts);
-                key = "$.network.hosts";
-            }
-        },
-        s.topology);
-    const double bytes = hosts * per_host;
-    if (bytes > kMaxPlanMemory)
+    const topo::FabricSize size = topo::fabric_size(s.topology);
+    const std::string key = size.key.empty() ? "$.network" : fmt::format("$.network.{}", size.key);
+    if (size.bytes > kMaxPlanMemory)
         throw ScenarioError(key, fmt::format("a fabric of {:.3g} hosts would need about {:.3g} GB of memory (limit "
                                              "{:.0f} GB); expected a smaller network",
-                                             hosts, bytes / 1e9, kMaxPlanMemory / 1e9));
+                                             size.hosts, size.bytes / 1e9, kMaxPlanMemory / 1e9));
 }
 
 }  // namespace
@@ -345,7 +283,7 @@ void detail::check_limits(const Scenario& s, const std::string& jobs_path) {
     double memory = 0.0;
     for (std::size_t i = 0; i < s.jobs.size(); ++i) {
         const std::string prefix = s.has_jobs_list ? fmt::format("{}[{}].", jobs_path, i) : "$.";
-        const Machine m = machine_of(s.topology);
+        const topo::Machine m = topo::machine(s.topology);
         const double steps = plan_transfers(round_of(s.jobs[i], m));
         if (steps > kMaxPlanSteps) {
             const std::string path = round_culprit(s.jobs[i], m, prefix, kMaxPlanSteps);

@@ -109,10 +109,10 @@ models::SyncSpec read_sync(const json& j, const std::string& path, const JobSpec
             r.path("kind"),
             fmt::format("\"{}\" does not apply to architecture \"{}\"; expected one of {}", kind, arch, list(allowed)));
     }
-    if (!info.byteps && job.architecture.style == topo::PsStyle::byteps) {
+    if (!info.summed_rounds && job.architecture.style == topo::PsStyle::byteps) {
         std::vector<std::string> synchronous;
         for (const models::SyncSchemeInfo& other : models::sync_schemes())
-            if (other.byteps) synchronous.emplace_back(sim::enum_name(other.kind));
+            if (other.summed_rounds) synchronous.emplace_back(sim::enum_name(other.kind));
         throw ScenarioError(r.path("kind"), fmt::format("\"{}\" needs a standard parameter server; BytePS is "
                                                         "synchronous (expected {})",
                                                         kind, list(synchronous)));
@@ -219,9 +219,10 @@ models::ShardingSpec read_sharding(const json& j, const std::string& path, const
         throw ScenarioError(path,
                             "ZeRO++ is not modelled inside DiLoCo's islands; expected no quantized_weights, "
                             "quantized_gradients or hpz_partition_size with sync \"diloco\"");
-    if (job.sync.kind != models::SyncKind::bsp && job.sync.kind != models::SyncKind::diloco)
-        throw ScenarioError(path, fmt::format("sharded data parallelism synchronises every step; expected sync "
-                                              "\"bsp\", got \"{}\"",
+    if (!models::sync_scheme(job.sync.kind).step_gradients)
+        throw ScenarioError(path, fmt::format("sharded data parallelism synchronises every step; expected sync {}, "
+                                              "got \"{}\"",
+                                              models::sync_kinds_where(&models::SyncSchemeInfo::step_gradients),
                                               sim::enum_name(job.sync.kind)));
     if (job.architecture.kind != topo::ArchKind::allreduce)
         throw ScenarioError(path, fmt::format("sharded data parallelism runs collectives among the workers; expected "
@@ -271,10 +272,10 @@ models::OverlapSpec read_overlap(const json& j, const std::string& path, const J
         o.wfbp = true;
     }
     if (o.fusion == models::Fusion::buffer && !r.has("wfbp")) o.wfbp = true;
-    if (o.any() && job.sync.kind != models::SyncKind::bsp && job.sync.kind != models::SyncKind::diloco)
-        throw ScenarioError(path,
-                            "overlap applies to sync \"bsp\" and \"diloco\" (gradients of one iteration); expected "
-                            "no overlap with this sync scheme");
+    if (o.any() && !models::sync_scheme(job.sync.kind).step_gradients)
+        throw ScenarioError(path, fmt::format("overlap applies to sync {} (gradients of one iteration); expected no "
+                                              "overlap with this sync scheme",
+                                              models::sync_kinds_where(&models::SyncSchemeInfo::step_gradients)));
     if (o.priority && job.sync.kind == models::SyncKind::diloco)
         throw ScenarioError(r.path("priority"),
                             "DiLoCo's outer steps gate whole steps; expected no priority with "

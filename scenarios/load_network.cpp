@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <type_traits>
+#include <optional>
 #include <variant>
 
 #include "scenarios/key_tables.hpp"
@@ -74,13 +74,45 @@ double aggregation_memory(const N& n) {
     return n.aggregation_memory ? n.aggregation_memory->value() : 0.0;
 }
 
+// Each builder below has its echo (network_echo): the block of the topology it built, its keys at the values the run
+// used.
+
+// Every topology but custom: its links' bandwidth and latency.
+template <class Spec>
+void echo_links(const Spec& t, N& n) {
+    n.bandwidth = t.bandwidth;
+    n.latency = t.latency;
+}
+
+// A node preset by its name (the keys it fixes do not apply beside it), or the node's keys.
+void echo_node(N& n, const std::string& preset, std::size_t gpus, std::size_t nics, sim::Bandwidth intra) {
+    if (!preset.empty()) {
+        n.node = preset;
+        return;
+    }
+    n.gpus_per_node = gpus;
+    n.nics_per_node = nics;
+    n.intra_bandwidth = intra;
+}
+
 topo::TopologySpec build_star(const TopologyInput& in) {
     return topo::StarSpec{in.n.hosts.value_or(in.hosts_needed), *in.n.bandwidth, *in.n.latency,
                           in.n.sharp.value_or(false), aggregation_memory(in.n)};
 }
 
+void echo(const topo::StarSpec& t, N& n) {
+    echo_links(t, n);
+    n.hosts = t.hosts;
+    if (t.sharp) n.sharp = true;
+}
+
 topo::TopologySpec build_ring(const TopologyInput& in) {
     return topo::RingSpec{in.n.hosts.value_or(in.hosts_needed), *in.n.bandwidth, *in.n.latency};
+}
+
+void echo(const topo::RingSpec& t, N& n) {
+    echo_links(t, n);
+    n.hosts = t.hosts;
 }
 
 topo::TopologySpec build_two_tier(const TopologyInput& in) {
@@ -116,6 +148,19 @@ topo::TopologySpec build_two_tier(const TopologyInput& in) {
     return s;
 }
 
+void echo(const topo::TwoTierSpec& t, N& n) {
+    echo_links(t, n);
+    echo_node(n, t.node ? t.node->preset : "", t.gpus_per_node, t.nics_per_node, t.intra_bandwidth);
+    n.num_nodes = t.nodes;
+    n.intra_latency = t.intra_latency;
+    if (t.sites > 1) {  // one site: the plain two_tier, echoed as before
+        n.sites = t.sites;
+        n.wan_bandwidth = t.wan_bandwidth;
+        n.wan_latency = t.wan_latency;
+    }
+    if (t.sharp) n.sharp = true;
+}
+
 topo::TopologySpec build_rail_optimized(const TopologyInput& in) {
     const N& n = in.n;
     topo::RailOptimizedSpec s;
@@ -137,8 +182,23 @@ topo::TopologySpec build_rail_optimized(const TopologyInput& in) {
     return s;
 }
 
+void echo(const topo::RailOptimizedSpec& t, N& n) {
+    echo_links(t, n);
+    echo_node(n, t.node.preset, t.node.gpus, t.node.nics, t.node.gpu_bandwidth);
+    n.num_nodes = t.nodes;
+    n.intra_latency = t.intra_latency;
+    n.spines = t.spines;
+    n.oversubscription = t.oversubscription;
+    if (t.sharp) n.sharp = true;
+}
+
 topo::TopologySpec build_fat_tree(const TopologyInput& in) {
     return topo::FatTreeSpec{*in.n.k, *in.n.bandwidth, *in.n.latency};
+}
+
+void echo(const topo::FatTreeSpec& t, N& n) {
+    echo_links(t, n);
+    n.k = t.k;
 }
 
 topo::TopologySpec build_leaf_spine(const TopologyInput& in) {
@@ -154,8 +214,21 @@ topo::TopologySpec build_leaf_spine(const TopologyInput& in) {
     return s;
 }
 
+void echo(const topo::LeafSpineSpec& t, N& n) {
+    echo_links(t, n);
+    n.leaves = t.leaves;
+    n.hosts_per_leaf = t.hosts_per_leaf;
+    n.spines = t.spines;
+    n.oversubscription = t.oversubscription;
+}
+
 topo::TopologySpec build_torus2d(const TopologyInput& in) {
     return topo::Torus2dSpec{in.n.dims[0], in.n.dims[1], *in.n.bandwidth, *in.n.latency};
+}
+
+void echo(const topo::Torus2dSpec& t, N& n) {
+    echo_links(t, n);
+    n.dims = {t.x, t.y};
 }
 
 topo::TopologySpec build_custom(const TopologyInput& in) {
@@ -170,104 +243,41 @@ topo::TopologySpec build_custom(const TopologyInput& in) {
     return *n.custom;
 }
 
+void echo(const topo::CustomSpec& t, N& n) {
+    n.custom = t;
+}
+
 template <class Spec>
 TopologyReader entry(topo::TopologySpec (*build)(const TopologyInput&)) {
     return {Spec::kName, Spec::kDescription, build};
 }
 
-// The block of a resolved topology: its keys at the values the run used (the node's keys, or its preset).
-struct EchoVisitor {
-    N& n;
-    void operator()(const topo::CustomSpec& t) const { n.custom = t; }
-    template <class T>
-    void operator()(const T& t) const {
-        n.bandwidth = t.bandwidth;
-        n.latency = t.latency;
-        if constexpr (std::is_same_v<T, topo::StarSpec> || std::is_same_v<T, topo::RingSpec>) {
-            n.hosts = t.hosts;
-            if constexpr (std::is_same_v<T, topo::StarSpec>)
-                if (t.sharp) n.sharp = true;
-        } else if constexpr (std::is_same_v<T, topo::TwoTierSpec>) {
-            node(t.node ? t.node->preset : "", t.gpus_per_node, t.nics_per_node, t.intra_bandwidth);
-            n.num_nodes = t.nodes;
-            n.intra_latency = t.intra_latency;
-            if (t.sites > 1) {  // one site: the plain two_tier, echoed as before
-                n.sites = t.sites;
-                n.wan_bandwidth = t.wan_bandwidth;
-                n.wan_latency = t.wan_latency;
-            }
-            if (t.sharp) n.sharp = true;
-        } else if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) {
-            node(t.node.preset, t.node.gpus, t.node.nics, t.node.gpu_bandwidth);
-            n.num_nodes = t.nodes;
-            n.intra_latency = t.intra_latency;
-            n.spines = t.spines;
-            n.oversubscription = t.oversubscription;
-            if (t.sharp) n.sharp = true;
-        } else if constexpr (std::is_same_v<T, topo::FatTreeSpec>) {
-            n.k = t.k;
-        } else if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) {
-            n.leaves = t.leaves;
-            n.hosts_per_leaf = t.hosts_per_leaf;
-            n.spines = t.spines;
-            n.oversubscription = t.oversubscription;
-        } else if constexpr (std::is_same_v<T, topo::Torus2dSpec>) {
-            n.dims = {t.x, t.y};
-        }
-    }
-    // A node preset by its name (the keys it fixes do not apply beside it), or the node's keys.
-    void node(const std::string& preset, std::size_t gpus, std::size_t nics, sim::Bandwidth intra) const {
-        if (!preset.empty()) {
-            n.node = preset;
-            return;
-        }
-        n.gpus_per_node = gpus;
-        n.nics_per_node = nics;
-        n.intra_bandwidth = intra;
-    }
-};
-
 // The transports echoed: the given ones, or what `auto` picks for the topology's link speeds. `auto` is written
 // out as the pick only where every link between machines gets the same one (oversubscribed spine uplinks may be
 // slow enough for tcp); custom topologies, whose links may differ, keep auto; with a node preset (whose links
 // differ in medium) only a given intra-node transport is echoed.
-struct TransportEcho {
-    const Scenario& s;
-    N& n;
-    void operator()(const topo::CustomSpec&) const { n.transport = s.transports.inter; }
-    template <class T>
-    void operator()(const T& t) const {
-        const topo::TransportSpec host = topo::transport_for(s.transports, topo::LinkClass::inter, t.bandwidth);
-        auto same_pick = [&](sim::Bandwidth uplink) {
-            return s.transports.inter.has_value() ||
-                   topo::transport_for(s.transports, topo::LinkClass::inter, uplink).kind == host.kind;
-        };
-        bool uniform = true;
-        if constexpr (std::is_same_v<T, topo::LeafSpineSpec>) uniform = same_pick(topo::leaf_uplink_bandwidth(t));
-        if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) uniform = same_pick(topo::rail_uplink_bandwidth(t));
-        // Sites' WAN links are picked for by their own speed (tcp below 100 Gbit/s).
-        if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
-            if (t.sites > 1) uniform = uniform && same_pick(t.wan_bandwidth);
-        // Host links capped by host_bandwidth, and a node preset's own links between machines' parts (a GPU's PCIe
-        // link to its NIC), are picked for by their own speed too.
-        for (const auto& [name, bw] : s.host_bandwidth) uniform = uniform && same_pick(bw);
-        const topo::NodeType* node = nullptr;
-        if constexpr (std::is_same_v<T, topo::TwoTierSpec>) node = t.node ? &*t.node : nullptr;
-        if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) node = &t.node;
-        if (node != nullptr)
-            for (const auto& link : node->links)
-                if (link.cls == topo::LinkClass::inter) uniform = uniform && same_pick(link.bandwidth);
-        if (uniform) n.transport = host;
-        if constexpr (std::is_same_v<T, topo::TwoTierSpec>) intra(t.node.has_value(), t.intra_bandwidth);
-        if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>) intra(!t.node.preset.empty(), t.node.gpu_bandwidth);
+void echo_transports(const Scenario& s, N& n) {
+    const std::optional<topo::LinkSpeeds> links = topo::link_speeds(s.topology);
+    if (!links) {
+        n.transport = s.transports.inter;
+        return;
     }
-    void intra(bool preset, sim::Bandwidth bandwidth) const {
-        if (!preset)
-            n.intra_transport = topo::transport_for(s.transports, topo::LinkClass::intra, bandwidth);
-        else
-            n.intra_transport = s.transports.intra;
-    }
-};
+    const topo::TransportSpec host = topo::transport_for(s.transports, topo::LinkClass::inter, links->host);
+    auto same_pick = [&](sim::Bandwidth bw) {
+        return s.transports.inter.has_value() ||
+               topo::transport_for(s.transports, topo::LinkClass::inter, bw).kind == host.kind;
+    };
+    bool uniform = true;
+    for (const sim::Bandwidth bw : links->inter) uniform = uniform && same_pick(bw);
+    // Host links capped by host_bandwidth are picked for by their own speed too.
+    for (const auto& [name, bw] : s.host_bandwidth) uniform = uniform && same_pick(bw);
+    if (uniform) n.transport = host;
+    if (!links->intra) return;
+    if (links->intra->preset)
+        n.intra_transport = s.transports.intra;
+    else
+        n.intra_transport = topo::transport_for(s.transports, topo::LinkClass::intra, links->intra->bandwidth);
+}
 
 }  // namespace
 
@@ -317,8 +327,8 @@ NetworkSpec read_network(const json& j, const std::string& base_dir, std::size_t
 json network_echo(const Scenario& s) {
     N n;
     n.topology = std::string(topo::topology_name(s.topology));
-    std::visit(detail::EchoVisitor{n}, s.topology);
-    std::visit(detail::TransportEcho{s, n}, s.topology);
+    std::visit([&n](const auto& t) { detail::echo(t, n); }, s.topology);
+    detail::echo_transports(s, n);
     n.model = s.network_model;
     n.routing = s.routing;
     n.host_bandwidth = s.host_bandwidth;

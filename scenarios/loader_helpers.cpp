@@ -127,9 +127,10 @@ void check_switch_aggregation(const JobSpec& job, const topo::Fabric& fabric, co
         throw ScenarioError(path,
                             "switch aggregation sums in a switch that can reduce; expected network.sharp true on a "
                             "star, a one-site two_tier or a rail_optimized fabric");
-    if (job.sync.kind != models::SyncKind::bsp && job.sync.kind != models::SyncKind::local_sgd)
+    if (!models::sync_scheme(job.sync.kind).summed_rounds)
         throw ScenarioError(path, fmt::format("switch aggregation sums every worker's push of one round; expected "
-                                              "sync \"bsp\" or \"local_sgd\", got \"{}\"",
+                                              "sync {}, got \"{}\"",
+                                              models::sync_kinds_where(&models::SyncSchemeInfo::summed_rounds),
                                               sim::enum_name(job.sync.kind)));
     if (job.compression.kind != "none")
         throw ScenarioError(path, fmt::format("switch aggregation sums dense gradients; expected compression "

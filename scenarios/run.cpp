@@ -8,8 +8,6 @@
 #include <map>
 #include <span>
 #include <stdexcept>
-#include <type_traits>
-#include <variant>
 
 #include "models/comm_plan.hpp"
 #include "models/resolve.hpp"
@@ -29,42 +27,14 @@ constexpr double kLongLatencyS = 86'400.0;  // a link latency above a day is wha
 
 // The scenario's largest link latency and its JSON path.
 std::pair<double, std::string> largest_latency(const Scenario& s) {
-    std::pair<double, std::string> out{0.0, "$.network.latency"};
-    std::visit(
-        [&](const auto& t) {
-            using T = std::decay_t<decltype(t)>;
-            if constexpr (std::is_same_v<T, topo::CustomSpec>) {
-                for (std::size_t i = 0; i < t.links.size(); ++i)
-                    if (t.links[i].latency.seconds() > out.first)
-                        out = {t.links[i].latency.seconds(), fmt::format("$.network.links[{}].latency", i)};
-            } else {
-                out.first = t.latency.seconds();
-                if constexpr (std::is_same_v<T, topo::TwoTierSpec> || std::is_same_v<T, topo::RailOptimizedSpec>)
-                    if (t.intra_latency > t.latency) out = {t.intra_latency.seconds(), "$.network.intra_latency"};
-            }
-        },
-        s.topology);
-    return out;
+    const topo::Keyed<sim::Time> latency = topo::largest_latency(s.topology);
+    return {latency.value.seconds(), "$.network." + latency.key};
 }
 
 // The scenario's slowest link bandwidth and its JSON path (host_bandwidth caps count: they are links too).
 std::pair<double, std::string> smallest_bandwidth(const Scenario& s) {
-    std::pair<double, std::string> out{0.0, "$.network.bandwidth"};
-    std::visit(
-        [&](const auto& t) {
-            using T = std::decay_t<decltype(t)>;
-            if constexpr (std::is_same_v<T, topo::CustomSpec>) {
-                for (std::size_t i = 0; i < t.links.size(); ++i)
-                    if (out.first == 0.0 || t.links[i].bandwidth.bytes_per_s() < out.first)
-                        out = {t.links[i].bandwidth.bytes_per_s(), fmt::format("$.network.links[{}].bandwidth", i)};
-            } else {
-                out.first = t.bandwidth.bytes_per_s();
-                if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
-                    if (t.intra_bandwidth.bytes_per_s() < out.first)
-                        out = {t.intra_bandwidth.bytes_per_s(), "$.network.intra_bandwidth"};
-            }
-        },
-        s.topology);
+    const topo::Keyed<sim::Bandwidth> slowest = topo::smallest_bandwidth(s.topology);
+    std::pair<double, std::string> out{slowest.value.bytes_per_s(), "$.network." + slowest.key};
     for (const auto& [host, bw] : s.host_bandwidth)
         if (bw.bytes_per_s() < out.first) out = {bw.bytes_per_s(), fmt::format("$.network.host_bandwidth.{}", host)};
     // A transport's per-connection cap (stream_rate x streams) binds every transfer like a slower link.

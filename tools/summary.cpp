@@ -30,42 +30,8 @@ std::string node_line(const topo::NodeType& n) {
 }
 
 std::string topology_line(const scenario::Scenario& s) {
-    const auto bw = [](sim::Bandwidth b) { return si_text(b.bits_per_s(), "bit/s"); };
-    return std::visit(
-        [&](const auto& t) -> std::string {
-            using T = std::decay_t<decltype(t)>;
-            if constexpr (std::is_same_v<T, topo::StarSpec>)
-                return fmt::format("star, {} hosts, {} links, {} latency", t.hosts, bw(t.bandwidth),
-                                   latency(t.latency.seconds()));
-            else if constexpr (std::is_same_v<T, topo::TwoTierSpec>)
-                return t.node ? fmt::format("two_tier, {} nodes {}, NICs {} / {}", t.nodes, node_line(*t.node),
-                                            bw(t.bandwidth), latency(t.latency.seconds()))
-                              : fmt::format("two_tier, {} nodes x {} GPUs, {} x NIC {} / {}, intra {} / {}", t.nodes,
-                                            t.gpus_per_node, t.nics_per_node, bw(t.bandwidth),
-                                            latency(t.latency.seconds()), bw(t.intra_bandwidth),
-                                            latency(t.intra_latency.seconds()));
-            else if constexpr (std::is_same_v<T, topo::FatTreeSpec>)
-                return fmt::format("fat_tree k={}, {} hosts, {} links, {} latency", t.k, t.k * t.k * t.k / 4,
-                                   bw(t.bandwidth), latency(t.latency.seconds()));
-            else if constexpr (std::is_same_v<T, topo::LeafSpineSpec>)
-                return fmt::format("leaf_spine, {} leaves x {} hosts, {} spines, hosts {}, uplinks {} ({}:1)", t.leaves,
-                                   t.hosts_per_leaf, t.spines, bw(t.bandwidth), bw(topo::leaf_uplink_bandwidth(t)),
-                                   t.oversubscription);
-            else if constexpr (std::is_same_v<T, topo::RingSpec>)
-                return fmt::format("ring of {} hosts, {} links, {} latency", t.hosts, bw(t.bandwidth),
-                                   latency(t.latency.seconds()));
-            else if constexpr (std::is_same_v<T, topo::Torus2dSpec>)
-                return fmt::format("torus2d {} x {}, {} links, {} latency", t.x, t.y, bw(t.bandwidth),
-                                   latency(t.latency.seconds()));
-            else if constexpr (std::is_same_v<T, topo::RailOptimizedSpec>)
-                return fmt::format("rail_optimized, {} nodes {}, {} rails of {} / {}, {} spines, uplinks {} ({}:1)",
-                                   t.nodes, node_line(t.node), t.node.nics, bw(t.bandwidth),
-                                   latency(t.latency.seconds()), t.spines, bw(topo::rail_uplink_bandwidth(t)),
-                                   t.oversubscription);
-            else
-                return fmt::format("custom, {} nodes, {} links", t.nodes.size(), t.links.size());
-        },
-        s.topology);
+    return topo::summary(s.topology, {[](sim::Bandwidth b) { return si_text(b.bits_per_s(), "bit/s"); },
+                                      [](sim::Time t) { return latency(t.seconds()); }, node_line});
 }
 
 // What would make a job fit, largest part first, only what the job does not do already.

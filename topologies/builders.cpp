@@ -188,6 +188,91 @@ sim::Bandwidth rail_uplink_bandwidth(const RailOptimizedSpec& s) {
     return s.bandwidth * (static_cast<double>(s.nodes) / (static_cast<double>(s.spines) * s.oversubscription));
 }
 
+// The specs' answers (builders.hpp).
+
+namespace {
+// A node type's links between machines' parts (a GPU's PCIe link to its NIC): `auto` picks for their own speed.
+void add_inter_links(const NodeType& node, std::vector<sim::Bandwidth>& out) {
+    for (const auto& link : node.links)
+        if (link.cls == LinkClass::inter) out.push_back(link.bandwidth);
+}
+}  // namespace
+
+std::string StarSpec::summary(const SummaryWords& w) const {
+    return fmt::format("star, {} hosts, {} links, {} latency", hosts, w.bandwidth(bandwidth), w.latency(latency));
+}
+
+std::optional<LinkSpeeds> TwoTierSpec::link_speeds() const {
+    LinkSpeeds out{bandwidth, {}, IntraLinks{intra_bandwidth, node.has_value()}};
+    if (sites > 1) out.inter.push_back(wan_bandwidth);  // sites' WAN links (tcp below 100 Gbit/s)
+    if (node) add_inter_links(*node, out.inter);
+    return out;
+}
+
+std::string TwoTierSpec::summary(const SummaryWords& w) const {
+    if (node)
+        return fmt::format("two_tier, {} nodes {}, NICs {} / {}", nodes, w.node(*node), w.bandwidth(bandwidth),
+                           w.latency(latency));
+    return fmt::format("two_tier, {} nodes x {} GPUs, {} x NIC {} / {}, intra {} / {}", nodes, gpus_per_node,
+                       nics_per_node, w.bandwidth(bandwidth), w.latency(latency), w.bandwidth(intra_bandwidth),
+                       w.latency(intra_latency));
+}
+
+std::optional<LinkSpeeds> RailOptimizedSpec::link_speeds() const {
+    LinkSpeeds out{bandwidth, {rail_uplink_bandwidth(*this)}, IntraLinks{node.gpu_bandwidth, !node.preset.empty()}};
+    add_inter_links(node, out.inter);
+    return out;
+}
+
+std::string RailOptimizedSpec::summary(const SummaryWords& w) const {
+    return fmt::format("rail_optimized, {} nodes {}, {} rails of {} / {}, {} spines, uplinks {} ({}:1)", nodes,
+                       w.node(node), node.nics, w.bandwidth(bandwidth), w.latency(latency), spines,
+                       w.bandwidth(rail_uplink_bandwidth(*this)), oversubscription);
+}
+
+std::string FatTreeSpec::summary(const SummaryWords& w) const {
+    return fmt::format("fat_tree k={}, {} hosts, {} links, {} latency", k, k * k * k / 4, w.bandwidth(bandwidth),
+                       w.latency(latency));
+}
+
+std::optional<LinkSpeeds> LeafSpineSpec::link_speeds() const {
+    return LinkSpeeds{bandwidth, {leaf_uplink_bandwidth(*this)}, std::nullopt};
+}
+
+std::string LeafSpineSpec::summary(const SummaryWords& w) const {
+    return fmt::format("leaf_spine, {} leaves x {} hosts, {} spines, hosts {}, uplinks {} ({}:1)", leaves,
+                       hosts_per_leaf, spines, w.bandwidth(bandwidth), w.bandwidth(leaf_uplink_bandwidth(*this)),
+                       oversubscription);
+}
+
+std::string RingSpec::summary(const SummaryWords& w) const {
+    return fmt::format("ring of {} hosts, {} links, {} latency", hosts, w.bandwidth(bandwidth), w.latency(latency));
+}
+
+std::string Torus2dSpec::summary(const SummaryWords& w) const {
+    return fmt::format("torus2d {} x {}, {} links, {} latency", x, y, w.bandwidth(bandwidth), w.latency(latency));
+}
+
+Keyed<sim::Time> CustomSpec::largest_latency() const {
+    Keyed<sim::Time> out{sim::Time::zero(), "latency"};
+    for (std::size_t i = 0; i < links.size(); ++i)
+        if (links[i].latency.seconds() > out.value.seconds())
+            out = {links[i].latency, fmt::format("links[{}].latency", i)};
+    return out;
+}
+
+Keyed<sim::Bandwidth> CustomSpec::smallest_bandwidth() const {
+    Keyed<sim::Bandwidth> out{sim::Bandwidth{}, "bandwidth"};
+    for (std::size_t i = 0; i < links.size(); ++i)
+        if (out.value.bytes_per_s() == 0.0 || links[i].bandwidth < out.value)
+            out = {links[i].bandwidth, fmt::format("links[{}].bandwidth", i)};
+    return out;
+}
+
+std::string CustomSpec::summary(const SummaryWords& /*its line writes no figure*/) const {
+    return fmt::format("custom, {} nodes, {} links", nodes.size(), links.size());
+}
+
 namespace {
 std::atomic<std::uint64_t> g_fabrics_built{0};
 }

@@ -57,7 +57,8 @@ TEST_CASE("enum tables: unique names, descriptions, round trips") {
     check_table<topo::NodeKind>(2);
     check_table<topo::Routing>(2);
     check_table<topo::TransportKind>(5);
-    check_table<models::SyncKind>(6);
+    check_table<models::SyncKind>(models::sync_schemes().size());  // each scheme named, each name a descriptor
+    for (const auto& e : sim::enum_table<models::SyncKind>()) CHECK(models::sync_scheme(e.value).kind == e.value);
     check_table<models::Fusion>(3);
     check_table<models::StragglerDistribution>(3);
     check_table<models::Precision>(5);
@@ -110,22 +111,22 @@ TEST_CASE("enum tables: the loader maps every algorithm and sync name to its own
         const auto sc = scenario::load_scenario(j);
         CHECK(sc.jobs.at(0).architecture.algorithm == e.value);
     }
-    for (const auto& e : sim::enum_table<models::SyncKind>()) {
-        nlohmann::json sync{{"kind", std::string(e.name)}};
-        if (e.value == models::SyncKind::ssp) sync["staleness"] = 2;
-        if (e.value == models::SyncKind::local_sgd) sync["period"] = 4;
-        const bool diloco = e.value == models::SyncKind::diloco;  // islands of all-reduce workers
-        if (diloco) sync.update({{"period", 4}, {"islands", 2}});
+    // Each scheme on its first architecture, its required keys at 2 (of 4 workers) from its descriptor.
+    for (const models::SyncSchemeInfo& info : models::sync_schemes()) {
+        nlohmann::json sync{{"kind", std::string(sim::enum_name(info.kind))}};
+        for (std::string_view k : info.keys)
+            if (k.ends_with('*')) sync[std::string(k.substr(0, k.size() - 1))] = 2;
+        nlohmann::json arch{{"kind", std::string(sim::enum_name(info.architectures.front()))}};
+        if (info.architectures.front() == topo::ArchKind::ps) arch["servers"] = 1;
         const nlohmann::json j{{"workers", 4},
                                {"model", "resnet50"},
                                {"batch_size", 32},
                                {"device", "V100"},
                                {"network", ddlsim::testing::star_network({.latency = "1us"})},
-                               {"architecture", diloco ? nlohmann::json{{"kind", "allreduce"}}
-                                                       : nlohmann::json{{"kind", "ps"}, {"servers", 1}}},
+                               {"architecture", arch},
                                {"sync", sync}};
-        INFO(e.name);
-        CHECK(scenario::load_scenario(j).jobs.at(0).sync.kind == e.value);
+        INFO(sim::enum_name(info.kind));
+        CHECK(scenario::load_scenario(j).jobs.at(0).sync.kind == info.kind);
     }
 }
 
