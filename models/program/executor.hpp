@@ -63,12 +63,12 @@ private:
         std::uint32_t pc = 0;       ///< next instruction
         bool idle = false;          ///< the compute stream waits (for a call, a receive, or the iteration's last calls)
         StepSlowdown slow;
-        std::vector<char> done;  ///< per call of ProgramSet::calls, this iteration
+        std::vector<bool> done;  ///< per call of ProgramSet::calls, this iteration (a bit each: 16,384 ranks)
         std::uint32_t calls_left = 0, sends_left = 0;
         std::vector<std::uint32_t> queue;   ///< calls waiting, a FIFO from queue_head (a deque's 512-byte block per
         std::size_t queue_head = 0;         ///< rank would cost 8 MB at 16,384 ranks, and its cache)
         std::uint32_t in_flight = 0;        ///< calls started and not done
-        std::vector<sim::Time> call_start;  ///< per call, when it started
+        std::vector<sim::Time> call_start;  ///< per call, when it started (only with a timeline)
     };
     struct RoundState {
         std::unique_ptr<sim::Round> runner;
