@@ -1,8 +1,11 @@
 // The key table of a device (models/device.hpp DeviceSpec) and its reader: a built-in profile by name with
 // overrides, explicit peaks, or a measured throughput, optionally under a calibration profile's "device".
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
@@ -39,10 +42,17 @@ void set_precision(DeviceSpec& d, std::optional<models::Precision> given, const 
     const bool named = builtin(d);
     const models::DeviceProfile p = *models::builtin_device(named ? d.name : "V100");
     const models::Precision precision = given.value_or(named ? p.default_precision : models::Precision::fp32);
-    if (p.peak(precision).per_s() <= 0.0)
-        throw ScenarioError(ppath, fmt::format("{} has no {} math (bf16 needs an A100, H100 or H200; fp8 an H100 or "
-                                               "H200); expected one of fp32, tf32, fp16",
-                                               p.name, models::precision_name(precision)));
+    if (p.peak(precision).per_s() <= 0.0) {
+        // What this part offers and the parts that offer the precision asked for, from the device table.
+        std::vector<std::string> offered, parts;
+        for (const auto& e : sim::enum_table<models::Precision>())
+            if (p.peak(e.value).per_s() > 0.0) offered.emplace_back(e.name);
+        for (const std::string& n : device_names())
+            if (models::builtin_device(n)->peak(precision).per_s() > 0.0) parts.push_back(n);
+        throw ScenarioError(
+            ppath, fmt::format("{} has no {} math (it is on {}); expected one of {}", p.name,
+                               models::precision_name(precision), fmt::join(parts, ", "), detail::list(offered)));
+    }
     d.precision = precision;
     d.precision_source = given ? models::Source::scenario : models::Source::builtin_default;
     d.peak = p.peak(precision);
@@ -99,9 +109,11 @@ const KeyTable<DeviceSpec>& device_keys() {
             // Read in every case: the precision fixes the peaks and fractions the keys below override.
             keys::custom<D>(
                 "precision",
-                enum_schema(sim::enum_names<models::Precision>(),
-                            "arithmetic: fp32, tf32, fp16/bf16 (AMP), fp8 (H100/H200); default fp32 on P100/V100, "
-                            "tf32 convolutions with fp32 matmuls on A100/H100/H200 (PyTorch's default)"),
+                enum_schema(
+                    sim::enum_names<models::Precision>(),
+                    "arithmetic: fp32, tf32, fp16/bf16 (AMP), fp8 (on the parts with an FP8 rate: `ddlsim models`); "
+                    "default: tf32 convolutions with fp32 matmuls on NVIDIA parts from A100 on (PyTorch's "
+                    "default), fp32 on P100/V100 and AMD parts (ROCm's TF32 is opt-in)"),
                 [](D& d, const json& j, const std::string& path) {
                     set_precision(d, read_enum<models::Precision>(j, path), path);
                 },
