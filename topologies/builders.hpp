@@ -130,14 +130,19 @@ struct TwoTierSpec {
     [[nodiscard]] Machine machine() const {
         return {static_cast<double>(gpus_per_node), static_cast<double>(node ? node->nics : nics_per_node)};
     }
-    /// The intra-node links' where longer than the NIC links'.
+    /// The longest of the NIC, intra-node and (with several sites) WAN links.
     [[nodiscard]] Keyed<sim::Time> largest_latency() const {
-        if (intra_latency > latency) return {intra_latency, "intra_latency"};
-        return {latency, "latency"};
+        Keyed<sim::Time> out{latency, "latency"};
+        if (intra_latency > out.value) out = {intra_latency, "intra_latency"};
+        if (sites > 1 && wan_latency > out.value) out = {wan_latency, "wan_latency"};
+        return out;
     }
+    /// The slowest of the NIC, intra-node and (with several sites) WAN links.
     [[nodiscard]] Keyed<sim::Bandwidth> smallest_bandwidth() const {
-        if (intra_bandwidth < bandwidth) return {intra_bandwidth, "intra_bandwidth"};
-        return {bandwidth, "bandwidth"};
+        Keyed<sim::Bandwidth> out{bandwidth, "bandwidth"};
+        if (intra_bandwidth < out.value) out = {intra_bandwidth, "intra_bandwidth"};
+        if (sites > 1 && wan_bandwidth < out.value) out = {wan_bandwidth, "wan_bandwidth"};
+        return out;
     }
     [[nodiscard]] std::optional<LinkSpeeds> link_speeds() const;
     [[nodiscard]] std::string summary(const SummaryWords& w) const;

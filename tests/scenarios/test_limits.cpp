@@ -50,6 +50,18 @@ TEST_CASE("limits: simulated time past the picosecond range is refused, not wrap
     j["iterations"] = 1000;
     j["network"]["model"] = "analytic";
     CHECK(error_path(j) == "$.iterations");
+    // Two sites: a WAN of a year's latency, or of 1 bit/s, is what overflows, named by its own key.
+    json sites = base();
+    sites["network"] = {{"topology", "two_tier"},
+                        {"node", "dgx_h100"},
+                        {"sites", 2},
+                        {"wan_bandwidth", "10Gbps"},
+                        {"wan_latency", "1e8s"}};
+    sites["workers"] = 16;
+    CHECK(error_path(sites) == "$.network.wan_latency");
+    sites["network"]["wan_latency"] = "30ms";
+    sites["network"]["wan_bandwidth"] = "1bps";
+    CHECK(error_path(sites) == "$.network.wan_bandwidth");
 }
 
 TEST_CASE("limits: flow runs beyond the event budget are refused up front, analytic ones run") {
