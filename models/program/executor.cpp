@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "models/comm_plan.hpp"
@@ -21,8 +22,12 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
       hooks_(std::move(hooks)),
       ws_(job.workers) {
     if (set_.programs.empty()) throw std::logic_error("executor: no program");
-    for (const Call& c : set_.calls)
+    std::size_t streams = 1;
+    for (const Call& c : set_.calls) {
         if (c.phases.empty() || c.phases.size() > 16) throw std::logic_error("executor: a call holds 1 to 16 phases");
+        streams = std::max<std::size_t>(streams, c.stream + 1U);
+    }
+    for (W& s : ws_) s.lanes.resize(streams);
     for (std::size_t p = 0; p < set_.programs.size(); ++p) {
         std::uint32_t n = 0;
         for (const Instr& in : set_.programs[p].instrs) n += in.kind == Instr::Kind::issue ? 1 : 0;
@@ -79,7 +84,8 @@ bool Executor::comm_active(std::uint32_t w) const {
     const W& s = ws_[w];
     // Calls waiting on its stream, or any of its traffic in flight: calls, sends, and what the trainer sends itself
     // (DiLoCo's outer steps) — NCCL kernels share the GPU with compute.
-    return s.queue_head < s.queue.size() || clocks_[w].in_flight > 0;
+    return clocks_[w].in_flight > 0 ||
+           std::any_of(s.lanes.begin(), s.lanes.end(), [](const Lane& l) { return l.head < l.queue.size(); });
 }
 
 // The compute's spans from `start`: one, or one per layer.
@@ -191,19 +197,22 @@ void Executor::end_iteration(std::uint32_t w) {
 }
 
 void Executor::issue(std::uint32_t w, std::uint32_t call) {
-    ws_[w].queue.push_back(call);
-    pump(w);
+    const std::uint8_t stream = set_.calls[call].stream;
+    ws_[w].lanes[stream].queue.push_back(call);
+    pump(w, stream);
 }
 
-// Starts rank w's queued calls: the next one when none is in flight (fifo), or all of them (concurrent).
-void Executor::pump(std::uint32_t w) {
-    W& s = ws_[w];
-    while (s.queue_head < s.queue.size() && (set_.stream == ProgramSet::Stream::concurrent || s.in_flight == 0)) {
-        const std::uint32_t call = s.queue[s.queue_head++];
-        if (s.queue_head == s.queue.size()) {
-            s.queue.clear();
-            s.queue_head = 0;
+// Starts rank w's queued calls of one communicator: the next one when none is in flight (fifo), or all of them
+// (concurrent).
+void Executor::pump(std::uint32_t w, std::uint8_t stream) {
+    Lane& l = ws_[w].lanes[stream];
+    while (l.head < l.queue.size() && (set_.stream == ProgramSet::Stream::concurrent || l.in_flight == 0)) {
+        const std::uint32_t call = l.queue[l.head++];
+        if (l.head == l.queue.size()) {
+            l.queue.clear();
+            l.head = 0;
         }
+        ++l.in_flight;
         start_call(w, call);
     }
 }
@@ -211,7 +220,6 @@ void Executor::pump(std::uint32_t w) {
 // The call's encode and launch (the transport's per-collective overhead), then its first phase.
 void Executor::start_call(std::uint32_t w, std::uint32_t call) {
     W& s = ws_[w];
-    ++s.in_flight;
     const sim::Time now = engine_.now();
     if (!s.call_start.empty()) s.call_start[call] = now;
     clocks_[w].comm_begin(now);
@@ -284,10 +292,10 @@ void Executor::call_done(std::uint32_t w, std::uint32_t call) {
         timeline_.span(
             detail::Timeline::comm(w), [&] { return fmt::format("{}it{} {}", c.verb, s.iter, c.label); },
             "communication", s.call_start[call], engine_.now());
-    --s.in_flight;
+    --s.lanes[c.stream].in_flight;
     s.done[call] = true;
     --s.calls_left;
-    pump(w);
+    pump(w, c.stream);
     if (hooks_.called) hooks_.called(w, s.iter, call);
     if (s.idle) advance(w);
 }

@@ -1,7 +1,8 @@
 // The one interpreter of per-rank programs (models/program/program.hpp) on the event engine.
 //
-// Per rank: a compute stream that runs the program's instructions in order, and a communication stream that runs
-// the issued calls one at a time in issue order (fifo) or each as soon as it is issued (concurrent). A call starts
+// Per rank: a compute stream that runs the program's instructions in order, and per communicator (Call::stream) a
+// communication stream that runs its issued calls one at a time in issue order (fifo) or each as soon as it is
+// issued (concurrent). A call starts
 // with its encode and the transport's per-collective overhead; its phases run back to back, each after its own codec
 // work (`before`) and followed by its `after` work, the last by the call's decode. Every rank that joins a call meets
 // in the same round, keyed by (iteration, call, phase); endpoints that are no rank (servers, switches) join at once.
@@ -57,6 +58,12 @@ public:
     [[nodiscard]] sim::Time duration(std::uint32_t w, const Compute& c) const;
 
 private:
+    /// One communicator's stream on one rank.
+    struct Lane {
+        std::vector<std::uint32_t> queue;  ///< calls waiting, a FIFO from head (a deque's 512-byte block per rank
+        std::size_t head = 0;              ///< would cost 8 MB at 16,384 ranks, and its cache)
+        std::uint32_t in_flight = 0;       ///< calls started and not done
+    };
     struct W {
         std::uint32_t iter = 0;
         std::uint32_t program = 0;  ///< this iteration's
@@ -65,9 +72,7 @@ private:
         StepSlowdown slow;
         std::vector<bool> done;  ///< per call of ProgramSet::calls, this iteration (a bit each: 16,384 ranks)
         std::uint32_t calls_left = 0, sends_left = 0;
-        std::vector<std::uint32_t> queue;   ///< calls waiting, a FIFO from queue_head (a deque's 512-byte block per
-        std::size_t queue_head = 0;         ///< rank would cost 8 MB at 16,384 ranks, and its cache)
-        std::uint32_t in_flight = 0;        ///< calls started and not done
+        std::vector<Lane> lanes;            ///< per communicator (Call::stream), its stream
         std::vector<sim::Time> call_start;  ///< per call, when it started (only with a timeline)
     };
     struct RoundState {
@@ -83,7 +88,7 @@ private:
     void compute_done(std::uint32_t w);
     void end_iteration(std::uint32_t w);
     void issue(std::uint32_t w, std::uint32_t call);
-    void pump(std::uint32_t w);
+    void pump(std::uint32_t w, std::uint8_t stream);
     void open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t call, std::uint32_t p);
     RoundState& round(std::uint32_t i, std::uint32_t call, std::uint32_t p);
     void phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, std::uint32_t e);

@@ -8,9 +8,10 @@
 // Instructions run in order on the rank's compute stream; only `compute` takes time on it.
 //   compute  a part of the model (layers [first, last]) for one micro-batch: forward, backward, the accumulation
 //            micro-batches of a step (no communication), or the optimizer's update (a fraction of it: a shard's)
-//   issue    puts a call (a sequence of collectives, ProgramSet::calls) on the rank's communication stream: a FIFO
-//            with one call in flight (PyTorch's ProcessGroupNCCL runs a process group's collectives on one NCCL
-//            stream; DeepSpeed's ZeRO reduces and gathers on its own single stream)
+//   issue    puts a call (a sequence of collectives, ProgramSet::calls) on its communicator's stream: a FIFO with
+//            one call in flight (PyTorch's ProcessGroupNCCL runs a process group's collectives on one NCCL stream;
+//            DeepSpeed's ZeRO reduces and gathers on its own single stream); each communicator has its own
+//            (Call::stream)
 //   wait     the compute stream waits until that call is done on this rank
 //   send     starts a point-to-point transfer of `bytes` to rank `peer`, tagged (not on the FIFO: NCCL's
 //            send/recv of a pipeline run on their own streams)
@@ -64,6 +65,11 @@ struct Call {
     bool gradient = false;  ///< reduces gradients
     CodecWork encode;       ///< on the rank's device when the call starts, before its launch
     CodecWork decode;       ///< after its last phase
+    /// The communicator whose stream runs it: 0, the job's own (data parallelism's process group); another number,
+    /// a process group of its own (NCCL gives each communicator its own stream), so its calls do not queue behind
+    /// the others' (a SyncBatchNorm group, a tensor- or expert-parallel group). ProgramSet::stream's policy holds on
+    /// each.
+    std::uint8_t stream = 0;
 
     [[nodiscard]] static Call of(std::vector<CommOp> phases, std::string label, bool gradient = false) {
         Call c;

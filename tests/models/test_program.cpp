@@ -299,4 +299,38 @@ TEST_CASE("program: a cycle of programs per iteration, marks in order, and concu
             CHECK(b.run(set, planner) == testing::approx(expected).epsilon(1e-9));
         }
     }
+    SUBCASE("two communicators: each has its own fifo stream, so their calls run side by side") {
+        // The fifo case above with the second gather on a communicator of its own: the concurrent closed form,
+        // (n - 1) (2L + 2 S/(nB)); a third call on the first communicator still waits for the first.
+        const std::uint32_t n = 4;
+        const double S = 40e6;
+        Bench b(n, 1);
+        auto planner = b.planner();
+        const auto all = planner.add_group("all", {{0, 1, 2, 3}});
+        models::program::ProgramSet set;
+        auto gather = [&](const char* label, std::uint8_t stream) {
+            auto c = models::program::Call::of({CommOp::of(CollectiveKind::all_gather, all, S)}, label);
+            c.stream = stream;
+            return set.add_call(std::move(c));
+        };
+        const auto g1 = gather("a", 0), g2 = gather("b", 1);
+        set.programs.emplace_back();
+        set.programs[0].issue(g1);
+        set.programs[0].issue(g2);
+        CHECK(b.run(set, planner) == testing::approx((n - 1) * (2 * kL + 2 * S / n / kB)).epsilon(1e-9));
+        // And with a third, on the first communicator: it starts when the first ends, alone on the links after
+        // both rings ended together: (n - 1) (2L + 2 S/(nB)) + (n - 1) (2L + S/(nB)).
+        Bench b3(n, 1);
+        auto planner3 = b3.planner();
+        const auto all3 = planner3.add_group("all", {{0, 1, 2, 3}});
+        models::program::ProgramSet set3;
+        for (const std::uint8_t stream : {0, 1, 0}) {
+            auto c = models::program::Call::of({CommOp::of(CollectiveKind::all_gather, all3, S)}, "g");
+            c.stream = stream;
+            set3.programs.resize(1);
+            set3.programs[0].issue(set3.add_call(std::move(c)));
+        }
+        CHECK(b3.run(set3, planner3) ==
+              testing::approx((n - 1) * (2 * kL + 2 * S / n / kB) + (n - 1) * (2 * kL + S / n / kB)).epsilon(1e-9));
+    }
 }
