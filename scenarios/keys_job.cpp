@@ -197,14 +197,32 @@ std::vector<keys::Key<J>> job_key_list() {
              {"items", device_union("a built-in profile or a device object")},
              {"description",
               "heterogeneous clusters: one device per worker (name or object), overriding `device` for compute; "
-              "`device` stays the reference for scaling efficiency"}},
+              "`device` stays the reference for scaling efficiency; a built-in part without its own precision takes "
+              "the mixed precision (fp16, bf16, fp8) given to `device`"}},
             [](J& s, const json& j, const std::string& path, const keys::ReadContext& ctx) {
                 const json& d = read_array(j, path, 1);
                 if (d.size() != s.workers)
                     throw ScenarioError(
                         path, fmt::format("expected {} devices (one per worker), got {}", s.workers, d.size()));
-                for (std::size_t i = 0; i < d.size(); ++i)
-                    s.worker_devices.push_back(detail::read_device(d[i], fmt::format("{}[{}]", path, i), ctx.base_dir));
+                // A built-in part named without a precision of its own runs at the mixed precision the scenario gave
+                // `device` (fp16, bf16, fp8): AMP is the job's choice, not a property of each part. FP32 and TF32 stay
+                // each part's own default math (a V100's fp32 does not turn an A100's TF32 convolutions off), as do a
+                // custom device and a calibration profile.
+                const models::Precision p = s.device.precision;
+                const bool scenario_precision =
+                    s.device.precision_source == models::Source::scenario &&
+                    (p == models::Precision::fp16 || p == models::Precision::bf16 || p == models::Precision::fp8);
+                for (std::size_t i = 0; i < d.size(); ++i) {
+                    json entry = d[i];
+                    if (scenario_precision &&
+                        (entry.is_string() || (entry.is_object() && entry.contains("name") &&
+                                               !entry.contains("precision") && !entry.contains("profile")))) {
+                        if (entry.is_string()) entry = json{{"name", entry}};
+                        entry["precision"] = std::string(models::precision_name(s.device.precision));
+                    }
+                    s.worker_devices.push_back(
+                        detail::read_device(entry, fmt::format("{}[{}]", path, i), ctx.base_dir));
+                }
             },
             [](const J& s) {
                 json out = json::array();
