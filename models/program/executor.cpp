@@ -27,7 +27,7 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
         if (c.phases.empty() || c.phases.size() > 16) throw std::logic_error("executor: a call holds 1 to 16 phases");
         streams = std::max<std::size_t>(streams, c.stream + 1U);
     }
-    for (W& s : ws_) s.lanes.resize(streams);
+    for (W& s : ws_) s.lanes.resize(streams - 1);
     for (std::size_t p = 0; p < set_.programs.size(); ++p) {
         std::uint32_t n = 0;
         for (const Instr& in : set_.programs[p].instrs) n += in.kind == Instr::Kind::issue ? 1 : 0;
@@ -84,7 +84,7 @@ bool Executor::comm_active(std::uint32_t w) const {
     const W& s = ws_[w];
     // Calls waiting on its stream, or any of its traffic in flight: calls, sends, and what the trainer sends itself
     // (DiLoCo's outer steps) — NCCL kernels share the GPU with compute.
-    return clocks_[w].in_flight > 0 ||
+    return clocks_[w].in_flight > 0 || s.lane0.head < s.lane0.queue.size() ||
            std::any_of(s.lanes.begin(), s.lanes.end(), [](const Lane& l) { return l.head < l.queue.size(); });
 }
 
@@ -198,14 +198,14 @@ void Executor::end_iteration(std::uint32_t w) {
 
 void Executor::issue(std::uint32_t w, std::uint32_t call) {
     const std::uint8_t stream = set_.calls[call].stream;
-    ws_[w].lanes[stream].queue.push_back(call);
+    ws_[w].lane(stream).queue.push_back(call);
     pump(w, stream);
 }
 
 // Starts rank w's queued calls of one communicator: the next one when none is in flight (fifo), or all of them
 // (concurrent).
 void Executor::pump(std::uint32_t w, std::uint8_t stream) {
-    Lane& l = ws_[w].lanes[stream];
+    Lane& l = ws_[w].lane(stream);
     while (l.head < l.queue.size() && (set_.stream == ProgramSet::Stream::concurrent || l.in_flight == 0)) {
         const std::uint32_t call = l.queue[l.head++];
         if (l.head == l.queue.size()) {
@@ -292,7 +292,7 @@ void Executor::call_done(std::uint32_t w, std::uint32_t call) {
         timeline_.span(
             detail::Timeline::comm(w), [&] { return fmt::format("{}it{} {}", c.verb, s.iter, c.label); },
             "communication", s.call_start[call], engine_.now());
-    --s.lanes[c.stream].in_flight;
+    --s.lane(c.stream).in_flight;
     s.done[call] = true;
     --s.calls_left;
     pump(w, c.stream);

@@ -72,7 +72,10 @@ private:
         StepSlowdown slow;
         std::vector<bool> done;  ///< per call of ProgramSet::calls, this iteration (a bit each: 16,384 ranks)
         std::uint32_t calls_left = 0, sends_left = 0;
-        std::vector<Lane> lanes;            ///< per communicator (Call::stream), its stream
+        Lane lane0;  ///< the job's own communicator's stream, inline (every rank's state is touched per call)
+        std::vector<Lane> lanes;  ///< the other communicators' (Call::stream 1, 2, ...)
+
+        Lane& lane(std::uint8_t stream) { return stream == 0 ? lane0 : lanes[stream - 1U]; }
         std::vector<sim::Time> call_start;  ///< per call, when it started (only with a timeline)
     };
     struct RoundState {
