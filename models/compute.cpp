@@ -456,21 +456,27 @@ bool has_batchnorm(const Workload& w) {
     return false;
 }
 
+std::vector<double> batchnorm_channels(const Workload& w, std::size_t l) {
+    std::vector<double> out;
+    double channels = 0.0;
+    for (const LayerPart& part : w.layers[l].parts) {
+        if (is_gemm(part.kind)) channels = part.cols;
+        if (is_batchnorm(part)) out.push_back(channels);
+    }
+    return out;
+}
+
 void add_batchnorm_sync(ComputeProfile& p, const Workload& w, sim::Time latency, double seconds_per_byte) {
-    constexpr double kBytesPerChannel = 8.0;  // two fp32 values per channel each way (mean, variance; two sums)
     for (std::size_t i = 0; i < p.layers.size() && i < w.layers.size(); ++i) {
-        double channels = 0.0, seconds = 0.0;
-        for (const LayerPart& part : w.layers[i].parts) {
-            if (is_gemm(part.kind)) channels = part.cols;
-            if (is_batchnorm(part)) seconds += latency.seconds() + kBytesPerChannel * channels * seconds_per_byte;
-        }
+        double seconds = 0.0;
+        for (const double channels : batchnorm_channels(w, i))
+            seconds += latency.seconds() + kBatchNormBytesPerChannel * channels * seconds_per_byte;
         if (seconds <= 0.0) continue;
         const sim::Time t = sim::Time::seconds(seconds);
         p.layers[i].fwd += t;
         p.layers[i].bwd += t;
         p.fwd += t;
         p.bwd += t;
-        p.batchnorm_sync += t;
     }
 }
 

@@ -60,9 +60,6 @@ struct ComputeProfile {
     /// Gradient accumulation: the forward and backward passes of the k - 1 micro-batches before the last one of
     /// an optimizer step, (k - 1)(fwd + bwd), with no communication (DDP's no_sync); zero without accumulation.
     sim::Time accumulation;
-    /// SyncBatchNorm's waits within fwd (add_batchnorm_sync): training-mode statistics, which an evaluation's
-    /// forward (BatchNorm in eval mode, running statistics) does not wait for.
-    sim::Time batchnorm_sync;
 
     /// One optimizer step: every micro-batch's forward and backward, then the update.
     [[nodiscard]] sim::Time iteration() const { return accumulation + fwd + bwd + update; }
@@ -83,11 +80,21 @@ void add_recomputation(ComputeProfile& p, const Workload& w);
 /// Whether the model has BatchNorm layers (the built-in CNNs' norm parts; catalog_cnn.cpp).
 [[nodiscard]] bool has_batchnorm(const Workload& w);
 
-/// SyncBatchNorm (job key bn_group): each layer with a BatchNorm waits, forward and backward, for one all-reduce
+/// SyncBatchNorm (job key bn_group) as a closed form: each BatchNorm waits, forward and backward, for one all-reduce
 /// among its group of the statistics (forward: each channel's mean and variance; backward: the two gradient sums
-/// per channel; fp32, 8 bytes per channel) on the critical path: `latency` + 8 C x `seconds_per_byte` each way,
-/// C the channels of the convolution before it.
+/// per channel; fp32, kBatchNormBytesPerChannel) on the critical path: `latency` + 8 C x `seconds_per_byte` each
+/// way, C the channels of the convolution before it. The per-rank programs run these all-reduces as flows
+/// (models/program/batchnorm.hpp), which this is the idle-fabric cost of; the priority driver, which is no program,
+/// adds it to its compute.
 void add_batchnorm_sync(ComputeProfile& p, const Workload& w, sim::Time latency, double seconds_per_byte);
+
+/// The channels of each BatchNorm of layer `l` (the columns of the GEMM before it), in order; empty: none.
+[[nodiscard]] std::vector<double> batchnorm_channels(const Workload& w, std::size_t l);
+
+/// Bytes each rank all-reduces per channel of a BatchNorm, each way: two fp32 values (forward: mean and variance;
+/// backward: the two gradient sums) — torch.nn.SyncBatchNorm's all-gather of count, mean and invstd per rank is a
+/// different form of the same statistics; ddlsim models NVIDIA's group BatchNorm, which all-reduces sums.
+inline constexpr double kBatchNormBytesPerChannel = 8.0;
 
 /// Seconds of one part for a local batch of `batch` samples, forward (backward = false) or backward.
 [[nodiscard]] double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t batch, bool backward);

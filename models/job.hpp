@@ -16,6 +16,7 @@
 #include "sim/enum_info.hpp"
 #include "topologies/collectives.hpp"
 #include "topologies/fabric.hpp"
+#include "topologies/transport.hpp"
 
 namespace ddlsim::models {
 
@@ -240,6 +241,11 @@ struct TrainingJob : JobKeys {
     bool record_schedule = false;                ///< keep the update schedule (convergence replay)
     sim::Time collective_overhead;               ///< per collective: launch / negotiation (the transport's)
     double overlap_slowdown = 0.0;               ///< compute stretched by (1 + this) while communication runs
+    /// SyncBatchNorm (bn_group > 1): NCCL's cost of one small all-reduce in the slowest group (its LL ring,
+    /// topo::nccl_small_allreduce), and the launch of each statistics all-reduce, so that its ring of flows on an
+    /// idle fabric costs that: the LL latency less the ring's hop latencies on the fabric, never below zero.
+    topo::SmallAllreduce batchnorm_cost;
+    sim::Time batchnorm_launch;
 
     [[nodiscard]] const ComputeProfile& compute_of(std::uint32_t w) const {
         return worker_compute.empty() ? compute : worker_compute[w];

@@ -44,18 +44,20 @@ TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const J
     }
     job.endpoint_hosts = ctx.worker_hosts;
     job.endpoint_hosts.insert(job.endpoint_hosts.end(), ctx.server_hosts.begin(), ctx.server_hosts.end());
-    if (keys.bn_group >
-        1) {  // SyncBatchNorm: each group of consecutive ranks; the slowest group's all-reduce binds all
-        topo::SmallAllreduce worst;
+    if (keys.bn_group > 1) {  // SyncBatchNorm: each group of consecutive ranks all-reduces its statistics
         const std::span<const topo::Vertex> ranks(job.endpoint_hosts);
         for (std::uint32_t first = 0; first < keys.workers; first += keys.bn_group) {
-            const topo::SmallAllreduce c = topo::nccl_small_allreduce(fabric, ranks.subspan(first, keys.bn_group));
-            if (c.latency > worst.latency) worst.latency = c.latency;
-            worst.seconds_per_byte = std::max(worst.seconds_per_byte, c.seconds_per_byte);
+            const std::span<const topo::Vertex> group = ranks.subspan(first, keys.bn_group);
+            const topo::SmallAllreduce c = topo::nccl_small_allreduce(fabric, group);
+            job.batchnorm_cost.latency = std::max(job.batchnorm_cost.latency, c.latency);
+            job.batchnorm_cost.seconds_per_byte = std::max(job.batchnorm_cost.seconds_per_byte, c.seconds_per_byte);
+            // The ring's 2(r - 1) steps, each its slowest hop's latency (RingCollective's closed form).
+            sim::Time hop;
+            for (std::size_t i = 0; i < group.size(); ++i)
+                hop = std::max(hop, fabric.path_latency(group[i], group[(i + 1) % group.size()]));
+            const sim::Time ring = scaled(hop, 2.0 * static_cast<double>(group.size() - 1));
+            if (c.latency > ring) job.batchnorm_launch = std::max(job.batchnorm_launch, c.latency - ring);
         }
-        add_batchnorm_sync(job.compute, keys.workload, worst.latency, worst.seconds_per_byte);
-        for (auto& wc : job.worker_compute)
-            add_batchnorm_sync(wc, keys.workload, worst.latency, worst.seconds_per_byte);
     }
     if (keys.activation_checkpointing) {
         add_recomputation(job.compute, keys.workload);

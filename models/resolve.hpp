@@ -1,10 +1,11 @@
 // One resolved job: a job's keys (models::JobKeys) made into what the trainers run (TrainingJob) on a built fabric,
 // beside the model rather than in the scenario parser (as ns-3 keeps its wiring in helper/). Every model rule that
 // turns keys into a runnable job lives here, once:
-//   - the compute profile of the job's device and of each worker's own (models/compute.hpp), with SyncBatchNorm's
-//     waits (bn_group > 1: each group of consecutive ranks all-reduces its statistics; the slowest group's
-//     all-reduce binds all), full activation checkpointing's recomputation, and gradient accumulation's k - 1
-//     micro-batches of forward and backward;
+//   - the compute profile of the job's device and of each worker's own (models/compute.hpp), with full activation
+//     checkpointing's recomputation and gradient accumulation's k - 1 micro-batches of forward and backward;
+//   - SyncBatchNorm's cost (bn_group > 1: each group of consecutive ranks all-reduces its statistics, which the
+//     programs run as flows, models/program/batchnorm.hpp): NCCL's LL latency of the slowest group and the launch
+//     that makes a ring on the idle fabric cost it;
 //   - the compute slowdown beside communication: overlap.compute_slowdown, else the device's calibrated
 //     overlap_slowdown, else kDefaultOverlapSlowdown (0 with the ideal transport); none for a lone worker with no
 //     server (nothing to communicate);

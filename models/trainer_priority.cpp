@@ -18,10 +18,16 @@ namespace {
 // iteration's forward when backward ends, while the last iteration's messages still travel; each layer's update
 // runs on the compute stream once the last piece of that layer lands, and the next forward of a layer waits for it.
 // Messages start by credit, front-most layer first (models/message_scheduler.hpp). The loader allows priority with
-// BSP only, with WFBP, without accumulation.
+// BSP only, with WFBP, without accumulation. SyncBatchNorm's all-reduces, flows on the programs, are here their
+// closed form on an idle fabric inside each layer's compute (models/compute.hpp add_batchnorm_sync).
 class PriorityTrainer final : public TrainerBase {
 public:
     explicit PriorityTrainer(const TrainerEnv& env) : TrainerBase(env, false), ws_(env.job.workers) {
+        if (job_.bn_group > 1) {
+            profiles_ = job_.worker_compute.empty() ? std::vector<ComputeProfile>{job_.compute} : job_.worker_compute;
+            for (ComputeProfile& p : profiles_)
+                add_batchnorm_sync(p, job_.workload, job_.batchnorm_cost.latency, job_.batchnorm_cost.seconds_per_byte);
+        }
         const auto& msgs = plan_.messages();
         scheduler_ = make_message_scheduler(
             job_, [this](std::uint32_t w, std::uint32_t i, std::uint32_t m) { start_message(w, i, m); },
@@ -82,6 +88,12 @@ private:
     };
 
     [[nodiscard]] std::uint32_t layers() const { return static_cast<std::uint32_t>(job_.workload.layers.size()); }
+    /// Worker w's compute, with SyncBatchNorm's waits.
+    [[nodiscard]] const ComputeProfile& compute_of(std::uint32_t w) const {
+        if (profiles_.empty()) return job_.compute_of(w);
+        return profiles_[job_.worker_compute.empty() ? 0 : w];
+    }
+    std::vector<ComputeProfile> profiles_;  ///< with SyncBatchNorm: each profile with its closed form (else empty)
 
     // Runs forward from `fwd_clock`, layer by layer, each layer after its update, then backward.
     void begin(std::uint32_t w) {
@@ -101,7 +113,7 @@ private:
 
     void advance_forward(std::uint32_t w) {
         W& s = ws_[w];
-        const ComputeProfile& cp = job_.compute_of(w);
+        const ComputeProfile& cp = compute_of(w);
         while (s.fwd_layer < layers()) {
             const std::uint32_t l = s.fwd_layer;
             if (s.pending[l] > 0) {
@@ -146,7 +158,7 @@ private:
         const auto& msgs = plan_.messages();
         sim::Time t = engine_.now();
         const bool slowed = comm_active(w);
-        sim::Time d = scaled(job_.compute_of(w).layers[l].bwd, s.slow.factor);
+        sim::Time d = scaled(compute_of(w).layers[l].bwd, s.slow.factor);
         if (slowed) d = scaled(d, 1.0 + job_.overlap_slowdown);
         env_.timeline.span(
             Timeline::compute(w),
@@ -187,7 +199,7 @@ private:
 
     void backward(std::uint32_t w, sim::Time t) {
         W& s = ws_[w];
-        const ComputeProfile& cp = job_.compute_of(w);
+        const ComputeProfile& cp = compute_of(w);
         const std::uint32_t i = s.iter;
         record(OpKind::grad, w, i, s.fwd_clock);  // every layer's parameters are current now
         const auto& msgs = plan_.messages();
@@ -298,7 +310,7 @@ private:
         --s.outstanding;
         scheduler_->done(w, i, m);
         // Layers whose last piece arrived are updated; a forward waiting on them resumes.
-        const ComputeProfile& cp = job_.compute_of(w);
+        const ComputeProfile& cp = compute_of(w);
         for (std::uint32_t l : msg_layers_[m])
             if (--s.pending[l] == 0) {
                 // The update kernel runs on the compute stream, after whatever it holds.

@@ -41,6 +41,7 @@
 #include <memory>
 
 #include "models/compression.hpp"
+#include "models/program/batchnorm.hpp"
 #include "models/program/executor.hpp"
 #include "models/trainer_detail.hpp"
 #include "models/trainer_outer.hpp"
@@ -57,7 +58,7 @@ using program::ComputeKind;
 class ShardedCompiler {
 public:
     ShardedCompiler(const TrainingJob& job, const CommPlan& plan, program::Planner& planner)
-        : job_(job), plan_(plan), planner_(planner) {
+        : job_(job), plan_(plan), planner_(planner), batchnorm_(job, planner) {
         const auto& node_of = plan.context().node_of;
         shard_ = planner.add_group(
             "shard", job.sync.kind == SyncKind::diloco  // DiLoCo: each island shards alone
@@ -105,6 +106,12 @@ private:
     [[nodiscard]] std::string layer_names(std::uint32_t first, std::uint32_t last) const {
         const auto& ls = job_.workload.layers;
         return first == last ? ls[first].name : ls[first].name + ".." + ls[last].name;
+    }
+
+    // A forward or backward pass over layers [first, last] of micro-batch mb, with SyncBatchNorm's all-reduces.
+    void run_layers(ComputeKind kind, std::uint32_t first, std::uint32_t last, std::uint32_t mb) {
+        batchnorm_.pass(set_, prog(), kind == ComputeKind::forward, first, last, mb,
+                        [&](std::uint32_t a, std::uint32_t b) { compute(kind, a, b, mb); });
     }
 
     void compute(ComputeKind kind, std::uint32_t first, std::uint32_t last, std::uint32_t mb) {
@@ -200,8 +207,16 @@ private:
 
     void stage12() {
         const std::uint32_t L = layers();
-        if (job_.gradient_accumulation > 1) compute(ComputeKind::accumulate, 0, 0, 0);
-        if (L > 0) compute(ComputeKind::forward, 0, L - 1, 0);
+        const std::uint32_t A = job_.gradient_accumulation;
+        if (A > 1 && batchnorm_.active()) {  // each micro-batch waits for its BatchNorms' all-reduces
+            for (std::uint32_t mb = 0; mb + 1 < A; ++mb) {
+                run_layers(ComputeKind::forward, 0, L - 1, mb);
+                run_layers(ComputeKind::backward, 0, L - 1, mb);
+            }
+        } else if (A > 1) {
+            compute(ComputeKind::accumulate, 0, 0, 0);
+        }
+        if (L > 0) run_layers(ComputeKind::forward, 0, L - 1, A - 1);
         const auto& msgs = plan_.messages();
         const bool overlap = job_.overlap.overlapped();
         std::vector<std::uint32_t> gathers;
@@ -215,7 +230,7 @@ private:
         // Each reduction leaves when the backward of its front layer ends (without overlap: when backward ends);
         // the gathers of the updated shard when the update ends.
         for (std::uint32_t l = L; l-- > 0;) {
-            compute(ComputeKind::backward, l, l, 0);
+            run_layers(ComputeKind::backward, l, l, A - 1);
             for (std::uint32_t c : at_layer[l]) prog().issue(c);
         }
         update();
@@ -254,7 +269,7 @@ private:
                     if (gather[k] != kNone && (k >= p ? k - p : 0) == j) prog().issue(gather[k]);
                 if (gather[j] != kNone) prog().wait(gather[j]);
                 const Unit& u = units[fwd ? j : U - 1 - j];
-                compute(kind, u.first, u.last, mb);
+                run_layers(kind, u.first, u.last, mb);
                 if (reduce[j] != kNone) prog().issue(reduce[j]);
             }
         };
@@ -268,6 +283,7 @@ private:
     const TrainingJob& job_;
     const CommPlan& plan_;
     program::Planner& planner_;
+    program::BatchNormSync batchnorm_;
     program::ProgramSet set_;
     program::GroupId shard_ = 0, replica_ = kNone, hpz_ = kNone, node_ = kNone;
     std::uint32_t group_size_ = 1;

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 
+#include "models/program/batchnorm.hpp"
 #include "models/program/executor.hpp"
 #include "models/trainer_detail.hpp"
 #include "models/trainer_outer.hpp"
@@ -98,11 +99,15 @@ namespace {
 //     every message is issued, and encoded on its stream, when backward ends);
 //   BSP: the update once every message is done; Local SGD: the local update, then (every H-th step) the model's
 //     message, whose average replaces the local model; D-PSGD (gossip): the model's message, then the update.
-// Messages run on the worker's stream one at a time (NCCL), or all at once on a parameter server.
+// Messages run on the worker's stream one at a time (NCCL), or all at once on a parameter server. With SyncBatchNorm
+// every micro-batch's forward and backward wait for their BatchNorms' all-reduces (models/program/batchnorm.hpp), so
+// the accumulation micro-batches run as passes of their own.
 class ReplicatedTrainer final : public TrainerBase {
 public:
     explicit ReplicatedTrainer(const TrainerEnv& env)
-        : TrainerBase(env, SyncConfig::of(env.job).model_sync), cfg_(SyncConfig::of(env.job)) {
+        : TrainerBase(env, SyncConfig::of(env.job).model_sync),
+          cfg_(SyncConfig::of(env.job)),
+          batchnorm_(env.job, plan_.planner()) {
         compile();
         if (schedule_) {
             std::vector<std::uint32_t> everyone(job_.workers);
@@ -111,7 +116,9 @@ public:
         }
         program::Executor::Hooks hooks;
         hooks.marked = [this](std::uint32_t w, std::uint32_t i, std::uint32_t id) { marked(w, i, id); };
-        hooks.called = [this](std::uint32_t w, std::uint32_t i, std::uint32_t) { called(w, i); };
+        hooks.called = [this](std::uint32_t w, std::uint32_t i, std::uint32_t call) {
+            if (call < plan_.messages().size()) called(w, i);  // not SyncBatchNorm's
+        };
         if (job_.sync.kind == SyncKind::diloco) {
             outer_ = std::make_unique<OuterSteps>(env_, comm_, clocks_, plan_.planner(),
                                                   [this](std::uint32_t w) { executor_->begin_iteration(w); });
@@ -125,7 +132,11 @@ public:
     void start() override { executor_->start(); }
 
     [[nodiscard]] JobResult result() const override {
-        return sync_result(job_, plan_, cfg_.period, cfg_.averaging, clocks_, ready_, schedule_, outer_.get());
+        JobResult r = sync_result(job_, plan_, cfg_.period, cfg_.averaging, clocks_, ready_, schedule_, outer_.get());
+        r.bytes_on_wire_per_iteration += batchnorm_totals_.wire;
+        r.machine_bytes_per_iteration += batchnorm_totals_.machine;
+        r.collectives_per_iteration += batchnorm_totals_.collectives;
+        return r;
     }
 
 private:
@@ -164,6 +175,7 @@ private:
         programs_.round_period = cfg_.period;
         programs_.comm_spans = true;
         programs_.count_updates = false;
+        batchnorm_totals_ = batchnorm_.per_iteration();
         if (msgs.empty()) {  // nothing to synchronise: every step is local
             programs_.programs.push_back(program_of(false));
             return;
@@ -177,14 +189,30 @@ private:
     }
 
     // One iteration's program: `sync` whether it synchronises.
-    program::Program program_of(bool sync) const {
+    program::Program program_of(bool sync) {
         using program::ComputeKind;
         program::Program p;
         const std::uint32_t L = layers(), A = job_.gradient_accumulation;
         const auto& msgs = plan_.messages();
-        if (A > 1)
+        // Layers [first, last] of micro-batch mb forward or backward, with SyncBatchNorm's all-reduces among them.
+        auto pass = [&](bool forward, std::uint32_t first, std::uint32_t last, std::uint32_t mb, std::string label,
+                        bool slowable) {
+            const ComputeKind kind = forward ? ComputeKind::forward : ComputeKind::backward;
+            batchnorm_.pass(programs_, p, forward, first, last, mb, [&](std::uint32_t a, std::uint32_t b) {
+                program::Compute c = step(kind, a, b, label, slowable);
+                c.micro_batch = mb;
+                p.compute(std::move(c));
+            });
+        };
+        if (A > 1 && batchnorm_.active()) {
+            for (std::uint32_t mb = 0; mb + 1 < A; ++mb) {
+                pass(true, 0, L - 1, mb, fmt::format("forward mb{} (no_sync)", mb), false);
+                pass(false, 0, L - 1, mb, fmt::format("backward mb{} (no_sync)", mb), false);
+            }
+        } else if (A > 1) {
             p.compute(step(ComputeKind::accumulate, 0, 0, fmt::format("micro-batches 1-{} (no_sync)", A - 1), false));
-        if (L > 0) p.compute(step(ComputeKind::forward, 0, L - 1, "forward", false));
+        }
+        if (L > 0) pass(true, 0, L - 1, A - 1, "forward", false);
         p.mark(grad);  // every layer's parameters are current: the gradient's model
         const bool gradients = sync && !cfg_.model_sync;
         const bool overlap = job_.overlap.overlapped();
@@ -200,7 +228,7 @@ private:
         if (gradients && overlap && job_.overlap_slowdown > 0.0 && L > 0) {
             // Layer by layer on the event clock; a layer's messages leave once all their encodes ran.
             for (std::uint32_t l = L; l-- > 0;) {
-                p.compute(step(ComputeKind::backward, l, l, "backward", true));
+                pass(false, l, l, A - 1, "backward", true);
                 for (std::uint32_t m : by_front[l]) encode(m);
                 for (std::uint32_t m : by_front[l]) p.issue(m);
             }
@@ -209,7 +237,7 @@ private:
             std::uint32_t top = L;  // the run's first layer in backward order is top - 1
             for (std::uint32_t l = L; l-- > 0;) {
                 if (by_front[l].empty() && l > 0) continue;
-                p.compute(step(ComputeKind::backward, l, top - 1, "backward", false));
+                pass(false, l, top - 1, A - 1, "backward", false);
                 top = l;
                 for (std::uint32_t m : by_front[l]) {
                     encode(m);
@@ -217,7 +245,7 @@ private:
                 }
             }
         } else {
-            if (L > 0) p.compute(step(ComputeKind::backward, 0, L - 1, "backward", false));
+            if (L > 0) pass(false, 0, L - 1, A - 1, "backward", false);
             if (gradients)
                 for (std::uint32_t m = 0; m < msgs.size(); ++m) p.issue(m);
         }
@@ -272,6 +300,8 @@ private:
     }
 
     SyncConfig cfg_;
+    program::BatchNormSync batchnorm_;
+    program::BatchNormSync::Totals batchnorm_totals_;
     program::ProgramSet programs_;
     std::unique_ptr<program::Executor> executor_;
     std::unique_ptr<OuterSteps> outer_;  ///< DiLoCo's outer steps (null for the other schemes)

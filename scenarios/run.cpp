@@ -259,8 +259,8 @@ ComputeAssumptions compute_assumptions(const JobSpec& j, const models::ComputePr
             return out;  // run_scenario reports it
         }
     }
-    // The kinds and the scale are the derived profile's; the run's additions (SyncBatchNorm's waits,
-    // recomputation, accumulation) change neither.
+    // The kinds and the scale are the derived profile's; the run's additions (recomputation, accumulation) change
+    // neither.
     const models::ComputeProfile& p = profile != nullptr ? *profile : built;
     out.profiled = true;
     double flops = 0.0, seconds = 0.0;

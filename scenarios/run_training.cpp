@@ -20,8 +20,9 @@ std::optional<models::TimeToTrain> job_time_to_train(const JobSpec& spec, const 
     run.samples_per_s = r.throughput_samples_per_s;
     run.workers = spec.workers;  // the GPUs billed (dedicated parameter servers are hosts, not GPUs)
     run.batch_size = spec.batch_size;
-    // An evaluation's forward runs BatchNorm on its running statistics: no SyncBatchNorm wait (bn_group).
-    run.forward_s = std::max(0.0, r.forward_time_s - job.compute.batchnorm_sync.seconds());
+    // The forward's compute: an evaluation runs BatchNorm on its running statistics, with no SyncBatchNorm
+    // all-reduce (bn_group; those are the training step's communication, not its compute).
+    run.forward_s = r.forward_time_s;
     run.metric_allreduce_s = models::metric_allreduce_time(job, fabric).seconds();
     const models::MemoryEstimate mem = job_memory(spec);
     run.rank_state_bytes = mem.weights + mem.optimizer;

@@ -223,7 +223,8 @@ void Executor::start_call(std::uint32_t w, std::uint32_t call) {
     const sim::Time now = engine_.now();
     if (!s.call_start.empty()) s.call_start[call] = now;
     clocks_[w].comm_begin(now);
-    const sim::Time enc = job_.codec_time(set_.calls[call].encode, w), launch = job_.collective_overhead;
+    const Call& c = set_.calls[call];
+    const sim::Time enc = job_.codec_time(c.encode, w), launch = c.launch.value_or(job_.collective_overhead);
     if (set_.comm_spans) {
         timeline_.span(detail::Timeline::comm(w), "encode", "codec", now, now + enc);
         timeline_.span(detail::Timeline::comm(w), "launch", "communication", now + enc, now + enc + launch);

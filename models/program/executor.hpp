@@ -2,9 +2,9 @@
 //
 // Per rank: a compute stream that runs the program's instructions in order, and per communicator (Call::stream) a
 // communication stream that runs its issued calls one at a time in issue order (fifo) or each as soon as it is
-// issued (concurrent). A call starts
-// with its encode and the transport's per-collective overhead; its phases run back to back, each after its own codec
-// work (`before`) and followed by its `after` work, the last by the call's decode. Every rank that joins a call meets
+// issued (concurrent). A call starts with its encode and its launch (the transport's per-collective overhead, unless
+// the call names its own); its phases run back to back, each after its own codec work (`before`) and followed by its
+// `after` work, the last by the call's decode. Every rank that joins a call meets
 // in the same round, keyed by (iteration, call, phase); endpoints that are no rank (servers, switches) join at once.
 // Compute that starts while the rank's communication stream holds work or any of its traffic is in flight (calls,
 // sends, a trainer's own: DiLoCo's outer steps) runs (1 + overlap_slowdown) longer, unless it is marked not to. Each

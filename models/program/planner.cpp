@@ -7,6 +7,7 @@
 #include "topologies/allreduce_auto.hpp"
 #include "topologies/grouped_collective.hpp"
 #include "topologies/parameter_server.hpp"
+#include "topologies/ring_allreduce.hpp"
 #include "topologies/sharded_collectives.hpp"
 #include "topologies/sparse_collectives.hpp"
 
@@ -145,14 +146,17 @@ std::unique_ptr<topo::Collective> Planner::build(const CommOp& op) {
                                                    : topo::ShardCollective::reduce_scatter,
                                                groups_.at(op.group).parts, ranks_, bytes, ctx_);
         case CollectiveKind::all_reduce: {
-            // The replica all-reduce of sharded_collectives.hpp runs over the transpose of the shard groups it is
-            // given: it needs the group this one is across.
+            // Over a group across another: the replica all-reduce of sharded_collectives.hpp, which runs over the
+            // transpose of the shard groups it is given (each rank all-reduces its shard). Over a group of its own:
+            // a ring all-reduce of the whole `bytes` in each part (RingCollective: 2(g - 1) steps of bytes / g).
             const Group& g = groups_.at(op.group);
-            if (g.across < 0)
-                throw std::logic_error("planner: all_reduce over group " + g.name +
-                                       " needs a group declared across another");
-            return topo::make_shard_collective(topo::ShardCollective::replica_allreduce,
-                                               groups_[static_cast<std::size_t>(g.across)].parts, ranks_, bytes, ctx_);
+            if (g.across >= 0)
+                return topo::make_shard_collective(topo::ShardCollective::replica_allreduce,
+                                                   groups_[static_cast<std::size_t>(g.across)].parts, ranks_, bytes,
+                                                   ctx_);
+            const auto size = static_cast<std::uint32_t>(g.parts.front().size());
+            return std::make_unique<topo::RingCollective>(ranks_, g.parts, bytes / std::max(size, 1U),
+                                                          size < 2 ? 0 : 2 * (size - 1));
         }
         case CollectiveKind::hierarchical_all_to_all:
             return topo::make_hierarchical_all_to_all(groups_.at(op.group).parts, ranks_, bytes, sim::Bytes{op.bytes2});

@@ -11,7 +11,8 @@
 //
 // The kinds and what the planner builds for them (topologies/sharded_collectives.hpp):
 //   reduce_scatter, all_gather   over a group: a ring per part (with the context's channels)
-//   all_reduce                   over a group across another: the replica all-reduce of rank j of every part
+//   all_reduce                   over a group across another: the replica all-reduce of rank j of every part (of
+//                                its shard, bytes / part size); over a group of its own: a ring in each part
 //   hierarchical_all_to_all      over a group (one part per node): ZeRO++ qgZ's two-level all-to-all, `bytes` inside
 //                                each part, `bytes2` between them
 // and, for a data-parallel job the planner serves (serve_data_parallel), the collectives of its architecture over

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,9 @@ struct Call {
     /// the others' (a SyncBatchNorm group, a tensor- or expert-parallel group). ProgramSet::stream's policy holds on
     /// each.
     std::uint8_t stream = 0;
+    /// Its launch before the first phase (none: the transport's per-collective overhead, TrainingJob's
+    /// collective_overhead).
+    std::optional<sim::Time> launch;
 
     [[nodiscard]] static Call of(std::vector<CommOp> phases, std::string label, bool gradient = false) {
         Call c;

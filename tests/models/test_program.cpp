@@ -198,8 +198,11 @@ TEST_CASE("planner: one collective per distinct CommOp, the op's ordering is the
     // 1/2 shards over 2 groups: 2 (2 - 1) steps of S/4 per rank.
     CHECK(planner.wire_bytes(a) == testing::approx(4 * 3 * 1e6 / 4));
     CHECK(planner.wire_bytes(CommOp::of(CollectiveKind::all_reduce, across, 1e6)) == testing::approx(4 * 2 * 1e6 / 4));
-    // An all-reduce needs a group declared across another (the replica all-reduce is the only one planned here).
-    CHECK_THROWS_AS((void)planner.collective(CommOp::of(CollectiveKind::all_reduce, all, 1e6)), std::logic_error);
+    // An all-reduce over a group of its own: a ring in each part, 2 (4 - 1) steps of S/4 per rank among 4, the whole
+    // S reduced (not a shard's), and a different collective from the replica all-reduce of the same bytes.
+    const CommOp ring = CommOp::of(CollectiveKind::all_reduce, all, 1e6);
+    CHECK(planner.wire_bytes(ring) == testing::approx(4 * 2 * 3 * 1e6 / 4));
+    CHECK(planner.wire_bytes(CommOp::of(CollectiveKind::all_reduce, pairs, 1e6)) == testing::approx(4 * 2 * 1e6 / 2));
 }
 
 TEST_CASE("planner: a data-parallel job's collectives come from the same planner, keyed by their tensors") {

@@ -9,9 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+#include <string>
+#include <utility>
+
 #include "models/compute.hpp"
 #include "models/workload.hpp"
 #include "scenarios/run.hpp"
+#include "sim/trace.hpp"
 #include "tests/support/scenario_harness.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/node_type.hpp"
@@ -84,29 +89,120 @@ TEST_CASE("sync batchnorm: NCCL's LL ring latency inside a node, across nodes an
           ddlsim::testing::approx(1.0 / (0.5 * hop)).epsilon(1e-12));
 }
 
-TEST_CASE("sync batchnorm: each BatchNorm layer pays one small all-reduce forward and one backward") {
-    // ResNet-50 on two GPUs of one DGX A100, the NVLink links ideal (their nominal 300 GB/s): bn_group 2 adds to the
-    // compute of an iteration 2 x sum over BatchNorms of (7.8 us + 8 C x 1 / (0.5 x 300 GB/s)), C each one's
-    // channels.
+namespace {
+
+// ResNet-50's BatchNorms and their channels.
+struct BatchNorms {
+    double count = 0.0, channels = 0.0;
+};
+BatchNorms resnet50_batchnorms() {
     const models::Workload rn50 = models::builtin_workload("resnet50").value();
-    double batchnorms = 0.0, channels = 0.0, last_cols = 0.0;
+    BatchNorms b;
+    double last_cols = 0.0;
     for (const models::Layer& l : rn50.layers)
         for (const models::LayerPart& p : l.parts) {
             if (p.kind == models::PartKind::conv) last_cols = p.cols;
             if (p.kind == models::PartKind::norm) {
-                batchnorms += 1.0;
-                channels += last_cols;
+                b.count += 1.0;
+                b.channels += last_cols;
             }
         }
-    CHECK(batchnorms == 53);
-    const double bandwidth = dgx_a100().gpu_bandwidth.bytes_per_s();
-    const double expected = 2.0 * (batchnorms * 7.8e-6 + 8.0 * channels / (0.5 * bandwidth));
-    const double local = testing::run_first_job(two_gpus(0)).compute_time_s;
-    CHECK(testing::run_first_job(two_gpus(1)).compute_time_s == local);  // 1: each GPU its own statistics
-    // Simulated times are whole picoseconds per kernel, so the difference of two iterations carries up to a
-    // nanosecond of rounding: 1e-6 of the 0.84 ms expected.
-    CHECK(testing::run_first_job(two_gpus(2)).compute_time_s - local ==
-          ddlsim::testing::approx(expected).epsilon(1e-6));
+    return b;
+}
+
+// One pass's (forward or backward) SyncBatchNorm all-reduces on two GPUs of one DGX A100 with ideal NVLink (its
+// nominal 300 GB/s): each BatchNorm 7.8 us + 8 C x 1 / (0.5 x 300 GB/s), NCCL's LL model derived above.
+double pair_pass_s() {
+    const BatchNorms b = resnet50_batchnorms();
+    return b.count * 7.8e-6 + 8.0 * b.channels / (0.5 * dgx_a100().gpu_bandwidth.bytes_per_s());
+}
+
+double iteration_s(const json& j) {
+    return testing::run_first_job(j).iteration_time_s;
+}
+
+}  // namespace
+
+TEST_CASE("sync batchnorm: on an idle fabric each BatchNorm's all-reduce costs NCCL's LL model, forward and backward") {
+    // Without overlap the gradient all-reduce starts when backward ends, so nothing shares the NVLink links with the
+    // statistics' rings: bn_group 2 adds to the iteration exactly 2 x the pass's closed form.
+    CHECK(resnet50_batchnorms().count == 53);
+    const double local = iteration_s(two_gpus(0));
+    CHECK(iteration_s(two_gpus(1)) == local);  // 1: each GPU its own statistics
+    // Simulated times are whole picoseconds per transfer and kernel, so the difference of two iterations carries up
+    // to a nanosecond of rounding: 1e-6 of the 0.83 ms expected.
+    const models::JobResult synced = testing::run_first_job(two_gpus(2));
+    CHECK(synced.iteration_time_s - local == ddlsim::testing::approx(2.0 * pair_pass_s()).epsilon(1e-6));
+    // The waits are communication, not compute: the compute is the same, the statistics' bytes are on the wire
+    // (twice 8 C per BatchNorm and pass: LL's flags; a ring of two sends each rank's whole payload once).
+    const models::JobResult alone = testing::run_first_job(two_gpus(0));
+    CHECK(synced.compute_time_s == alone.compute_time_s);
+    CHECK(synced.bytes_on_wire_per_iteration - alone.bytes_on_wire_per_iteration ==
+          ddlsim::testing::approx(2.0 * 2.0 * 2.0 * 8.0 * resnet50_batchnorms().channels).epsilon(1e-12));
+    CHECK(synced.collectives_per_iteration - alone.collectives_per_iteration == 2.0 * 53.0);
+}
+
+TEST_CASE("sync batchnorm: every micro-batch synchronises its statistics") {
+    // Gradient accumulation of 2: two forward and two backward passes each wait for the all-reduces.
+    json local = two_gpus(0), synced = two_gpus(2);
+    local["gradient_accumulation"] = synced["gradient_accumulation"] = 2;
+    CHECK(iteration_s(synced) - iteration_s(local) == ddlsim::testing::approx(4.0 * pair_pass_s()).epsilon(1e-6));
+}
+
+TEST_CASE("sync batchnorm: a sharded job waits for the same all-reduces") {
+    // ZeRO-1: the reduce-scatter starts when backward ends, the all-gather after the update, so the statistics'
+    // rings run alone, as in the replicated job.
+    json local = two_gpus(0), synced = two_gpus(2);
+    local["sharding"] = synced["sharding"] = {{"stage", 1}};
+    CHECK(iteration_s(synced) - iteration_s(local) == ddlsim::testing::approx(2.0 * pair_pass_s()).epsilon(1e-6));
+}
+
+TEST_CASE("sync batchnorm: the statistics share the links with the gradients' buckets") {
+    // Two single-GPU nodes on 10 Gbit/s NICs, DDP's buckets leaving during backward: a BatchNorm all-reduce issued
+    // while a bucket's flows hold the NICs gets a max-min fair share of them and takes longer than the same layer's
+    // forward all-reduce, which runs on the idle fabric (nothing else travels in the first forward). Folded into
+    // compute, as before, both took the closed form.
+    json j = {{"workers", 2},
+              {"model", "resnet50"},
+              {"batch_size", 16},
+              {"iterations", 1},
+              {"bn_group", 2},
+              {"device", {{"name", "A100"}, {"precision", "fp16"}}},
+              {"overlap", {{"fusion", "buffer"}, {"bucket_size", "25MB"}, {"compute_slowdown", 0}}},
+              {"network",
+               {{"topology", "two_tier"},
+                {"gpus_per_node", 1},
+                {"intra_bandwidth", "100GBps"},
+                {"intra_latency", "1us"},
+                {"bandwidth", "10Gbps"},
+                {"latency", "2us"}}}};
+    sim::Trace trace;
+    (void)scenario::run_scenario(scenario::load_scenario(j), &trace);
+    const json t = json::parse(trace.json());
+    std::map<std::string, double> forward, backward;  // rank 0's calls by layer: duration in us
+    for (const json& e : t.is_object() ? t.at("traceEvents") : t) {
+        if (e.value("ph", "") != "X" || e.value("tid", -1) != 1) continue;
+        const std::string name = e.value("name", "");
+        for (const auto& [prefix, into] : {std::pair{std::string("batchnorm it0 forward "), &forward},
+                                           std::pair{std::string("batchnorm it0 backward "), &backward}})
+            if (name.rfind(prefix, 0) == 0) (*into)[name.substr(prefix.size())] = e.at("dur").get<double>();
+    }
+    REQUIRE(forward.size() == 53);
+    REQUIRE(backward.size() == 53);
+    // Each of the ring's two steps sends half the call's 2 x 8 C bytes (LL's lines) through a NIC of 10 Gbit/s x TCP's
+    // 1448/1538 goodput; beside one bucket's flow it gets half of it, so a call the bucket overlaps throughout takes
+    // 2 x 8 C / B longer; one overlapped in part, less; one before the first bucket leaves, nothing longer.
+    const double nic = 10e9 / 8.0 * 1448.0 / 1538.0;
+    std::size_t shared_throughout = 0;
+    for (const auto& [layer, fwd] : forward) {
+        const double channels = std::stod(layer.substr(layer.find('(') + 1));
+        const double extra = backward.at(layer) - fwd, shared = 2.0 * 8.0 * channels / nic * 1e6;
+        CHECK(extra >= -1e-9);
+        CHECK(extra <= shared * (1.0 + 1e-4));
+        if (extra == ddlsim::testing::approx(shared).epsilon(1e-4)) ++shared_throughout;  // picosecond rounding
+    }
+    // All but the last layers' (the first in backward: no bucket has left yet) and the one a bucket starts under.
+    CHECK(shared_throughout >= 49);
 }
 
 TEST_CASE("sync batchnorm: an evaluation's forward does not wait for the group") {
