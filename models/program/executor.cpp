@@ -22,6 +22,7 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
       hooks_(std::move(hooks)),
       ws_(job.workers) {
     if (set_.programs.empty()) throw std::logic_error("executor: no program");
+    if (set_.calls.size() >= (std::size_t{1} << 28)) throw std::logic_error("executor: at most 2^28 calls");
     std::size_t streams = 1;
     for (const Call& c : set_.calls) {
         if (c.phases.empty() || c.phases.size() > 16) throw std::logic_error("executor: a call holds 1 to 16 phases");
@@ -229,8 +230,8 @@ void Executor::start_call(std::uint32_t w, std::uint32_t call) {
         timeline_.span(detail::Timeline::comm(w), "encode", "codec", now, now + enc);
         timeline_.span(detail::Timeline::comm(w), "launch", "communication", now + enc, now + enc + launch);
     }
-    const std::uint32_t i = s.iter;
-    engine_.after(enc + launch, [this, w, i, call] { open_phase(w, i, call, 0); });
+    engine_.after(enc + launch,
+                  [this, at = pack(w, call, 0)] { open_phase(rank_of(at), ws_[rank_of(at)].iter, call_of(at), 0); });
 }
 
 void Executor::open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t call, std::uint32_t p) {
@@ -238,7 +239,9 @@ void Executor::open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t call, 
     if (before > sim::Time::zero()) {
         if (set_.comm_spans)
             timeline_.span(detail::Timeline::comm(w), "codec work", "codec", engine_.now(), engine_.now() + before);
-        engine_.after(before, [this, w, i, call, p] { round(i, call, p).runner->open(w); });
+        engine_.after(before, [this, at = pack(w, call, p)] {
+            round(ws_[rank_of(at)].iter, call_of(at), phase_of(at)).runner->open(rank_of(at));
+        });
         return;
     }
     round(i, call, p).runner->open(w);
@@ -271,18 +274,20 @@ void Executor::phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, 
             timeline_.span(detail::Timeline::comm(e), "decode", "codec", engine_.now(), engine_.now() + dec);
         after += dec;
     }
-    auto next = [this, e, i, call, p, last] {
-        if (last) {
-            call_done(e, call);
-        } else {
-            open_phase(e, i, call, p + 1);
-        }
-    };
     if (after > sim::Time::zero()) {
-        engine_.after(after, next);
+        engine_.after(after, [this, at = pack(e, call, p)] { phase_ended(rank_of(at), call_of(at), phase_of(at)); });
         return;
     }
-    next();
+    phase_ended(e, call, p);
+}
+
+// Rank w's phase p of `call` and the codec work after it are done: the next phase, or the call.
+void Executor::phase_ended(std::uint32_t w, std::uint32_t call, std::uint32_t p) {
+    if (p + 1 == set_.calls[call].phases.size()) {
+        call_done(w, call);
+        return;
+    }
+    open_phase(w, ws_[w].iter, call, p + 1);
 }
 
 void Executor::call_done(std::uint32_t w, std::uint32_t call) {

@@ -95,7 +95,17 @@ private:
     void open_phase(std::uint32_t w, std::uint32_t i, std::uint32_t call, std::uint32_t p);
     RoundState& round(std::uint32_t i, std::uint32_t call, std::uint32_t p);
     void phase_done(std::uint32_t i, std::uint32_t call, std::uint32_t p, std::uint32_t e);
+    void phase_ended(std::uint32_t w, std::uint32_t call, std::uint32_t p);
     void call_done(std::uint32_t w, std::uint32_t call);
+    // A rank, a call and a phase in 64 bits, so that an event's closure is two words and std::function keeps it
+    // inline (its small buffer holds 16 bytes) rather than allocating one per event; the iteration is the rank's
+    // own, which cannot end while one of its calls is in flight.
+    static std::uint64_t pack(std::uint32_t w, std::uint32_t call, std::uint32_t p) {
+        return (static_cast<std::uint64_t>(w) << 32) | (static_cast<std::uint64_t>(call) << 4) | p;
+    }
+    static std::uint32_t rank_of(std::uint64_t at) { return static_cast<std::uint32_t>(at >> 32); }
+    static std::uint32_t call_of(std::uint64_t at) { return static_cast<std::uint32_t>(at >> 4) & 0x0FFFFFFFU; }
+    static std::uint32_t phase_of(std::uint64_t at) { return static_cast<std::uint32_t>(at) & 0xFU; }
     void send(std::uint32_t w, const Instr& in);
     [[nodiscard]] sim::Time layer_time(sim::Time t, std::uint32_t w, bool slowed) const;
     [[nodiscard]] sim::Time step_time(std::uint32_t w, const Compute& c, bool slowed) const;
