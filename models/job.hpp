@@ -1,6 +1,7 @@
 // A data-parallel training job as the simulator runs it, and what it reports.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -182,6 +183,32 @@ struct ShardingSpec {
     }
 };
 
+/// How a pipeline orders its micro-batches' forward and backward passes on each stage.
+enum class PipelineSchedule { gpipe, one_f_one_b };
+
+inline constexpr sim::EnumEntry<PipelineSchedule> k_pipeline_schedules[]{
+    {PipelineSchedule::gpipe, "gpipe", "every micro-batch's forward, then every backward (Huang et al. 2019)"},
+    {PipelineSchedule::one_f_one_b, "1f1b",
+     "p - s - 1 warm-up forwards on stage s, then one forward and one backward in turn, then the remaining "
+     "backwards (PipeDream-Flush; Narayanan et al. SC'21, Megatron's default)"}};
+constexpr std::span<const sim::EnumEntry<PipelineSchedule>> enum_entries(PipelineSchedule) {
+    return k_pipeline_schedules;
+}
+
+/// The `parallelism` block: model parallelism around data parallelism (models/program/pipeline.hpp). Ranks are laid
+/// out as Megatron's default order puts the pipeline outermost: rank r is on stage r / (workers / pipeline), data
+/// rank r % (workers / pipeline).
+struct ParallelismSpec {
+    std::uint32_t pipeline = 1;  ///< stages (1: none)
+    PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+
+    [[nodiscard]] bool any() const { return pipeline > 1; }
+    /// The data-parallel degree: ranks per stage.
+    [[nodiscard]] std::uint32_t data(std::uint32_t workers) const {
+        return workers / std::max<std::uint32_t>(1, pipeline);
+    }
+};
+
 enum class StragglerDistribution { none, lognormal, exponential, periodic };
 
 /// The distributions a scenario names ("none" is the absence of the key, so it has no name here).
@@ -224,6 +251,7 @@ struct JobKeys {
     SyncSpec sync;
     OverlapSpec overlap;
     ShardingSpec sharding;
+    ParallelismSpec parallelism;
     CompressionSpec compression;
     StragglerSpec stragglers;
     DeviceSpec device;                       ///< the device of every worker without its own

@@ -4,12 +4,25 @@
 #include <algorithm>
 
 #include "models/compression.hpp"
+#include "models/program/pipeline.hpp"
 
 namespace ddlsim::models {
 
 MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::uint32_t w) {
     const DeviceSpec& d = job.device_of(w);
-    const double params = static_cast<double>(job.workload.params());
+    // Pipeline parallelism: rank w holds its stage's layers, and the activations of the micro-batches in flight on
+    // it: every one with GPipe, at most p - s on stage s with 1F1B (PipeDream-Flush; Narayanan et al. SC'21 §2.2).
+    program::StageLayers stage{0, static_cast<std::uint32_t>(std::max<std::size_t>(1, job.workload.layers.size()) - 1)};
+    double in_flight = 1.0;
+    if (job.parallelism.any()) {
+        const std::uint32_t p = job.parallelism.pipeline, s = w / job.parallelism.data(job.workers);
+        stage = program::pipeline_stages(job.workload, p).at(s);
+        in_flight = job.parallelism.schedule == PipelineSchedule::gpipe ? job.gradient_accumulation
+                                                                        : std::min(p - s, job.gradient_accumulation);
+    }
+    double params = 0.0;
+    for (std::uint32_t l = stage.first; l <= stage.last && l < job.workload.layers.size(); ++l)
+        params += static_cast<double>(job.workload.layers[l].params());
     const bool amp = d.precision == Precision::fp16 || d.precision == Precision::bf16 || d.precision == Precision::fp8;
     MemoryEstimate m;
     const ShardingSpec& sh = job.sharding;
@@ -38,13 +51,13 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     // half) and, during backward, one segment's activations at a time while it is recomputed.
     double segment = 0.0, largest = 0.0;
     const std::vector<bool> ckpt = checkpointed_layers(job.workload);
-    for (std::size_t i = 0; i < layers.size(); ++i) {
+    for (std::size_t i = stage.first; i <= stage.last && i < layers.size(); ++i) {
         const Layer& l = layers[i];
         if (!job.activation_checkpointing || !ckpt[i]) {
             kept += layer_kept(l);
             continue;
         }
-        const bool starts = i == 0 || !ckpt[i - 1] || l.block < 0 || layers[i - 1].block != l.block;
+        const bool starts = i == stage.first || !ckpt[i - 1] || l.block < 0 || layers[i - 1].block != l.block;
         if (starts) {
             largest = std::max(largest, segment);
             segment = 0.0;
@@ -52,8 +65,8 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
         }
         segment += layer_kept(l);
     }
-    kept += std::max(largest, segment);
-    m.activations = kept * job.batch_size * activation_bytes(d.precision);
+    // Each micro-batch in flight keeps its own; the segment being recomputed is one at a time.
+    m.activations = (kept * in_flight + std::max(largest, segment)) * job.batch_size * activation_bytes(d.precision);
     if (sh.stage >= 3) {
         double unit = 0.0;  // the largest unit's parameters
         for (const auto& [f, last] : shard_units(job.workload, sh.wrap)) {

@@ -50,7 +50,7 @@ struct MemoryEstimate {
     }
 };
 
-/// The memory one worker (worker `w`'s device) needs for `job` with `optimizer`.
+/// The memory one worker (worker `w`'s device) needs for `job` with `optimizer` (with pipeline stages, w's stage's).
 [[nodiscard]] MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::uint32_t w = 0);
 
 }  // namespace ddlsim::models

@@ -18,6 +18,7 @@ using topo::ArchKind;
 
 // The synchronous schemes: the sharded trainer with a sharding block, else the replicated one.
 std::unique_ptr<detail::JobTrainer> data_parallel(const detail::TrainerEnv& env) {
+    if (env.job.parallelism.any()) return detail::make_pipeline_trainer(env);
     return env.job.sharding.any() ? detail::make_sharded_trainer(env) : detail::make_sync_trainer(env);
 }
 

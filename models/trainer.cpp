@@ -288,6 +288,16 @@ static double alone_samples_per_s(const TrainingJob& job) {
     return single;
 }
 
+JobResult::Breakdown busy_breakdown(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
+                                    double iteration_time_s) {
+    double busy = 0.0;
+    for (std::uint32_t w = 0; w < job.workers; ++w) busy += clocks[w].busy.seconds();
+    JobResult::Breakdown b;
+    b.compute = busy / (static_cast<double>(job.workers) * job.iterations);
+    b.exposed_communication = std::max(0.0, iteration_time_s - b.compute);
+    return b;
+}
+
 void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, std::uint32_t iterations,
                  double samples_per_iteration, JobResult& r) {
     sim::Time makespan;

@@ -96,6 +96,7 @@ struct TrainerEnv {
 };
 
 [[nodiscard]] std::unique_ptr<JobTrainer> make_sync_trainer(const TrainerEnv& env);          // bsp, local_sgd
+[[nodiscard]] std::unique_ptr<JobTrainer> make_pipeline_trainer(const TrainerEnv& env);      // parallelism.pipeline > 1
 [[nodiscard]] std::unique_ptr<JobTrainer> make_sharded_trainer(const TrainerEnv& env);       // bsp with sharding
 [[nodiscard]] std::unique_ptr<JobTrainer> make_async_ps_trainer(const TrainerEnv& env);      // ssp, asp (ps)
 [[nodiscard]] std::unique_ptr<JobTrainer> make_async_gossip_trainer(const TrainerEnv& env);  // asp (gossip)
@@ -157,6 +158,10 @@ protected:
 sim::Time compute_step(const TrainerEnv& env, WorkerClock& clock, std::uint32_t w, std::uint64_t step, sim::Time t,
                        bool with_update);
 
+/// The breakdown of a step whose ranks compute on the event clock: compute their mean busy time, the rest of the
+/// iteration exposed communication (and, for a pipeline, its bubble).
+[[nodiscard]] JobResult::Breakdown busy_breakdown(const TrainingJob& job, const std::vector<WorkerClock>& clocks,
+                                                  double iteration_time_s);
 /// Fills makespan, iteration time, throughput, efficiency, per-worker stats and the
 /// communication figures from the clocks; `samples_per_iteration` is the cluster's.
 void fill_result(const TrainingJob& job, const std::vector<WorkerClock>& clocks, std::uint32_t iterations,

@@ -358,12 +358,7 @@ public:
         r.scaling_efficiency =
             std::min(1.0, ideal > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / ideal
                                                                   : 1.0);  // rounding must not lift it above 1
-        double busy = 0.0;
-        for (std::uint32_t w = 0; w < job_.workers; ++w) busy += clocks_[w].busy.seconds();
-        JobResult::Breakdown b;
-        b.compute = busy / (static_cast<double>(job_.workers) * job_.iterations);
-        b.exposed_communication = std::max(0.0, r.iteration_time_s - b.compute);
-        r.breakdown = b;
+        r.breakdown = busy_breakdown(job_, clocks_, r.iteration_time_s);
         return r;
     }
 

@@ -19,6 +19,7 @@ namespace ddlsim::scenario {
 [[nodiscard]] const keys::KeyTable<models::SyncSpec>& sync_keys();
 [[nodiscard]] const keys::KeyTable<models::OverlapSpec>& overlap_keys();
 [[nodiscard]] const keys::KeyTable<models::ShardingSpec>& sharding_keys();
+[[nodiscard]] const keys::KeyTable<models::ParallelismSpec>& parallelism_keys();
 [[nodiscard]] const keys::KeyTable<models::StragglerSpec>& straggler_keys();
 [[nodiscard]] const keys::KeyTable<ConvergenceSpec>& convergence_keys();
 [[nodiscard]] const keys::KeyTable<models::TrainingSpec>& training_keys();

@@ -191,6 +191,13 @@ std::vector<keys::Key<J>> job_key_list() {
             },
             [](const J& s) { return sharding_keys().echo(s.sharding); }, true)
             .echo_when([](const J& s) { return s.sharding.any(); }),
+        block(
+            "parallelism",
+            "model parallelism around data parallelism: pipeline stages (default: none, every worker holds the whole "
+            "model)",
+            [](J& s, const json& j, const std::string& path) { s.parallelism = detail::read_parallelism(j, path, s); },
+            [](const J& s) { return parallelism_keys().echo(s.parallelism); })
+            .echo_when([](const J& s) { return s.parallelism.any(); }),
         keys::custom<J>(
             "worker_devices",
             {{"type", "array"},

@@ -141,6 +141,27 @@ const KeyTable<models::OverlapSpec>& overlap_keys() {
     return t;
 }
 
+const KeyTable<models::ParallelismSpec>& parallelism_keys() {
+    using P = models::ParallelismSpec;
+    static const KeyTable<P> t{
+        "parallelism",
+        "model parallelism around data parallelism (bsp, architecture allreduce)",
+        {
+            key("pipeline", &P::pipeline,
+                "pipeline stages: the model's transformer blocks (or layers) split evenly into this many stages, "
+                "the embedding on the first and the head on the last, each stage's workers / pipeline ranks a "
+                "data-parallel group; micro-batches are gradient_accumulation, activations and their gradients "
+                "point-to-point flows between stages (default 1: none; must divide workers)",
+                {1, 1024})
+                .with_default(1),
+            key("schedule", &P::schedule,
+                "the order of each stage's forward and backward passes: 1f1b (default, Megatron's) or gpipe")
+                .when([](const P& p) { return p.pipeline > 1; }, "applies to pipeline > 1 only")
+                .with_default("1f1b"),
+        }};
+    return t;
+}
+
 const KeyTable<models::ShardingSpec>& sharding_keys() {
     using H = models::ShardingSpec;
     auto stage3 = [](const H& h) { return h.stage >= 3; };

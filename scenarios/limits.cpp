@@ -104,6 +104,13 @@ double job_events(const Scenario& s, const JobSpec& j) {
         const double islands = j.sync.islands, g = j.workers / islands;
         outer = launches * (4.0 * j.workers * (2.0 * (islands - 1.0) + g - 1.0) + 8.0 * j.workers);
     }
+    if (j.parallelism.any()) {
+        // A pipeline: every micro-batch's activations and gradients between neighbouring stages (2 m (p - 1) sends
+        // per data rank), a ring all-reduce in each stage (2 (d - 1) steps of d ranks), two computes per micro-batch.
+        const double p = j.parallelism.pipeline, d = j.workers / p, m = j.gradient_accumulation;
+        const double transfers = 2.0 * m * (p - 1.0) * d + p * d * 2.0 * (d - 1.0);
+        return s.iterations * (4.0 * transfers + 4.0 * j.workers + 2.0 * m * j.workers);
+    }
     if (j.sharding.any()) {
         const topo::Machine machine = topo::machine(s.topology);
         return s.iterations * models::sharded_step_events({&j.workload, j.sharding, static_cast<double>(j.workers),

@@ -9,6 +9,7 @@
 #include <charconv>
 
 #include "models/compression.hpp"
+#include "models/program/pipeline.hpp"
 #include "scenarios/key_tables.hpp"
 #include "scenarios/loader_detail.hpp"
 #include "scenarios/schema_tables.hpp"
@@ -194,6 +195,40 @@ models::CompressionSpec read_compression(const json& j, const std::string& path,
 
 // The sharding block (models/job.hpp ShardingSpec; the schedule is stated in models/trainer_sharded.cpp). Read after
 // every key it depends on; the shard group's size is resolved with the placement (loader.cpp).
+models::ParallelismSpec read_parallelism(const json& j, const std::string& path, const JobSpec& job) {
+    ObjectReader r(j, path, tables().parallelism);
+    models::ParallelismSpec p;
+    parallelism_keys().read(r, p);
+    r.finish();
+    if (!p.any()) return p;
+    const std::string at = r.path("pipeline");
+    if (job.workers % p.pipeline != 0)
+        throw ScenarioError(at, fmt::format("expected a divisor of the job's {} workers (each stage holds workers / "
+                                            "pipeline ranks), got {}",
+                                            job.workers, p.pipeline));
+    try {
+        (void)models::program::pipeline_stages(job.workload, p.pipeline);
+    } catch (const std::invalid_argument& e) {
+        throw ScenarioError(at, e.what());
+    }
+    // What the pipeline's programs model today: synchronous data parallelism inside each stage, its gradients
+    // all-reduced once the pipeline drains. Everything else is refused rather than ignored.
+    auto refuse = [&](const std::string& what) {
+        throw ScenarioError(at, "pipeline parallelism is modelled with " + what);
+    };
+    if (job.sync.kind != models::SyncKind::bsp) refuse("sync \"bsp\" only");
+    if (job.architecture.kind != topo::ArchKind::allreduce) refuse("architecture \"allreduce\" only");
+    if (job.architecture.algorithm != topo::AllreduceAlgorithm::automatic &&
+        job.architecture.algorithm != topo::AllreduceAlgorithm::ring)
+        refuse("each stage's gradients all-reduced by a ring (architecture.algorithm \"ring\" or \"auto\")");
+    if (job.sharding.any()) refuse("no sharding yet");
+    if (job.compression.kind != "none") refuse("no gradient compression yet");
+    if (job.overlap.fusion != models::Fusion::none || job.overlap.wfbp || job.overlap.priority)
+        refuse("no overlap yet: each stage all-reduces its gradients after its last backward (Megatron's default)");
+    if (job.bn_group > 1) refuse("no SyncBatchNorm (bn_group) yet");
+    return p;
+}
+
 models::ShardingSpec read_sharding(const json& j, const std::string& path, const JobSpec& job,
                                    const std::string& arch_path) {
     const Tables& t = tables();

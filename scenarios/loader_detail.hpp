@@ -51,6 +51,8 @@ void read_model(const json& j, const std::string& path, JobSpec& s);
 /// `arch_path`: the job's architecture block, where the rules sharding sets on it are reported.
 [[nodiscard]] models::ShardingSpec read_sharding(const json& j, const std::string& path, const JobSpec& job,
                                                  const std::string& arch_path);
+/// The parallelism block, checked against the job read so far (its model, workers and data-parallel keys).
+[[nodiscard]] models::ParallelismSpec read_parallelism(const json& j, const std::string& path, const JobSpec& job);
 /// The convergence block.
 [[nodiscard]] ConvergenceSpec read_convergence(const json& j, const std::string& path);
 

@@ -354,7 +354,15 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace,
 }
 
 models::MemoryEstimate job_memory(const JobSpec& j) {
-    return models::memory_per_gpu(job_keys(j), j.optimizer);
+    const models::TrainingJob job = job_keys(j);
+    models::MemoryEstimate m = models::memory_per_gpu(job, j.optimizer);
+    // With pipeline stages, the most loaded stage (the first keeps the most micro-batches, the last the head).
+    const std::uint32_t d = j.parallelism.data(j.workers);
+    for (std::uint32_t s = 1; j.parallelism.any() && s < j.parallelism.pipeline; ++s) {
+        const models::MemoryEstimate e = models::memory_per_gpu(job, j.optimizer, s * d);
+        if (e.total() > m.total()) m = e;
+    }
+    return m;
 }
 
 nlohmann::json result_json(const Scenario& s, const RunResult& r) {

@@ -112,6 +112,7 @@ Tables build() {
     t.sync = sync_keys().schema();
     t.compression = compression_schema(c);
     t.sharding = sharding_keys().schema();
+    t.parallelism = parallelism_keys().schema();
     t.overlap = overlap_keys().schema();
     t.convergence = convergence_keys().schema();
     t.stragglers = straggler_keys().schema();
@@ -134,9 +135,9 @@ json scenario_schema() {
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema";
     out["title"] = "ddlsim scenario";
     for (const ObjectSchema* s :
-         {&t.job,         &t.network,    &t.transport,   &t.topology_file, &t.node,       &t.link,        &t.model,
-          &t.transformer, &t.layer,      &t.device,      &t.architecture,  &t.sync,       &t.compression, &t.overlap,
-          &t.sharding,    &t.stragglers, &t.convergence, &t.training,      &t.evaluation, &t.checkpoint})
+         {&t.job,         &t.network,     &t.transport,  &t.topology_file, &t.node,     &t.link,        &t.model,
+          &t.transformer, &t.layer,       &t.device,     &t.architecture,  &t.sync,     &t.compression, &t.overlap,
+          &t.sharding,    &t.parallelism, &t.stragglers, &t.convergence,   &t.training, &t.evaluation,  &t.checkpoint})
         out["$defs"][s->id] = s->to_json();
     return out;
 }

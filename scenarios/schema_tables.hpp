@@ -52,7 +52,8 @@ struct Tables {
     Choices choices;
     Planned planned;
     ObjectSchema root, job, network, transport, topology_file, node, link, model, transformer, layer, device,
-        architecture, sync, compression, overlap, sharding, stragglers, convergence, training, evaluation, checkpoint;
+        architecture, sync, compression, overlap, sharding, parallelism, stragglers, convergence, training, evaluation,
+        checkpoint;
 };
 
 /// The tables, built once.

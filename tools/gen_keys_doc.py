@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "KEYS.md")
 # Blocks in the order a reader meets them.
 ORDER = ["scenario", "job", "model", "transformer", "layer", "device", "architecture", "sync", "compression",
-         "overlap", "sharding", "stragglers", "convergence", "network", "transport", "topology_file", "node", "link"]
+         "overlap", "sharding", "parallelism", "stragglers", "convergence", "network", "transport", "topology_file", "node", "link"]
 
 
 def kind(s):

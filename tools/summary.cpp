@@ -42,7 +42,11 @@ std::string memory_advice(const scenario::JobSpec& spec, const models::MemoryEst
     const std::string checkpoint = "activation checkpointing (\"activation_checkpointing\": \"full\")";
     const std::string batch = "a smaller batch with gradient accumulation";
     std::string shard;
-    if (!spec.sharding.any())
+    if (spec.parallelism.any())  // sharding is not modelled with a pipeline yet: more stages split the state
+        shard =
+            "more pipeline stages (\"parallelism\": {\"pipeline\": " + std::to_string(2 * spec.parallelism.pipeline) +
+            "}, where they divide the model and the workers)";
+    else if (!spec.sharding.any())
         shard = "sharding the weights, gradients and optimizer state (\"sharding\": {\"stage\": 3})";
     else if (spec.sharding.stage < 3)
         shard = "a higher sharding stage (\"sharding\": {\"stage\": 3})";
@@ -70,7 +74,8 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
                        spec.model_name, static_cast<double>(spec.workload.params()) / 1e6, spec.workload.tensor_count(),
                        si_text(static_cast<double>(spec.workload.params()) * spec.bytes_per_param, "B"));
     out += fmt::format(
-        "  workers       {}, batch {} per worker{}, device {}\n", spec.workers, spec.batch_size,
+        "  workers       {}, batch {} per {}{}, device {}\n", spec.workers, spec.batch_size,
+        spec.parallelism.any() ? "model replica" : "worker",
         spec.gradient_accumulation > 1
             ? fmt::format(" x {} micro-batches per step (gradient accumulation)", spec.gradient_accumulation)
             : std::string(),
@@ -86,6 +91,12 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     }
     out += fmt::format("  scheme        {}, sync {}\n", scenario::describe_architecture(spec),
                        scenario::describe_sync(spec));
+    if (spec.parallelism.any())
+        out += fmt::format(
+            "  parallelism   pipeline {} stages x data {} ({}, {} micro-batches per step); each stage's data ranks "
+            "all-reduce its gradients after the drain\n",
+            spec.parallelism.pipeline, spec.parallelism.data(spec.workers), sim::enum_name(spec.parallelism.schedule),
+            spec.gradient_accumulation);
     out += fmt::format("  compression   {}; overlap {}\n", scenario::describe_compression(spec),
                        scenario::describe_overlap(spec));
     for (const auto& p : j.algorithm_picks)
@@ -135,7 +146,9 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     }
     const double codec = j.breakdown ? j.breakdown->codec : j.codec_time_s;
     if (codec > 0.0) line("  encode + decode", codec);
-    line("  exposed communication", exposed, fmt::format("({:.1f} % of the {})", 100.0 * exposed_share, unit));
+    // A pipeline's stages also wait for each other's micro-batches (the bubble): the breakdown does not split them yet.
+    line(spec.parallelism.any() ? "  bubble + exposed comm." : "  exposed communication", exposed,
+         fmt::format("({:.1f} % of the {})", 100.0 * exposed_share, unit));
     if (j.breakdown) line("  waiting for peers", j.breakdown->waiting);
     line("communication in flight", j.communication_time_s,
          j.communication_time_s > exposed * (1.0 + 1e-6)

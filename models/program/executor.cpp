@@ -29,11 +29,29 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
         streams = std::max<std::size_t>(streams, c.stream + 1U);
     }
     for (W& s : ws_) s.lanes.resize(streams - 1);
+    // The ranks that join each call: those whose program issues it (every rank, unless ranks run different
+    // programs: a pipeline's stages).
+    std::vector<std::vector<char>> issues(set_.programs.size(), std::vector<char>(set_.calls.size(), 0));
     for (std::size_t p = 0; p < set_.programs.size(); ++p) {
         std::uint32_t n = 0;
-        for (const Instr& in : set_.programs[p].instrs) n += in.kind == Instr::Kind::issue ? 1 : 0;
+        for (const Instr& in : set_.programs[p].instrs)
+            if (in.kind == Instr::Kind::issue) {
+                ++n;
+                issues[p][in.index] = 1;
+            }
         issued_.push_back(n);
     }
+    joiners_.assign(set_.calls.size(), 0);
+    for (std::size_t c = 0; c < set_.calls.size(); ++c)
+        for (std::uint32_t w = 0; w < job_.workers; ++w) {
+            if (set_.program_of.empty()) {
+                bool any = false;
+                for (const auto& p : issues) any = any || p[c] != 0;
+                joiners_[c] = any ? job_.workers : 0;
+                break;
+            }
+            joiners_[c] += issues[set_.program_of[w]][c] != 0 ? 1 : 0;
+        }
 }
 
 void Executor::start() {
@@ -153,7 +171,7 @@ void Executor::advance(std::uint32_t w) {
                 ++s.pc;
                 continue;
             case Instr::Kind::recv: {
-                auto it = arrived_.find({s.iter, in.peer, w, in.tag});
+                auto it = arrived_.find({s.iter, in.peer_of(w), w, in.tag});
                 if (it == arrived_.end()) {
                     s.idle = true;
                     return;
@@ -253,7 +271,7 @@ Executor::RoundState& Executor::round(std::uint32_t i, std::uint32_t call, std::
     if (it != rounds_.end()) return it->second;
     const topo::Collective& c = planner_.collective(set_.calls[call].phases[p]);
     RoundState& r = rounds_[key];
-    r.endpoints_left = c.endpoints();
+    r.endpoints_left = joiners_[call] + (c.endpoints() - std::min(c.endpoints(), job_.workers));
     r.runner = comm_.start_round(
         c, [this, i, call, p](std::uint32_t e) { phase_done(i, call, p, e); }, i / set_.round_period);
     for (std::uint32_t e = job_.workers; e < c.endpoints(); ++e) r.runner->open(e);  // servers, switches: ready
@@ -310,7 +328,7 @@ void Executor::send(std::uint32_t w, const Instr& in) {
     W& s = ws_[w];
     ++s.sends_left;
     clocks_[w].comm_begin(engine_.now());
-    const std::uint32_t i = s.iter, to = in.peer, tag = in.tag;
+    const std::uint32_t i = s.iter, to = in.peer_of(w), tag = in.tag;
     const sim::Time start = engine_.now();
     comm_.send(w, to, sim::Bytes{in.bytes}, [this, w, i, to, tag, start] {
         W& sender = ws_[w];

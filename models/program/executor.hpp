@@ -124,7 +124,8 @@ private:
     const TrainingJob& job_;
     detail::Timeline timeline_;
     Hooks hooks_;
-    std::vector<std::uint32_t> issued_;  ///< per program: calls issued in one iteration
+    std::vector<std::uint32_t> issued_;   ///< per program: calls issued in one iteration
+    std::vector<std::uint32_t> joiners_;  ///< per call: the ranks that issue it
     std::vector<W> ws_;
     std::unordered_map<std::uint64_t, RoundState> rounds_;
     std::map<MessageKey, char> arrived_;  ///< sends landed and not yet received

@@ -91,6 +91,14 @@ struct Instr {
     std::uint32_t peer = 0;   ///< send, recv: the other rank
     std::uint32_t tag = 0;    ///< send, recv: matches a send to its receive within an iteration
     double bytes = 0.0;       ///< send
+    /// send, recv: `offset` names the peer relative to the running rank (rank + offset), so that the ranks of one
+    /// pipeline stage share a program; else `peer` is absolute.
+    bool relative = false;
+    std::int32_t offset = 0;
+
+    [[nodiscard]] std::uint32_t peer_of(std::uint32_t rank) const {
+        return relative ? static_cast<std::uint32_t>(static_cast<std::int64_t>(rank) + offset) : peer;
+    }
 };
 
 /// One rank's step.
@@ -109,6 +117,12 @@ struct Program {
         instrs.push_back({Instr::Kind::send, 0, peer, tag, bytes});
     }
     void recv(std::uint32_t peer, std::uint32_t tag) { instrs.push_back({Instr::Kind::recv, 0, peer, tag}); }
+    void send_relative(std::int64_t offset, double bytes, std::uint32_t tag) {
+        instrs.push_back({Instr::Kind::send, 0, 0, tag, bytes, true, static_cast<std::int32_t>(offset)});
+    }
+    void recv_relative(std::int64_t offset, std::uint32_t tag) {
+        instrs.push_back({Instr::Kind::recv, 0, 0, tag, 0.0, true, static_cast<std::int32_t>(offset)});
+    }
     void mark(std::uint32_t id) { instrs.push_back({Instr::Kind::mark, id}); }
 };
 

@@ -1,0 +1,103 @@
+// Pipeline parallelism with data parallelism inside each stage: the step compiled to a program per stage
+// (models/program/pipeline.hpp), run by the program executor. This file only compiles, runs and reports.
+#include <memory>
+
+#include "models/memory.hpp"
+#include "models/program/executor.hpp"
+#include "models/program/pipeline.hpp"
+#include "models/trainer_detail.hpp"
+
+namespace ddlsim::models::detail {
+namespace {
+
+class PipelineTrainer final : public TrainerBase {
+public:
+    explicit PipelineTrainer(const TrainerEnv& env) : TrainerBase(env, false) {
+        program::Planner& planner = plan_.planner();
+        const topo::Fabric& fabric = env.fabric;
+        const auto same_machine = [&](std::uint32_t a, std::uint32_t b) {
+            return fabric.node_of(job_.endpoint_hosts[a]) == fabric.node_of(job_.endpoint_hosts[b]);
+        };
+        programs_ =
+            program::compile_pipeline(job_, planner, activation_bytes(job_.device.precision), same_machine, totals_);
+        stages_ = program::pipeline_stages(job_.workload, job_.parallelism.pipeline);
+        if (schedule_) {  // the convergence replay: one averaged update per step, as BSP
+            std::vector<std::uint32_t> everyone(job_.workers);
+            for (std::uint32_t w = 0; w < job_.workers; ++w) everyone[w] = w;
+            all_ = schedule_->add_set(std::move(everyone));
+        }
+        program::Executor::Hooks hooks;
+        hooks.began = [this](std::uint32_t w, std::uint32_t i, sim::Time t) { record(OpKind::grad, w, i, t); };
+        if (schedule_)
+            hooks.computing = [this](std::uint32_t, std::uint32_t i, const program::Compute& c) {
+                if (c.kind != program::ComputeKind::update || synced_ > i) return;
+                schedule_->add(OpKind::sync, 0, all_, i, engine_.now().seconds());
+                synced_ = i + 1;
+            };
+        executor_ = std::make_unique<program::Executor>(programs_, planner, comm_, clocks_, job_, env_.timeline,
+                                                        std::move(hooks));
+    }
+
+    void start() override { executor_->start(); }
+
+    [[nodiscard]] JobResult result() const override {
+        JobResult r;
+        const std::uint32_t d = job_.parallelism.data(job_.workers);
+        // A step is gradient_accumulation micro-batches of batch_size samples on each of the d model replicas.
+        fill_result(job_, clocks_, job_.iterations, static_cast<double>(d) * job_.batch_size, r);
+        r.bytes_on_wire_per_iteration = totals_.wire + totals_.p2p_bytes;
+        r.machine_bytes_per_iteration = totals_.machine + totals_.p2p_machine_bytes;
+        r.collectives_per_iteration = totals_.collectives;
+        r.rounds = job_.iterations;
+        r.model_versions = job_.iterations;
+        r.schedule = schedule_;
+        // The compute of the busiest stage: its micro-batches' forward and backward and its share of the update.
+        const ComputeProfile& cp = job_.compute;
+        const double total_params = static_cast<double>(job_.workload.params());
+        double fwd = 0.0, bwd = 0.0, update = 0.0, busiest = 0.0;
+        for (const program::StageLayers& st : stages_) {
+            double f = 0.0, b = 0.0, params = 0.0;
+            for (std::uint32_t l = st.first; l <= st.last; ++l) {
+                f += cp.layers[l].fwd.seconds();
+                b += cp.layers[l].bwd.seconds();
+                params += static_cast<double>(job_.workload.layers[l].params());
+            }
+            const double u = cp.update.seconds() * (total_params > 0.0 ? params / total_params : 0.0);
+            const double step = job_.gradient_accumulation * (f + b) + u;
+            if (step > busiest) {
+                busiest = step;
+                fwd = f;
+                bwd = b;
+                update = u;
+            }
+        }
+        r.forward_time_s = fwd;
+        r.backward_time_s = bwd;
+        r.update_time_s = update;
+        r.compute_time_s = busiest;
+        // Against the whole model on one GPU: p stages of d ranks at best run workers times its samples per second.
+        const double single = static_cast<double>(job_.batch_size) * job_.gradient_accumulation /
+                              (cp.iteration().seconds() > 0.0 ? cp.iteration().seconds() : 1.0);
+        r.scaling_efficiency = std::min(
+            1.0, single > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / (single * job_.workers) : 1.0);
+        // The bubble (stages waiting for each other's micro-batches) counts with the exposed sends and all-reduces.
+        r.breakdown = busy_breakdown(job_, clocks_, r.iteration_time_s);
+        return r;
+    }
+
+private:
+    program::ProgramSet programs_;
+    program::PipelineTotals totals_;
+    std::vector<program::StageLayers> stages_;
+    std::unique_ptr<program::Executor> executor_;
+    std::uint32_t all_ = 0;
+    std::uint32_t synced_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<JobTrainer> make_pipeline_trainer(const TrainerEnv& env) {
+    return std::make_unique<PipelineTrainer>(env);
+}
+
+}  // namespace ddlsim::models::detail

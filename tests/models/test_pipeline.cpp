@@ -1,0 +1,143 @@
+// Pipeline parallelism on the per-rank programs (models/program/pipeline.hpp): the bubble emerges from the stages'
+// programs and their point-to-point flows, and on an idle fabric with pinned compute equals the closed form
+// (m + p - 1)(f + b) for GPipe and 1F1B (Narayanan et al. SC'21, §2.2); each stage's data-parallel group all-reduces
+// its own layers' gradients; the boundary activations travel as flows; refusals name the key and the rule.
+#include <doctest/doctest.h>
+
+#include "tests/support/approx.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "scenarios/run.hpp"
+#include "tests/support/scenario_harness.hpp"
+
+using namespace ddlsim;
+using nlohmann::json;
+
+namespace {
+
+// Eight identical layers, each 1 ms forward and 2 ms backward per micro-batch and a million parameters, on one node
+// of eight GPUs whose links have 1 ns of latency and no transport overheads.
+json pinned(std::uint32_t pipeline, std::uint32_t data, std::uint32_t micro_batches, const char* schedule) {
+    json layers = json::array();
+    for (int i = 0; i < 8; ++i)
+        layers.push_back({{"name", "l" + std::to_string(i)},
+                          {"params", 1000000},
+                          {"fwd_time", "1ms"},
+                          {"bwd_time", "2ms"},
+                          {"update_time", "0s"}});
+    json j = {{"workers", pipeline * data},
+              {"model", {{"layers", layers}}},
+              {"batch_size", 1},
+              {"gradient_accumulation", micro_batches},
+              {"iterations", 1},
+              {"device", {{"name", "H100"}, {"precision", "bf16"}}},
+              {"network",
+               {{"topology", "two_tier"},
+                {"gpus_per_node", 8},
+                {"intra_bandwidth", "450GBps"},
+                {"intra_latency", "1ns"},
+                {"bandwidth", "400Gbps"},
+                {"latency", "1ns"},
+                {"transport", "ideal"}}}};
+    if (pipeline > 1) j["parallelism"] = {{"pipeline", pipeline}, {"schedule", schedule}};
+    return j;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: the bubble emerges, (m + p - 1)(f + b) for GPipe and 1F1B on an idle fabric") {
+    // p = 4 stages of two layers: f = 2 ms, b = 4 ms per micro-batch. The custom layers send no activations, so a
+    // send is its route's 2 ns of latency: to 0.1 %, the closed form.
+    for (const char* schedule : {"gpipe", "1f1b"}) {
+        CAPTURE(schedule);
+        CHECK(testing::run_first_job(pinned(4, 1, 8, schedule)).iteration_time_s ==
+              ddlsim::testing::approx((8 + 4 - 1) * 6e-3).epsilon(1e-3));
+        // Fewer micro-batches than stages: 1F1B's warm-up is cut to the micro-batches there are.
+        CHECK(testing::run_first_job(pinned(4, 1, 2, schedule)).iteration_time_s ==
+              ddlsim::testing::approx((2 + 4 - 1) * 6e-3).epsilon(1e-3));
+    }
+    // One stage is the whole model: m (f + b) with f = 8 ms, b = 16 ms.
+    CHECK(testing::run_first_job(pinned(1, 1, 8, "1f1b")).iteration_time_s ==
+          ddlsim::testing::approx(8 * 24e-3).epsilon(1e-9));
+    // The breakdown: each rank computes m (f + b) = 48 ms; the bubble is the rest.
+    const models::JobResult r = testing::run_first_job(pinned(4, 1, 8, "1f1b"));
+    REQUIRE(r.breakdown.has_value());
+    CHECK(r.breakdown->compute == ddlsim::testing::approx(48e-3).epsilon(1e-9));
+    CHECK(r.breakdown->exposed_communication == ddlsim::testing::approx(18e-3).epsilon(1e-3));
+}
+
+TEST_CASE("pipeline: each stage's data-parallel group all-reduces its own layers' gradients after the drain") {
+    // Two ranks per stage: each stage's 2 M parameters (fp32 gradients, 8 MB) all-reduced by a ring of two, 2 steps
+    // of 4 MB per rank: 4 stages x 2 ranks x 2 x 4 MB on the wire. Stage 0 ends its last backward last, at the
+    // closed form; its ring adds 2 x (2 ns + 4 MB / 450 GB/s).
+    const models::JobResult one = testing::run_first_job(pinned(4, 1, 8, "1f1b"));
+    const models::JobResult two = testing::run_first_job(pinned(4, 2, 8, "1f1b"));
+    CHECK(one.bytes_on_wire_per_iteration == 0.0);
+    CHECK(two.bytes_on_wire_per_iteration == ddlsim::testing::approx(4 * 2 * 2 * 4e6).epsilon(1e-12));
+    CHECK(two.collectives_per_iteration == 4.0);
+    CHECK(two.iteration_time_s - one.iteration_time_s ==
+          ddlsim::testing::approx(2.0 * (2e-9 + 4e6 / 450e9)).epsilon(1e-4));
+    // Twice the samples per step in the same time, nearly.
+    CHECK(two.throughput_samples_per_s / one.throughput_samples_per_s ==
+          ddlsim::testing::approx(2.0 * one.iteration_time_s / two.iteration_time_s).epsilon(1e-9));
+}
+
+TEST_CASE("pipeline: a stage boundary sends the activations forward and their gradients back as flows") {
+    // GPT-2 (12 blocks of hidden 768 over 1,024 tokens) in 2 stages of 6 blocks, one rank each, 4 micro-batches of
+    // 2 sequences in bf16: each micro-batch sends 2 x 1,024 x 768 x 2 bytes forward and as many back.
+    json j = {{"workers", 2},
+              {"model", {{"name", "gpt2"}, {"dtype", "bf16"}}},
+              {"batch_size", 2},
+              {"gradient_accumulation", 4},
+              {"iterations", 1},
+              {"device", {{"name", "H100"}, {"precision", "bf16"}}},
+              {"network", {{"topology", "two_tier"}, {"node", "dgx_h100"}}},
+              {"parallelism", {{"pipeline", 2}}}};
+    const models::JobResult r = testing::run_first_job(j);
+    CHECK(r.bytes_on_wire_per_iteration == ddlsim::testing::approx(2.0 * 4 * 2 * 1024 * 768 * 2).epsilon(1e-12));
+    // The same GPUs without a pipeline (data parallelism over two) move the gradients instead.
+    j.erase("parallelism");
+    CHECK(testing::run_first_job(j).bytes_on_wire_per_iteration > r.bytes_on_wire_per_iteration);
+}
+
+TEST_CASE("pipeline: memory per GPU is the most loaded stage's") {
+    // bf16 with fp32 master weights: 6 bytes per parameter; a quarter of the eight identical layers on each stage.
+    const auto whole = scenario::job_memory(scenario::load_scenario(pinned(1, 1, 8, "1f1b")).jobs.at(0));
+    const auto staged = scenario::job_memory(scenario::load_scenario(pinned(4, 1, 8, "1f1b")).jobs.at(0));
+    CHECK(whole.weights == ddlsim::testing::approx(8e6 * 6.0).epsilon(1e-12));
+    CHECK(staged.weights == ddlsim::testing::approx(2e6 * 6.0).epsilon(1e-12));
+    CHECK(staged.optimizer == ddlsim::testing::approx(whole.optimizer / 4.0).epsilon(1e-12));
+}
+
+TEST_CASE("pipeline: refused where it does not divide or is not modelled yet") {
+    json j = pinned(4, 1, 8, "1f1b");
+    j["workers"] = 6;  // 4 stages do not divide 6 workers
+    CHECK(testing::refused_at(j) == "$.parallelism.pipeline");
+    j = pinned(4, 1, 8, "1f1b");
+    j["parallelism"]["pipeline"] = 16;
+    j["workers"] = 16;  // more stages than the model's 8 layers
+    CHECK(testing::refused_at(j) == "$.parallelism.pipeline");
+    j = pinned(4, 1, 8, "1f1b");
+    j["model"] = "gpt2";
+    j["workers"] = 5;
+    j["parallelism"]["pipeline"] = 5;  // 12 blocks do not split into 5 stages
+    CHECK(testing::refused_at(j) == "$.parallelism.pipeline");
+    j = pinned(1, 2, 8, "1f1b");
+    j["parallelism"] = {{"schedule", "gpipe"}};  // a schedule without stages
+    CHECK(testing::refused_at(j) == "$.parallelism.schedule");
+    j = pinned(4, 1, 8, "1f1b");
+    j["parallelism"]["schedule"] = "interleaved";
+    CHECK(testing::refused_at(j) == "$.parallelism.schedule");
+    for (const auto& [key, value] : {std::pair<const char*, json>{"sharding", {{"stage", 1}}},
+                                     std::pair<const char*, json>{"compression", {{"kind", "fp16"}}},
+                                     std::pair<const char*, json>{"overlap", {{"fusion", "buffer"}}},
+                                     std::pair<const char*, json>{"sync", {{"kind", "local_sgd"}, {"period", 4}}}}) {
+        CAPTURE(key);
+        j = pinned(4, 2, 8, "1f1b");
+        j[key] = value;
+        CHECK(testing::refused_at(j) == "$.parallelism.pipeline");
+    }
+}
