@@ -4,7 +4,8 @@
 //   steps            ceil(S / B); training = steps x B / throughput (the simulated step)
 //   evaluations      at first_after, first_after + every, ..., up to the first at or past S (the evaluation that
 //                    sees the target); each is ceil(ceil(eval_samples / workers) / batch) forward passes of one
-//                    micro-batch plus the metric all-reduce
+//                    micro-batch plus the metric all-reduce (with p pipeline stages: workers / p replicas, each
+//                    ceil(ceil(eval_samples / replicas) / batch) + p - 1 stage forwards)
 //   checkpoints      floor(steps / every_steps) or floor(training / every_seconds), each bytes / write_bandwidth
 //   GPU-hours        total x workers / 3600; cost = GPU-hours x price; energy = GPU-hours x board power
 // The low and high figures repeat the sum with the data's fastest and slowest run.
@@ -238,8 +239,10 @@ TimeToTrain time_to_train(const TrainingSpec& spec, const TrainingRun& run) {
     t.epochs = t.epoch_samples > 0.0 ? s.samples / t.epoch_samples : 0.0;
 
     if (spec.evaluation) {
-        const double per_worker = std::ceil(spec.evaluation->samples / run.workers);
-        t.evaluation_each_s = std::ceil(per_worker / run.batch_size) * run.forward_s + run.metric_allreduce_s;
+        const double stages = std::max<std::uint32_t>(1, run.pipeline_stages);
+        const double per_replica = std::ceil(spec.evaluation->samples / (run.workers / stages));
+        t.evaluation_each_s =
+            (std::ceil(per_replica / run.batch_size) + stages - 1.0) * run.forward_s + run.metric_allreduce_s;
     }
     if (spec.checkpoint) {
         const double bytes = spec.checkpoint->bytes ? spec.checkpoint->bytes->value() : run.rank_state_bytes;

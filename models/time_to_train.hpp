@@ -128,7 +128,10 @@ struct TrainingRun {
     double samples_per_s = 0.0;    ///< the simulated throughput
     std::uint32_t workers = 1;     ///< GPUs billed
     std::uint32_t batch_size = 1;  ///< per worker per micro-batch (evaluation batches)
-    double forward_s = 0.0;        ///< one micro-batch's forward pass
+    double forward_s = 0.0;        ///< one micro-batch's forward pass (with pipeline stages: one stage's)
+    /// Pipeline stages: workers / stages model replicas split an evaluation, each micro-batch's forward flows
+    /// through every stage, so a replica's passes take (its micro-batches + stages - 1) stage forwards.
+    std::uint32_t pipeline_stages = 1;
     double metric_allreduce_s = 0.0;
     double rank_state_bytes = 0.0;  ///< weights and optimizer a rank holds (default checkpoint size)
     std::int64_t tokens_per_sample = 0;

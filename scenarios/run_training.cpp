@@ -16,13 +16,16 @@ std::optional<models::TimeToTrain> job_time_to_train(const JobSpec& spec, const 
     if (!spec.training) return std::nullopt;
     models::TrainingRun run;
     run.model = spec.model_name;
-    run.global_batch = static_cast<double>(spec.workers) * spec.batch_size * spec.gradient_accumulation;
+    // The samples of one step: each model replica's micro-batches (workers / pipeline replicas).
+    run.global_batch =
+        static_cast<double>(spec.parallelism.data(spec.workers)) * spec.batch_size * spec.gradient_accumulation;
     run.samples_per_s = r.throughput_samples_per_s;
     run.workers = spec.workers;  // the GPUs billed (dedicated parameter servers are hosts, not GPUs)
     run.batch_size = spec.batch_size;
     // The forward's compute: an evaluation runs BatchNorm on its running statistics, with no SyncBatchNorm
     // all-reduce (bn_group; those are the training step's communication, not its compute).
     run.forward_s = r.forward_time_s;
+    run.pipeline_stages = spec.parallelism.pipeline;
     run.metric_allreduce_s = models::metric_allreduce_time(job, fabric).seconds();
     const models::MemoryEstimate mem = job_memory(spec);
     run.rank_state_bytes = mem.weights + mem.optimizer;

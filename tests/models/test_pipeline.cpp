@@ -141,3 +141,21 @@ TEST_CASE("pipeline: refused where it does not divide or is not modelled yet") {
         CHECK(testing::refused_at(j) == "$.parallelism.pipeline");
     }
 }
+
+TEST_CASE("pipeline: time to train counts each model replica's samples and pipelines the evaluation's forwards") {
+    // p = 4 stages of d = 2 replicas, m = 8 micro-batches of 1: a step is 2 x 1 x 8 = 16 samples. An evaluation of E
+    // samples is ceil(E / 2) micro-batches per replica through the 4 stages: (ceil(E / 2) + 3) stage forwards of
+    // 2 ms, so 16 more samples cost 8 more stage forwards.
+    auto ttt = [](double eval_samples) {
+        json j = pinned(4, 2, 8, "1f1b");
+        j["training"] = {{"samples_to_target", 16000},
+                         {"epoch_samples", 1600},
+                         {"evaluation", {{"every_epochs", 1}, {"samples", eval_samples}}}};
+        const auto t = scenario::run_scenario(scenario::load_scenario(j)).time_to_train.at(0);
+        REQUIRE(t.has_value());
+        return *t;
+    };
+    const auto a = ttt(16), b = ttt(32);
+    CHECK(a.global_batch == 16.0);
+    CHECK(b.evaluation_each_s - a.evaluation_each_s == ddlsim::testing::approx(8 * 2e-3).epsilon(1e-9));
+}
