@@ -90,6 +90,9 @@ struct Layer {
     std::vector<LayerPart> parts;
     /// The transformer block it belongs to (built-in transformers), -1 for none: the unit FSDP wraps.
     std::int32_t block = -1;
+    /// Bytes of its output per sample, given as such (custom layers): what a pipeline stage ending at it sends
+    /// forward, and its gradient backward (else the output shape of its last GEMM; models/program/pipeline.hpp).
+    std::optional<double> activation_bytes = std::nullopt;
 
     [[nodiscard]] std::int64_t params() const;
 };

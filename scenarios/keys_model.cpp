@@ -231,6 +231,10 @@ const KeyTable<models::Layer>& layer_keys() {
             key("fwd_time", &L::fwd_time, "forward time per iteration, used exactly"),
             key("bwd_time", &L::bwd_time, "backward time per iteration, used exactly (default 2 x forward)"),
             key("update_time", &L::update_time, "update time per iteration, used exactly"),
+            key("activation_bytes", &L::activation_bytes,
+                "bytes of the layer's output per sample: what a pipeline stage ending at this layer sends to the next "
+                "per sample, and the gradient it gets back (default: none sent)",
+                {0, 1e15}),
             keys::custom<L>(
                 "kind",
                 enum_schema(models::part_kind_names(),

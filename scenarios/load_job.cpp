@@ -195,6 +195,15 @@ models::CompressionSpec read_compression(const json& j, const std::string& path,
 
 // The sharding block (models/job.hpp ShardingSpec; the schedule is stated in models/trainer_sharded.cpp). Read after
 // every key it depends on; the shard group's size is resolved with the placement (loader.cpp).
+void check_pipeline_keys(const JobSpec& job, const std::string& prefix) {
+    if (job.parallelism.any()) return;
+    for (std::size_t l = 0; l < job.workload.layers.size(); ++l)
+        if (job.workload.layers[l].activation_bytes)
+            throw ScenarioError(fmt::format("{}model.layers[{}].activation_bytes", prefix, l),
+                                "applies with pipeline stages only (\"parallelism\": {\"pipeline\": p}): it is what "
+                                "a stage boundary sends");
+}
+
 models::ParallelismSpec read_parallelism(const json& j, const std::string& path, const JobSpec& job) {
     ObjectReader r(j, path, tables().parallelism);
     models::ParallelismSpec p;

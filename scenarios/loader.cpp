@@ -229,6 +229,7 @@ Scenario load_scenario_unlogged(const json& j, const std::string& base_dir) {
             ObjectReader r(jobs[i], path, t.job);
             JobSpec job;
             job_object_keys().read(r, job, {base_dir});
+            detail::check_pipeline_keys(job, path + ".");
             if (!r.has("name")) job.name = fmt::format("job{}", i);
             if (!names.insert(job.name).second)
                 throw ScenarioError(r.path("name"), fmt::format("duplicate job name \"{}\"", job.name));
@@ -240,6 +241,7 @@ Scenario load_scenario_unlogged(const json& j, const std::string& base_dir) {
     } else {
         JobSpec job;
         job_keys().read(root, job, {base_dir});
+        detail::check_pipeline_keys(job, "$.");
         job.name = "job0";
         job.convergence = convergence;
         if (convergence) {

@@ -53,6 +53,9 @@ void read_model(const json& j, const std::string& path, JobSpec& s);
                                                  const std::string& arch_path);
 /// The parallelism block, checked against the job read so far (its model, workers and data-parallel keys).
 [[nodiscard]] models::ParallelismSpec read_parallelism(const json& j, const std::string& path, const JobSpec& job);
+/// Keys that only a pipeline reads (a custom layer's activation_bytes) are refused without one; `prefix`: the job's
+/// path ("$." or "$.jobs[i].").
+void check_pipeline_keys(const JobSpec& job, const std::string& prefix);
 /// The convergence block.
 [[nodiscard]] ConvergenceSpec read_convergence(const json& j, const std::string& path);
 

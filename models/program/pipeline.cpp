@@ -46,6 +46,7 @@ std::vector<StageLayers> pipeline_stages(const Workload& w, std::uint32_t p) {
 }
 
 double boundary_bytes_per_sample(const Workload& w, std::uint32_t l, double element_bytes) {
+    if (w.layers.at(l).activation_bytes) return *w.layers[l].activation_bytes;
     const auto& parts = w.layers.at(l).parts;
     for (auto it = parts.rbegin(); it != parts.rend(); ++it)
         if (it->rows_per_sample > 0.0 && it->cols > 0.0) return it->rows_per_sample * it->cols * element_bytes;

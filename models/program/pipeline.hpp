@@ -35,9 +35,9 @@ struct StageLayers {
 /// the rule when the blocks do not divide by p or a stage would get no layer.
 [[nodiscard]] std::vector<StageLayers> pipeline_stages(const Workload& w, std::uint32_t p);
 
-/// Bytes per sample a stage boundary after layer `l` sends forward (its output, `element_bytes` each: the output
-/// shape of the layer's last GEMM, rows per sample x columns), and its gradient backward; 0 when unknown (custom
-/// layers).
+/// Bytes per sample a stage boundary after layer `l` sends forward, and its gradient backward: the layer's
+/// activation_bytes where given (custom layers), else its output at `element_bytes` each (the output shape of its
+/// last GEMM, rows per sample x columns); 0 when neither is known.
 [[nodiscard]] double boundary_bytes_per_sample(const Workload& w, std::uint32_t l, double element_bytes);
 
 /// The pipeline's point-to-point traffic and the stages' gradient all-reduces of one iteration.
