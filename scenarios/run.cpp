@@ -184,6 +184,11 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
           {"seed", s.seed},
           {"compute_model", compute.to_json()}}},
     };
+    // Model parallelism, only where there is some (a data-parallel job's echo stays as it was).
+    if (spec.parallelism.any())
+        out["scenario"]["parallelism"] =
+            fmt::format("pipeline {} x data {} ({})", spec.parallelism.pipeline, spec.parallelism.data(spec.workers),
+                        sim::enum_name(spec.parallelism.schedule));
     if (j.machine_bytes_per_iteration >= 0.0)
         out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
     if (!j.algorithm_picks.empty()) {

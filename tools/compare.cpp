@@ -29,6 +29,7 @@ std::string scheme_text(const json& d) {
     if (!sync.empty() && sync != "bsp") out += "; " + sync;
     if (!comp.empty() && comp != "none") out += "; " + comp;
     if (!ov.empty() && ov != "none") out += "; overlap " + ov;
+    if (d.contains("parallelism")) out += "; " + d["parallelism"].get<std::string>();
     return out;
 }
 
