@@ -237,6 +237,39 @@ std::string events_culprit(const Scenario& s, const std::string& jobs_path, doub
 // gTop-k n log n) — times the distinct message sizes overlap creates (each keeps its
 // plan). Per step: about 40 B measured for an all-reduce DAG, 235 B for a parameter server's (its transfers
 // also hold flows and routes), rounded up to 64 and 256.
+// The model's BatchNorms (each all-reduces its statistics under SyncBatchNorm).
+double batchnorm_count(const JobSpec& j) {
+    double n = 0.0;
+    for (std::size_t l = 0; l < j.workload.layers.size(); ++l)
+        n += static_cast<double>(models::batchnorm_channels(j.workload, l).size());
+    return n;
+}
+
+// Memory of a job's per-rank programs (models/program/program.hpp) where they grow with the micro-batches: each
+// micro-batch of a pipeline stage is two computes and about six instructions (about 540 B with its labels), each
+// SyncBatchNorm all-reduce a call and two instructions (about 320 B), per micro-batch, forward and backward.
+double program_memory_bytes(const JobSpec& j) {
+    constexpr double kStageMicroBatch = 540.0, kCall = 320.0;
+    const double m = j.gradient_accumulation;
+    double bytes = 0.0;
+    if (j.parallelism.any()) bytes += j.parallelism.pipeline * m * kStageMicroBatch;
+    if (j.bn_group > 1) {
+        const double batchnorms = batchnorm_count(j);
+        const double programs = models::sync_scheme(j.sync.kind).periodic ? 2.0 : 1.0;
+        bytes += programs * 2.0 * batchnorms * m * kCall;
+    }
+    return bytes;
+}
+
+// Events of SyncBatchNorm's all-reduces (models/program/batchnorm.hpp): per BatchNorm, micro-batch and pass a ring
+// in each group, 2 (g - 1) transfers per rank, counted like any round.
+double batchnorm_events(const Scenario& s, const JobSpec& j) {
+    if (j.bn_group < 2) return 0.0;
+    const double batchnorms = batchnorm_count(j);
+    const double calls = 2.0 * batchnorms * j.gradient_accumulation;
+    return s.iterations * calls * (4.0 * j.workers * 2.0 * (j.bn_group - 1.0) + 4.0 * j.workers);
+}
+
 double plan_memory_bytes(const JobSpec& j, const topo::Machine& m) {
     constexpr double kDagStep = 64.0, kPsStep = 256.0;
     const double n = j.workers;
@@ -302,6 +335,15 @@ void detail::check_limits(const Scenario& s, const std::string& jobs_path) {
                                             : path.ends_with("per_tensor") ? "expected per_tensor false"
                                                                            : "use fewer workers or servers"));
         }
+        const double programs = program_memory_bytes(s.jobs[i]);
+        if (programs > kMaxPlanMemory)
+            throw ScenarioError(prefix + "gradient_accumulation",
+                                fmt::format("the per-rank programs would hold about {:.3g} GB (a step's every "
+                                            "micro-batch {}; limit {:.0f} GB); expected fewer micro-batches",
+                                            programs / 1e9,
+                                            s.jobs[i].parallelism.any() ? "through every pipeline stage"
+                                                                        : "with its SyncBatchNorm all-reduces",
+                                            kMaxPlanMemory / 1e9));
         memory += plan_memory_bytes(s.jobs[i], m);
         if (memory > kMaxPlanMemory) {
             const std::string path = round_culprit(s.jobs[i], m, prefix, kMaxPlanSteps);
@@ -312,7 +354,7 @@ void detail::check_limits(const Scenario& s, const std::string& jobs_path) {
                                                   : path.ends_with("per_tensor") ? "expected per_tensor false"
                                                                                  : "use fewer workers or servers"));
         }
-        events += run_events(s, s.jobs[i]);
+        events += run_events(s, s.jobs[i]) + batchnorm_events(s, s.jobs[i]);
     }
     const double seconds = estimated_seconds(s);
     if (s.network_model == NetworkModel::flow && (events > kMaxEvents || seconds > kMaxSeconds)) {

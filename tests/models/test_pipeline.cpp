@@ -186,3 +186,12 @@ TEST_CASE("pipeline: activation_bytes without a pipeline is refused, not ignored
     jobs["iterations"] = 1;
     CHECK(testing::refused_at(jobs) == "$.jobs[0].model.layers[3].activation_bytes");
 }
+
+TEST_CASE("pipeline: a step whose programs would not fit in memory is refused at its micro-batches") {
+    // 32 stages x 10^6 micro-batches: every stage's program holds every micro-batch's computes and sends.
+    json j = pinned(8, 1, 1000000, "1f1b");
+    j["workers"] = 8;
+    CHECK(testing::refused_at(j) == "$.gradient_accumulation");
+    j["gradient_accumulation"] = 64;
+    CHECK(testing::refused_at(j) == "accepted");
+}

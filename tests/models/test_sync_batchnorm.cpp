@@ -240,3 +240,12 @@ TEST_CASE("sync batchnorm: refused where it cannot apply") {
     j["bn_group"] = 0;
     CHECK(testing::refused_at(j) == "$.bn_group");
 }
+
+TEST_CASE("sync batchnorm: a step whose all-reduces would not fit in the programs' memory is refused") {
+    // 10^6 micro-batches x 53 BatchNorms x 2 passes: a hundred million calls.
+    json j = two_gpus(2);
+    j["gradient_accumulation"] = 1000000;
+    CHECK(testing::refused_at(j) == "$.gradient_accumulation");
+    j["gradient_accumulation"] = 8;
+    CHECK(testing::refused_at(j) == "accepted");
+}
