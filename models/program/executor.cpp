@@ -41,17 +41,17 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
             }
         issued_.push_back(n);
     }
+    // Without a map from rank to program every rank runs each program in turn (a cycle): all join what any issues.
     joiners_.assign(set_.calls.size(), 0);
-    for (std::size_t c = 0; c < set_.calls.size(); ++c)
-        for (std::uint32_t w = 0; w < job_.workers; ++w) {
-            if (set_.program_of.empty()) {
-                bool any = false;
-                for (const auto& p : issues) any = any || p[c] != 0;
-                joiners_[c] = any ? job_.workers : 0;
-                break;
-            }
-            joiners_[c] += issues[set_.program_of[w]][c] != 0 ? 1 : 0;
+    for (std::size_t c = 0; c < set_.calls.size(); ++c) {
+        if (!set_.program_of.empty()) {
+            for (const std::uint32_t p : set_.program_of) joiners_[c] += issues[p][c] != 0 ? 1 : 0;
+            continue;
         }
+        bool any = false;
+        for (const auto& p : issues) any = any || p[c] != 0;
+        joiners_[c] = any ? job_.workers : 0;
+    }
 }
 
 void Executor::start() {

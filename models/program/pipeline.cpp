@@ -16,12 +16,10 @@ std::vector<StageLayers> pipeline_stages(const Workload& w, std::uint32_t p) {
         // Block ids in order, and where each block's layers start.
         std::vector<std::uint32_t> starts;
         std::int32_t last_block = -1;
-        std::uint32_t last_layer_in_block = 0;
         for (std::uint32_t l = 0; l < L; ++l) {
             if (w.layers[l].block < 0) continue;
             if (w.layers[l].block != last_block) starts.push_back(l);
             last_block = w.layers[l].block;
-            last_layer_in_block = l;
         }
         const auto B = static_cast<std::uint32_t>(starts.size());
         if (B % p != 0)
@@ -32,7 +30,6 @@ std::vector<StageLayers> pipeline_stages(const Workload& w, std::uint32_t p) {
             out[s].first = s == 0 ? 0 : starts[s * per];
             out[s].last = s + 1 == p ? L - 1 : starts[(s + 1) * per] - 1;
         }
-        (void)last_layer_in_block;
         return out;
     }
     if (L < p) throw std::invalid_argument(fmt::format("expected at most the model's {} layers, got {}", L, p));
