@@ -90,11 +90,14 @@ void add_dropout_residual(Layer& layer, double tokens) {
     add_memory(layer, PartKind::elementwise, 3.0, tokens);  // residual add
 }
 
-/// An empty transformer workload over sequences of `seq` tokens.
-Workload sequence_workload(std::int64_t seq) {
+/// An empty transformer workload over sequences of `seq` tokens, of that hidden size and those heads.
+Workload sequence_workload(std::int64_t seq, std::int64_t hidden, std::int64_t heads, std::int64_t kv_heads) {
     Workload workload;
     workload.family = ModelFamily::transformer;
     workload.input = "sequence of " + std::to_string(seq) + " tokens";
+    workload.hidden = hidden;
+    workload.heads = heads;
+    workload.kv_heads = kv_heads;
     return workload;
 }
 
@@ -143,7 +146,7 @@ Workload bert(const BertConfig& config) {
     const std::int64_t seq = config.seq_len;
     const std::int64_t d = config.hidden;
 
-    Workload workload = sequence_workload(seq);
+    Workload workload = sequence_workload(seq, d, d / k_head_dim, d / k_head_dim);
     const double tokens = static_cast<double>(seq * d);
 
     Layer embeddings = named_layer("embeddings");
@@ -207,8 +210,9 @@ Workload gpt2(const Gpt2Config& config) {
     const std::int64_t seq = config.train_seq > 0 ? config.train_seq : context;
     const std::int64_t d = config.hidden;
     const std::int64_t f = config.ffn_hidden > 0 ? config.ffn_hidden : k_ffn_expansion * d;
+    const std::int64_t heads = config.heads > 0 ? config.heads : d / k_head_dim;
 
-    Workload workload = sequence_workload(seq);
+    Workload workload = sequence_workload(seq, d, heads, heads);
     const double tokens = static_cast<double>(seq * d);
     const double ffn = static_cast<double>(f * seq);
 
@@ -276,7 +280,7 @@ Workload llama(const TransformerConfig& c) {
     const std::int64_t head_dim = d / c.heads;
     const std::int64_t kv = (c.kv_heads > 0 ? c.kv_heads : c.heads) * head_dim;
     const std::int64_t f = c.ffn_hidden > 0 ? c.ffn_hidden : llama_ffn_hidden(d);
-    Workload workload = sequence_workload(seq);
+    Workload workload = sequence_workload(seq, d, c.heads, c.kv_heads > 0 ? c.kv_heads : c.heads);
     const double tokens = static_cast<double>(seq * d);
     const double ffn = static_cast<double>(seq * f);
 

@@ -195,17 +195,27 @@ constexpr std::span<const sim::EnumEntry<PipelineSchedule>> enum_entries(Pipelin
     return k_pipeline_schedules;
 }
 
-/// The `parallelism` block: model parallelism around data parallelism (models/program/pipeline.hpp). Ranks are laid
-/// out as Megatron's default order puts the pipeline outermost: rank r is on stage r / (workers / pipeline), data
-/// rank r % (workers / pipeline).
+/// The `parallelism` block: model parallelism around data parallelism (models/program/pipeline.hpp,
+/// models/tensor_parallel.hpp). Ranks are laid out in Megatron's default order, tensor innermost and the pipeline
+/// outermost: rank r = (stage x data + data rank) x tensor + tensor rank.
 struct ParallelismSpec {
+    std::uint32_t tensor = 1;  ///< ranks splitting each layer (1: none)
+    bool sequence_parallel = false;
     std::uint32_t pipeline = 1;  ///< stages (1: none)
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
 
-    [[nodiscard]] bool any() const { return pipeline > 1; }
-    /// The data-parallel degree: ranks per stage.
+    [[nodiscard]] bool any() const { return pipeline > 1 || tensor > 1; }
+    /// The data-parallel degree: model replicas, workers / (tensor x pipeline).
     [[nodiscard]] std::uint32_t data(std::uint32_t workers) const {
+        return workers / std::max<std::uint32_t>(1, pipeline * tensor);
+    }
+    /// The ranks of one stage: data x tensor.
+    [[nodiscard]] std::uint32_t stage_ranks(std::uint32_t workers) const {
         return workers / std::max<std::uint32_t>(1, pipeline);
+    }
+    /// The stage rank r runs.
+    [[nodiscard]] std::uint32_t stage_of(std::uint32_t r, std::uint32_t workers) const {
+        return r / std::max<std::uint32_t>(1, stage_ranks(workers));
     }
 };
 
@@ -352,6 +362,13 @@ struct JobResult {
     std::uint32_t max_lead = 0;                ///< ssp/asp: most iterations a worker started ahead of the slowest
     /// Algorithm auto: what it picked, one entry per algorithm (empty for every other algorithm).
     std::vector<AlgorithmPick> algorithm_picks;
+    /// Model-parallel jobs: bytes_on_wire_per_iteration by the dimension that sends them (they sum to it).
+    struct DimensionBytes {
+        double tensor = 0.0;    ///< tensor-parallel all-reduces (reduce-scatters and all-gathers)
+        double pipeline = 0.0;  ///< activations and their gradients between stages
+        double data = 0.0;      ///< the stages' gradient all-reduces
+    };
+    std::optional<DimensionBytes> bytes_by_dimension;
 };
 
 /// What the job's collective needs: sizes, tensors in backward order, nodes of the workers.

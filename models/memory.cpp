@@ -14,8 +14,8 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     // it: every one with GPipe, at most p - s on stage s with 1F1B (PipeDream-Flush; Narayanan et al. SC'21 §2.2).
     program::StageLayers stage{0, static_cast<std::uint32_t>(std::max<std::size_t>(1, job.workload.layers.size()) - 1)};
     double in_flight = 1.0;
-    if (job.parallelism.any()) {
-        const std::uint32_t p = job.parallelism.pipeline, s = w / job.parallelism.data(job.workers);
+    if (job.parallelism.pipeline > 1) {
+        const std::uint32_t p = job.parallelism.pipeline, s = job.parallelism.stage_of(w, job.workers);
         stage = program::pipeline_stages(job.workload, p).at(s);
         in_flight = job.parallelism.schedule == PipelineSchedule::gpipe ? job.gradient_accumulation
                                                                         : std::min(p - s, job.gradient_accumulation);

@@ -6,13 +6,21 @@
 #include <span>
 
 #include "models/comm_plan.hpp"
+#include "models/tensor_parallel.hpp"
 #include "topologies/transport.hpp"
 
 namespace ddlsim::models {
 
-TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const JobContext& ctx) {
+TrainingJob job_of_keys(const JobKeys& keys) {
     TrainingJob job;
     static_cast<JobKeys&>(job) = keys;
+    if (keys.parallelism.tensor > 1)
+        job.workload = tensor_shard(keys.workload, keys.parallelism.tensor, keys.parallelism.sequence_parallel);
+    return job;
+}
+
+TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const JobContext& ctx) {
+    TrainingJob job = job_of_keys(keys);
     job.iterations = ctx.iterations;
     job.index = ctx.index;
     job.seed = ctx.seed;
@@ -29,14 +37,13 @@ TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const J
     if (keys.workers == 1 && !servers) job.overlap_slowdown = 0.0;
     job.record_schedule = ctx.record_schedule;
     try {
-        job.compute =
-            compute_profile(keys.workload, keys.device, keys.batch_size, keys.bytes_per_param, keys.optimizer);
+        job.compute = compute_profile(job.workload, keys.device, keys.batch_size, keys.bytes_per_param, keys.optimizer);
     } catch (const std::invalid_argument& e) {
         throw DeviceRefused(-1, e.what());
     }
     for (std::size_t w = 0; w < keys.worker_devices.size(); ++w) {
         try {
-            job.worker_compute.push_back(compute_profile(keys.workload, keys.worker_devices[w], keys.batch_size,
+            job.worker_compute.push_back(compute_profile(job.workload, keys.worker_devices[w], keys.batch_size,
                                                          keys.bytes_per_param, keys.optimizer));
         } catch (const std::invalid_argument& e) {
             throw DeviceRefused(static_cast<int>(w), e.what());
@@ -60,8 +67,8 @@ TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const J
         }
     }
     if (keys.activation_checkpointing) {
-        add_recomputation(job.compute, keys.workload);
-        for (auto& wc : job.worker_compute) add_recomputation(wc, keys.workload);
+        add_recomputation(job.compute, job.workload);
+        for (auto& wc : job.worker_compute) add_recomputation(wc, job.workload);
     }
     // Gradient accumulation: k - 1 micro-batches of forward and backward before the last.
     const double extra = static_cast<double>(keys.gradient_accumulation - 1);

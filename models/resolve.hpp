@@ -48,6 +48,10 @@ public:
     int worker;
 };
 
+/// The job of `keys` before any fabric: its keys, with the model as one rank holds it (its tensor-parallel share,
+/// models/tensor_parallel.hpp). What resolve_job starts from, and what a memory estimate without a fabric reads.
+[[nodiscard]] TrainingJob job_of_keys(const JobKeys& keys);
+
 /// The job of `keys` on `fabric`; throws DeviceRefused.
 [[nodiscard]] TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const JobContext& ctx);
 

@@ -1,4 +1,4 @@
-// Pipeline parallelism with data parallelism inside each stage: the step compiled to a program per stage
+// Model parallelism (tensor and pipeline) with data parallelism around it: the step compiled to a program per stage
 // (models/program/pipeline.hpp), run by the program executor. This file only compiles, runs and reports.
 #include <memory>
 
@@ -45,9 +45,11 @@ public:
         const std::uint32_t d = job_.parallelism.data(job_.workers);
         // A step is gradient_accumulation micro-batches of batch_size samples on each of the d model replicas.
         fill_result(job_, clocks_, job_.iterations, static_cast<double>(d) * job_.batch_size, r);
-        r.bytes_on_wire_per_iteration = totals_.wire + totals_.p2p_bytes;
-        r.machine_bytes_per_iteration = totals_.machine + totals_.p2p_machine_bytes;
-        r.collectives_per_iteration = totals_.collectives;
+        r.bytes_on_wire_per_iteration = totals_.wire + totals_.p2p_bytes + totals_.tensor_wire;
+        r.machine_bytes_per_iteration = totals_.machine + totals_.p2p_machine_bytes + totals_.tensor_machine;
+        r.bytes_by_dimension = JobResult::DimensionBytes{totals_.tensor_wire, totals_.p2p_bytes, totals_.wire};
+        // Each rank joins its own stage's collectives: the mean over the stages.
+        r.collectives_per_iteration = (totals_.collectives + totals_.tensor_collectives) / job_.parallelism.pipeline;
         r.rounds = job_.iterations;
         r.model_versions = job_.iterations;
         r.schedule = schedule_;
@@ -75,9 +77,11 @@ public:
         r.backward_time_s = bwd;
         r.update_time_s = update;
         r.compute_time_s = busiest;
-        // Against the whole model on one GPU: p stages of d ranks at best run workers times its samples per second.
-        const double single = static_cast<double>(job_.batch_size) * job_.gradient_accumulation /
-                              (cp.iteration().seconds() > 0.0 ? cp.iteration().seconds() : 1.0);
+        // Against the whole model on one GPU, taken as t times one tensor rank's share of it (a perfect split): p
+        // stages of d x t ranks at best run workers times its samples per second.
+        const double whole = cp.iteration().seconds() * job_.parallelism.tensor;
+        const double single =
+            static_cast<double>(job_.batch_size) * job_.gradient_accumulation / (whole > 0.0 ? whole : 1.0);
         r.scaling_efficiency = std::min(
             1.0, single > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / (single * job_.workers) : 1.0);
         // The bubble (stages waiting for each other's micro-batches) counts with the exposed sends and all-reduces.

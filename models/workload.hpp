@@ -112,6 +112,9 @@ struct Workload {
     /// Chowdhery et al. 2022, Appendix B: N the parameters of the matmuls, L layers, d the hidden size, s the
     /// sequence length; the attention term counts the scores and the weighted values); 0 when unknown.
     double model_flops_per_token = 0.0;
+    /// Built-in transformers: the hidden size, the attention heads and the key/value heads (grouped-query attention)
+    /// that tensor parallelism splits (models/tensor_parallel.hpp); 0 for other models.
+    std::int64_t hidden = 0, heads = 0, kv_heads = 0;
 
     [[nodiscard]] std::int64_t params() const;
     [[nodiscard]] std::size_t tensor_count() const;

@@ -53,6 +53,16 @@ std::string describe_compression(const JobSpec& j) {
     return models::make_compressor(j.compression)->describe();
 }
 
+std::string describe_parallelism(const JobSpec& j) {
+    const models::ParallelismSpec& p = j.parallelism;
+    std::string out;
+    if (p.tensor > 1) out += fmt::format("tensor {}{} x ", p.tensor, p.sequence_parallel ? " (sequence parallel)" : "");
+    if (p.pipeline > 1) out += fmt::format("pipeline {} x ", p.pipeline);
+    out += fmt::format("data {}", p.data(j.workers));
+    if (p.pipeline > 1) out += fmt::format(" ({})", sim::enum_name(p.schedule));
+    return out;
+}
+
 std::string describe_overlap(const JobSpec& j) {
     const auto& o = j.overlap;
     if (j.sharding.stage >= 3) {

@@ -147,10 +147,23 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
         "parallelism",
         "model parallelism around data parallelism (bsp, architecture allreduce)",
         {
+            key("tensor", &P::tensor,
+                "tensor-parallel ranks: each transformer block's attention and MLP GEMMs split over this many "
+                "consecutive ranks (Megatron-LM's column and row split), the embedding and the head by vocabulary; "
+                "2 all-reduces of the b x s x h activations per block in forward and 2 in backward (default 1: none; "
+                "must divide workers / pipeline, the heads and the key/value heads)",
+                {1, 1024})
+                .with_default(1),
+            key("sequence_parallel", &P::sequence_parallel,
+                "Megatron's sequence parallelism: the norms, dropout and residual adds on 1/tensor of the sequence, "
+                "each all-reduce a reduce-scatter and an all-gather of the same bytes (default false)")
+                .when([](const P& p) { return p.tensor > 1; }, "applies to tensor > 1 only")
+                .with_default(false),
             key("pipeline", &P::pipeline,
                 "pipeline stages: the model's transformer blocks (or layers) split evenly into this many stages, "
-                "the embedding on the first and the head on the last, each stage's workers / pipeline ranks a "
-                "data-parallel group; micro-batches are gradient_accumulation, activations and their gradients "
+                "the embedding on the first and the head on the last, each stage's workers / (pipeline x tensor) "
+                "model replicas a data-parallel group; micro-batches are gradient_accumulation, activations and their "
+                "gradients "
                 "point-to-point flows between stages (default 1: none; must divide workers)",
                 {1, 1024})
                 .with_default(1),

@@ -24,6 +24,8 @@ constexpr double kMaxSeconds = kMaxFlowSeconds;  // the same bound in estimated 
 constexpr double kMaxPlanSteps = 5e7;            // transfers in one explicit-DAG round, bounds memory
 constexpr double kMaxPlanMemory = 4e9;           // bytes of communication plans (plan_memory_bytes), the stated limit
 
+double tensor_calls_per_micro_batch(const JobSpec& j);
+
 // SSP, ASP and FedAvg run on their own trainers, which send one message per iteration.
 bool asynchronous(const JobSpec& s) {
     return models::sync_scheme(s.sync.kind).whole_payload;
@@ -105,11 +107,16 @@ double job_events(const Scenario& s, const JobSpec& j) {
         outer = launches * (4.0 * j.workers * (2.0 * (islands - 1.0) + g - 1.0) + 8.0 * j.workers);
     }
     if (j.parallelism.any()) {
-        // A pipeline: every micro-batch's activations and gradients between neighbouring stages (2 m (p - 1) sends
-        // per data rank), a ring all-reduce in each stage (2 (d - 1) steps of d ranks), two computes per micro-batch.
-        const double p = j.parallelism.pipeline, d = j.workers / p, m = j.gradient_accumulation;
-        const double transfers = 2.0 * m * (p - 1.0) * d + p * d * 2.0 * (d - 1.0);
-        return s.iterations * (4.0 * transfers + 4.0 * j.workers + 2.0 * m * j.workers);
+        // Model parallelism: every micro-batch's activations and gradients between neighbouring stages (2 m (p - 1)
+        // sends per data and tensor rank), a ring all-reduce of d ranks per stage and tensor rank (2 (d - 1) steps),
+        // each tensor-parallel collective a ring of t ranks (2 (t - 1) steps, or t - 1 for a reduce-scatter or an
+        // all-gather, which come in pairs), two computes per micro-batch and one more per collective.
+        const double p = j.parallelism.pipeline, t = j.parallelism.tensor, d = j.workers / (p * t);
+        const double m = j.gradient_accumulation, calls = tensor_calls_per_micro_batch(j);
+        const double steps = j.parallelism.sequence_parallel ? t - 1.0 : 2.0 * (t - 1.0);
+        const double transfers =
+            2.0 * m * (p - 1.0) * d * t + p * t * d * 2.0 * (d - 1.0) + m * calls * j.workers * steps;
+        return s.iterations * (4.0 * transfers + 4.0 * j.workers + (2.0 + 5.0 * calls) * m * j.workers);
     }
     if (j.sharding.any()) {
         const topo::Machine machine = topo::machine(s.topology);
@@ -245,14 +252,32 @@ double batchnorm_count(const JobSpec& j) {
     return n;
 }
 
+// Tensor-parallel collectives one rank issues per micro-batch, averaged over the stages (models/program/pipeline.hpp):
+// per block 2 all-reduces forward, 2 backward and 2 more with full recomputation, each a reduce-scatter and an
+// all-gather with sequence parallelism; the embedding's and the head's.
+double tensor_calls_per_micro_batch(const JobSpec& j) {
+    if (j.parallelism.tensor < 2) return 0.0;
+    double blocks = 0.0;
+    std::int32_t last = -1;
+    for (const models::Layer& l : j.workload.layers)
+        if (l.block >= 0 && l.block != last) {
+            blocks += 1.0;
+            last = l.block;
+        }
+    const double pairs = j.parallelism.sequence_parallel ? 2.0 : 1.0;
+    return (pairs * (4.0 + (j.activation_checkpointing ? 2.0 : 0.0)) * blocks + pairs * 2.0) / j.parallelism.pipeline;
+}
+
 // Memory of a job's per-rank programs (models/program/program.hpp) where they grow with the micro-batches: each
 // micro-batch of a pipeline stage is two computes and about six instructions (about 540 B with its labels), each
-// SyncBatchNorm all-reduce a call and two instructions (about 320 B), per micro-batch, forward and backward.
+// SyncBatchNorm all-reduce a call and two instructions (about 320 B), each tensor-parallel collective a call, a
+// compute and three instructions (about 480 B), per micro-batch, forward and backward.
 double program_memory_bytes(const JobSpec& j) {
-    constexpr double kStageMicroBatch = 540.0, kCall = 320.0;
+    constexpr double kStageMicroBatch = 540.0, kCall = 320.0, kTensorCall = 480.0;
     const double m = j.gradient_accumulation;
     double bytes = 0.0;
-    if (j.parallelism.any()) bytes += j.parallelism.pipeline * m * kStageMicroBatch;
+    if (j.parallelism.any())
+        bytes += j.parallelism.pipeline * m * (kStageMicroBatch + kTensorCall * tensor_calls_per_micro_batch(j));
     if (j.bn_group > 1) {
         const double batchnorms = batchnorm_count(j);
         const double programs = models::sync_scheme(j.sync.kind).periodic ? 2.0 : 1.0;

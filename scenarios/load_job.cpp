@@ -196,7 +196,7 @@ models::CompressionSpec read_compression(const json& j, const std::string& path,
 // The sharding block (models/job.hpp ShardingSpec; the schedule is stated in models/trainer_sharded.cpp). Read after
 // every key it depends on; the shard group's size is resolved with the placement (loader.cpp).
 void check_pipeline_keys(const JobSpec& job, const std::string& prefix) {
-    if (job.parallelism.any()) return;
+    if (job.parallelism.pipeline > 1) return;
     for (std::size_t l = 0; l < job.workload.layers.size(); ++l)
         if (job.workload.layers[l].activation_bytes)
             throw ScenarioError(fmt::format("{}model.layers[{}].activation_bytes", prefix, l),
@@ -210,20 +210,36 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
     parallelism_keys().read(r, p);
     r.finish();
     if (!p.any()) return p;
-    const std::string at = r.path("pipeline");
+    const std::string at = r.path(p.pipeline > 1 ? "pipeline" : "tensor");
     if (job.workers % p.pipeline != 0)
-        throw ScenarioError(at, fmt::format("expected a divisor of the job's {} workers (each stage holds workers / "
-                                            "pipeline ranks), got {}",
-                                            job.workers, p.pipeline));
-    try {
-        (void)models::program::pipeline_stages(job.workload, p.pipeline);
-    } catch (const std::invalid_argument& e) {
-        throw ScenarioError(at, e.what());
+        throw ScenarioError(r.path("pipeline"), fmt::format("expected a divisor of the job's {} workers (each stage "
+                                                            "holds workers / pipeline ranks), got {}",
+                                                            job.workers, p.pipeline));
+    if (p.tensor > 1) {
+        const std::string tat = r.path("tensor");
+        if (job.workers / p.pipeline % p.tensor != 0)
+            throw ScenarioError(tat, fmt::format("expected a divisor of the {} ranks of each stage (workers / "
+                                                 "pipeline), got {}",
+                                                 job.workers / p.pipeline, p.tensor));
+        const models::Workload& w = job.workload;
+        if (w.hidden <= 0 || w.heads <= 0 || !w.has_blocks())
+            throw ScenarioError(tat,
+                                "tensor parallelism splits a transformer's attention heads and MLP; expected a "
+                                "built-in transformer or a \"transformer\" model, got a model without that shape");
+        if (w.heads % p.tensor != 0 || w.kv_heads % p.tensor != 0)
+            throw ScenarioError(tat, fmt::format("expected a divisor of the model's {} attention heads and {} "
+                                                 "key/value heads (each tensor rank holds as many), got {}",
+                                                 w.heads, w.kv_heads, p.tensor));
     }
-    // What the pipeline's programs model today: synchronous data parallelism inside each stage, its gradients
+    if (p.pipeline > 1) try {
+            (void)models::program::pipeline_stages(job.workload, p.pipeline);
+        } catch (const std::invalid_argument& e) {
+            throw ScenarioError(r.path("pipeline"), e.what());
+        }
+    // What the model-parallel programs model today: synchronous data parallelism inside each stage, its gradients
     // all-reduced once the pipeline drains. Everything else is refused rather than ignored.
     auto refuse = [&](const std::string& what) {
-        throw ScenarioError(at, "pipeline parallelism is modelled with " + what);
+        throw ScenarioError(at, "model parallelism is modelled with " + what);
     };
     if (job.sync.kind != models::SyncKind::bsp) refuse("sync \"bsp\" only");
     if (job.architecture.kind != topo::ArchKind::allreduce) refuse("architecture \"allreduce\" only");

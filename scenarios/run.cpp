@@ -89,8 +89,7 @@ constexpr std::size_t kPerWorkerList = 256;
 
 // The job's own keys (no fabric, no compute profile), for the memory estimate of the job's reference device.
 models::TrainingJob job_keys(const JobSpec& j) {
-    models::TrainingJob job;
-    static_cast<models::JobKeys&>(job) = j;
+    models::TrainingJob job = models::job_of_keys(j);
     job.worker_devices.clear();  // the estimate is the reference device's (`device`)
     return job;
 }
@@ -185,10 +184,11 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
           {"compute_model", compute.to_json()}}},
     };
     // Model parallelism, only where there is some (a data-parallel job's echo stays as it was).
-    if (spec.parallelism.any())
-        out["scenario"]["parallelism"] =
-            fmt::format("pipeline {} x data {} ({})", spec.parallelism.pipeline, spec.parallelism.data(spec.workers),
-                        sim::enum_name(spec.parallelism.schedule));
+    if (spec.parallelism.any()) out["scenario"]["parallelism"] = describe_parallelism(spec);
+    if (j.bytes_by_dimension)
+        out["bytes_on_wire_by_dimension"] = {{"tensor", j.bytes_by_dimension->tensor},
+                                             {"pipeline", j.bytes_by_dimension->pipeline},
+                                             {"data", j.bytes_by_dimension->data}};
     if (j.machine_bytes_per_iteration >= 0.0)
         out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
     if (!j.algorithm_picks.empty()) {
@@ -259,7 +259,8 @@ ComputeAssumptions compute_assumptions(const JobSpec& j, const models::ComputePr
     models::ComputeProfile built;
     if (profile == nullptr) {
         try {
-            built = models::compute_profile(j.workload, d, j.batch_size, j.bytes_per_param, j.optimizer);
+            built = models::compute_profile(models::job_of_keys(j).workload, d, j.batch_size, j.bytes_per_param,
+                                            j.optimizer);
         } catch (const std::invalid_argument&) {
             return out;  // run_scenario reports it
         }
@@ -362,9 +363,9 @@ models::MemoryEstimate job_memory(const JobSpec& j) {
     const models::TrainingJob job = job_keys(j);
     models::MemoryEstimate m = models::memory_per_gpu(job, j.optimizer);
     // With pipeline stages, the most loaded stage (the first keeps the most micro-batches, the last the head).
-    const std::uint32_t d = j.parallelism.data(j.workers);
-    for (std::uint32_t s = 1; j.parallelism.any() && s < j.parallelism.pipeline; ++s) {
-        const models::MemoryEstimate e = models::memory_per_gpu(job, j.optimizer, s * d);
+    for (std::uint32_t s = 1; s < j.parallelism.pipeline; ++s) {
+        const models::MemoryEstimate e =
+            models::memory_per_gpu(job, j.optimizer, s * j.parallelism.stage_ranks(j.workers));
         if (e.total() > m.total()) m = e;
     }
     return m;

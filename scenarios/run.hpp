@@ -101,6 +101,8 @@ struct RunResult {
 [[nodiscard]] std::string describe_sync(const JobSpec& j);
 [[nodiscard]] std::string describe_compression(const JobSpec& j);
 [[nodiscard]] std::string describe_overlap(const JobSpec& j);
+/// Model parallelism, e.g. "tensor 8 (sequence parallel) x pipeline 4 x data 8 (1f1b)" (a job with some).
+[[nodiscard]] std::string describe_parallelism(const JobSpec& j);
 /// From the job's compute profile `p` (the one its run built), or, without one, from a profile built here.
 [[nodiscard]] ComputeAssumptions compute_assumptions(const JobSpec& j, const models::ComputeProfile* p = nullptr);
 

@@ -42,10 +42,11 @@ std::string memory_advice(const scenario::JobSpec& spec, const models::MemoryEst
     const std::string checkpoint = "activation checkpointing (\"activation_checkpointing\": \"full\")";
     const std::string batch = "a smaller batch with gradient accumulation";
     std::string shard;
-    if (spec.parallelism.any())  // sharding is not modelled with a pipeline yet: more stages split the state
-        shard =
-            "more pipeline stages (\"parallelism\": {\"pipeline\": " + std::to_string(2 * spec.parallelism.pipeline) +
-            "}, where they divide the model and the workers)";
+    if (spec.parallelism.any())  // sharding is not modelled with model parallelism yet: more ranks split the state
+        shard = "more tensor ranks or pipeline stages (\"parallelism\": {\"tensor\": " +
+                std::to_string(2 * spec.parallelism.tensor) +
+                "} or {\"pipeline\": " + std::to_string(2 * spec.parallelism.pipeline) +
+                "}, where they divide the model and the workers)";
     else if (!spec.sharding.any())
         shard = "sharding the weights, gradients and optimizer state (\"sharding\": {\"stage\": 3})";
     else if (spec.sharding.stage < 3)
@@ -93,10 +94,10 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
                        scenario::describe_sync(spec));
     if (spec.parallelism.any())
         out += fmt::format(
-            "  parallelism   pipeline {} stages x data {} ({}, {} micro-batches per step); each stage's data ranks "
-            "all-reduce its gradients after the drain\n",
-            spec.parallelism.pipeline, spec.parallelism.data(spec.workers), sim::enum_name(spec.parallelism.schedule),
-            spec.gradient_accumulation);
+            "  parallelism   {}, {} micro-batch{} per step; each stage's data ranks all-reduce its gradients after "
+            "the drain\n",
+            scenario::describe_parallelism(spec), spec.gradient_accumulation,
+            spec.gradient_accumulation == 1 ? "" : "es");
     out += fmt::format("  compression   {}; overlap {}\n", scenario::describe_compression(spec),
                        scenario::describe_overlap(spec));
     for (const auto& p : j.algorithm_picks)

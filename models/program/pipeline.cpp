@@ -6,6 +6,8 @@
 #include <functional>
 #include <stdexcept>
 
+#include "models/tensor_parallel.hpp"
+
 namespace ddlsim::models::program {
 
 std::vector<StageLayers> pipeline_stages(const Workload& w, std::uint32_t p) {
@@ -58,49 +60,131 @@ double stage_params(const Workload& w, const StageLayers& st) {
     return p;
 }
 
+// Puts the call of `op` on `prog`, issued and waited for at once, and counts its bytes and itself.
+void blocking_call(ProgramSet& set, Program& prog, Planner& planner, const CommOp& op, Call c, double& wire,
+                   double& machine, double& calls) {
+    c.phases.push_back(op);
+    const std::uint32_t call = set.add_call(std::move(c));
+    prog.issue(call);
+    prog.wait(call);
+    wire += planner.wire_bytes(op);
+    machine += planner.machine_bytes(op);
+    calls += 1.0;
+}
+
 }  // namespace
 
 ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double element_bytes,
                             const std::function<bool(std::uint32_t, std::uint32_t)>& same_machine,
                             PipelineTotals& totals) {
-    const std::uint32_t p = job.parallelism.pipeline, d = job.parallelism.data(job.workers);
+    const ParallelismSpec& par = job.parallelism;
+    const std::uint32_t p = par.pipeline, t = par.tensor, d = par.data(job.workers), sr = par.stage_ranks(job.workers);
     const std::uint32_t m = job.gradient_accumulation;
+    const bool sp = t > 1 && par.sequence_parallel;
     const std::vector<StageLayers> stages = pipeline_stages(job.workload, p);
+    const std::vector<TensorRegion> regions = tensor_regions(job.workload);
+    const std::vector<bool> recomputed = checkpointed_layers(job.workload);
     const double total_params = static_cast<double>(job.workload.params());
+    // One tensor-parallel collective: the micro-batch's b x s x h activations, whole on every rank.
+    const double tp_bytes = tensor_collective_bytes_per_sample(job.workload, element_bytes) * job.batch_size;
     ProgramSet set;
     set.stream = ProgramSet::Stream::fifo;
     set.comm_spans = true;
     for (std::uint32_t s = 0; s < p; ++s) {
         const StageLayers st = stages[s];
-        // The activations a stage sends forward (and their gradients backward) per micro-batch.
-        const double out_bytes = boundary_bytes_per_sample(job.workload, st.last, element_bytes) * job.batch_size;
+        // The activations a stage sends forward (and their gradients backward) per micro-batch; with sequence
+        // parallelism each tensor rank sends its 1/t of the sequence.
+        const double share = sp ? 1.0 / t : 1.0;
+        const double out_bytes =
+            boundary_bytes_per_sample(job.workload, st.last, element_bytes) * job.batch_size * share;
         const double in_bytes =
-            s > 0 ? boundary_bytes_per_sample(job.workload, stages[s - 1].last, element_bytes) * job.batch_size : 0.0;
+            s > 0 ? boundary_bytes_per_sample(job.workload, stages[s - 1].last, element_bytes) * job.batch_size * share
+                  : 0.0;
+        // The stage's tensor-parallel groups: t consecutive ranks of each of its d model replicas.
+        GroupId tensor_group = 0;
+        if (t > 1) {
+            Partition part(d);
+            for (std::uint32_t j = 0; j < d; ++j)
+                for (std::uint32_t i = 0; i < t; ++i) part[j].push_back(s * sr + j * t + i);
+            tensor_group = planner.add_group(fmt::format("stage {} tensor", s), std::move(part));
+        }
         Program prog;
-        auto compute = [&](ComputeKind kind, std::uint32_t k) {
+        auto compute = [&](ComputeKind kind, std::uint32_t first, std::uint32_t last, std::uint32_t k) {
             Compute c;
             c.kind = kind;
-            c.first = st.first;
-            c.last = st.last;
+            c.first = first;
+            c.last = last;
             c.micro_batch = k;
             c.per_layer = true;
             c.slowable = false;  // nothing of the stage's own data-parallel traffic runs before the pipeline drains
             c.label = fmt::format("{} stage {} mb{}", kind == ComputeKind::forward ? "fwd" : "bwd", s, k);
             prog.compute(std::move(c));
         };
-        // Tags: micro-batch k's activations 2k, its gradients 2k + 1. Peers are the same data rank of the stages
-        // before and after (rank +- d); the program is the stage's, the peer relative: the executor adds the rank.
+        // A tensor-parallel collective the compute stream waits for (on its own communicator): each one a call of
+        // its own, since a call is joined once per step.
+        auto tensor = [&](CollectiveKind kind, std::uint32_t layer, std::uint32_t k, const char* what) {
+            Call c;
+            c.verb = "tp ";
+            c.label = fmt::format("{} {} mb{} ({:.3g} MB)", what, job.workload.layers[layer].name, k, tp_bytes / 1e6);
+            c.stream = kTensorStream;
+            blocking_call(set, prog, planner, CommOp::of(kind, tensor_group, tp_bytes), std::move(c),
+                          totals.tensor_wire, totals.tensor_machine, totals.tensor_collectives);
+        };
+        const CollectiveKind reduce = sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+        // Tags: micro-batch k's activations 2k, its gradients 2k + 1. Peers are the same data and tensor rank of the
+        // stages before and after (rank +- d t); the program is the stage's, the peer relative.
         auto forward = [&](std::uint32_t k) {
-            if (s > 0) prog.recv_relative(-static_cast<std::int64_t>(d), 2 * k);
-            compute(ComputeKind::forward, k);
-            if (s + 1 < p) prog.send_relative(static_cast<std::int64_t>(d), out_bytes, 2 * k);
+            if (s > 0) prog.recv_relative(-static_cast<std::int64_t>(sr), 2 * k);
+            // Layers run up from `from`; a collective ends the run at the layer it follows.
+            std::uint32_t from = st.first;
+            auto run_up_to = [&](std::uint32_t last_plus_one) {
+                if (from < last_plus_one) compute(ComputeKind::forward, from, last_plus_one - 1, k);
+                from = last_plus_one;
+            };
+            for (std::uint32_t l = st.first; t > 1 && l <= st.last; ++l) {
+                if (sp && regions[l].starts) {
+                    run_up_to(l);
+                    tensor(CollectiveKind::all_gather, l, k, "all-gather before");
+                }
+                if (regions[l].ends) {
+                    run_up_to(l + 1);
+                    tensor(reduce, l, k, sp ? "reduce-scatter after" : "all-reduce after");
+                }
+            }
+            run_up_to(st.last + 1);
+            if (s + 1 < p) prog.send_relative(static_cast<std::int64_t>(sr), out_bytes, 2 * k);
         };
         auto backward = [&](std::uint32_t k) {
-            if (s + 1 < p) prog.recv_relative(static_cast<std::int64_t>(d), 2 * k + 1);
-            compute(ComputeKind::backward, k);
-            if (s > 0) prog.send_relative(-static_cast<std::int64_t>(d), in_bytes, 2 * k + 1);
+            if (s + 1 < p) prog.recv_relative(static_cast<std::int64_t>(sr), 2 * k + 1);
+            // Layers run down from `to`; a collective ends the run at the layer it follows.
+            std::int64_t to = st.last;
+            auto run_down_to = [&](std::int64_t first) {
+                if (first <= to)
+                    compute(ComputeKind::backward, static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(to),
+                            k);
+                to = first - 1;
+            };
+            for (std::int64_t l = st.last; t > 1 && l >= static_cast<std::int64_t>(st.first); --l) {
+                const TensorRegion& r = regions[static_cast<std::size_t>(l)];
+                const auto layer = static_cast<std::uint32_t>(l);
+                // Before layer l's backward: full recomputation reruns its forward's collectives, and with sequence
+                // parallelism the gradient of a region's closing reduce-scatter is an all-gather.
+                const bool again = job.activation_checkpointing && recomputed[layer] && (r.ends || (sp && r.starts));
+                if (again || (sp && r.ends)) {
+                    run_down_to(l + 1);
+                    if (again && sp && r.starts) tensor(CollectiveKind::all_gather, layer, k, "recompute");
+                    if (again && r.ends) tensor(reduce, layer, k, "recompute");
+                    if (sp && r.ends) tensor(CollectiveKind::all_gather, layer, k, "all-gather before");
+                }
+                if (r.starts) {  // the column GEMM's input gradient, summed over the tensor ranks
+                    run_down_to(l);
+                    tensor(reduce, layer, k, sp ? "reduce-scatter after" : "all-reduce after");
+                }
+            }
+            run_down_to(st.first);
+            if (s > 0) prog.send_relative(-static_cast<std::int64_t>(sr), in_bytes, 2 * k + 1);
         };
-        if (job.parallelism.schedule == PipelineSchedule::gpipe) {
+        if (par.schedule == PipelineSchedule::gpipe) {
             for (std::uint32_t k = 0; k < m; ++k) forward(k);
             for (std::uint32_t k = 0; k < m; ++k) backward(k);
         } else {
@@ -112,23 +196,19 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             }
             for (std::uint32_t k = m - warm; k < m; ++k) backward(k);
         }
+        // The stage's gradients (each tensor rank's share), all-reduced among its data ranks.
         const double params = stage_params(job.workload, st);
         if (d > 1 && params > 0.0) {
-            Partition part(1);
-            for (std::uint32_t r = 0; r < d; ++r) part[0].push_back(s * d + r);
+            Partition part(t);
+            for (std::uint32_t i = 0; i < t; ++i)
+                for (std::uint32_t j = 0; j < d; ++j) part[i].push_back(s * sr + j * t + i);
             const GroupId g = planner.add_group(fmt::format("stage {} data", s), std::move(part));
             const CommOp op = CommOp::of(CollectiveKind::all_reduce, g, params * job.bytes_per_param);
             Call c;
-            c.phases.push_back(op);
             c.verb = "sync ";
             c.label = fmt::format("stage {} gradients ({:.3g} MB)", s, op.bytes / 1e6);
             c.gradient = true;
-            const std::uint32_t call = set.add_call(std::move(c));
-            prog.issue(call);
-            prog.wait(call);
-            totals.wire += planner.wire_bytes(op);
-            totals.machine += planner.machine_bytes(op);
-            totals.collectives += 1.0;
+            blocking_call(set, prog, planner, op, std::move(c), totals.wire, totals.machine, totals.collectives);
         }
         Compute u;
         u.kind = ComputeKind::update;
@@ -137,13 +217,13 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
         u.label = fmt::format("update stage {}", s);
         prog.compute(std::move(u));
         set.programs.push_back(std::move(prog));
-        for (std::uint32_t r = 0; r < d; ++r) {
+        for (std::uint32_t r = 0; r < sr; ++r) {
             set.program_of.push_back(s);
-            const std::uint32_t rank = s * d + r;
+            const std::uint32_t rank = s * sr + r;
             if (s + 1 < p) {  // forward to the next stage and its gradients back, every micro-batch
                 const double out_back = 2.0 * out_bytes;
                 totals.p2p_bytes += m * out_back;
-                if (!same_machine(rank, rank + d)) totals.p2p_machine_bytes += m * out_back;
+                if (!same_machine(rank, rank + sr)) totals.p2p_machine_bytes += m * out_back;
             }
         }
     }

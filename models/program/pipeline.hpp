@@ -1,17 +1,23 @@
-// Pipeline parallelism compiled to per-rank programs (the job key `parallelism`): the model's layers split into
-// `pipeline` stages, each stage's ranks a data-parallel group of workers / pipeline (Megatron's order puts the
-// pipeline outermost: rank r on stage r / d, data rank r % d). Every stage runs its own program:
+// Model parallelism compiled to per-rank programs (the job key `parallelism`): tensor parallelism inside each
+// layer (models/tensor_parallel.hpp) and the model's layers split into `pipeline` stages, each stage's ranks
+// d model replicas of t tensor ranks (Megatron's order: rank r = (stage x d + data rank) x t + tensor rank). Every
+// stage runs its own program:
 //
-//   stage s, micro-batch k forward:   [recv act k from s-1]  compute fwd of its layers  [send act k to s+1]
-//   stage s, micro-batch k backward:  [recv grad k from s+1] compute bwd of its layers  [send grad k to s-1]
+//   stage s, micro-batch k forward:   [recv act k from s-1]  fwd of its layers, each tensor-parallel region
+//                                     followed by its all-reduce  [send act k to s+1]
+//   stage s, micro-batch k backward:  [recv grad k from s+1] bwd of its layers, each region's column GEMM
+//                                     followed by its input gradient's all-reduce  [send grad k to s-1]
 //
 // in the order the schedule gives (GPipe: every forward, then every backward; 1F1B: p - s - 1 warm-up forwards,
 // then one forward and one backward in turn, then the remaining backwards; Narayanan et al., "Efficient
 // Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC'21, §2.2). The sends are point-to-point
 // flows on the fabric, so the bubble is not added but happens: on an idle fabric with zero-latency links a step is
-// (m + p - 1)(f + b) for both schedules (m micro-batches, f and b a stage's forward and backward). After its last
-// backward a stage all-reduces its gradients among its data-parallel group (a ring, as NCCL's all-reduce of large
-// buffers; Megatron's default, the reduction after the pipeline drains) and runs its share of the optimizer's update.
+// (m + p - 1)(f + b) for both schedules (m micro-batches, f and b a stage's forward and backward). The tensor-parallel
+// collectives (reduce-scatters and all-gathers with sequence parallelism, a second all-reduce per region with full
+// recomputation) run on their own communicator and the compute stream waits for each (no overlap: Megatron's
+// default). After its last backward a stage all-reduces its gradients among each tensor rank's data-parallel group
+// (a ring, as NCCL's all-reduce of large buffers; Megatron's default, the reduction after the pipeline drains) and
+// runs its share of the optimizer's update.
 #pragma once
 
 #include <cstdint>
@@ -40,16 +46,22 @@ struct StageLayers {
 /// last GEMM, rows per sample x columns); 0 when neither is known.
 [[nodiscard]] double boundary_bytes_per_sample(const Workload& w, std::uint32_t l, double element_bytes);
 
-/// The pipeline's point-to-point traffic and the stages' gradient all-reduces of one iteration.
+/// The communicator of the tensor-parallel collectives (Call::stream): a process group of their own.
+inline constexpr std::uint8_t kTensorStream = 2;
+
+/// The pipeline's point-to-point traffic, the tensor-parallel collectives and the stages' gradient all-reduces of one
+/// iteration.
 struct PipelineTotals {
     double p2p_bytes = 0.0;            ///< every send's bytes, summed over ranks
     double p2p_machine_bytes = 0.0;    ///< of those, between different machines
     double wire = 0.0, machine = 0.0;  ///< the all-reduces' bytes between hosts and between machines, every rank's
     double collectives = 0.0;          ///< the all-reduces (one per stage with data parallelism)
+    double tensor_wire = 0.0, tensor_machine = 0.0;  ///< the tensor-parallel collectives' bytes, every rank's
+    double tensor_collectives = 0.0;                 ///< tensor-parallel collectives, summed over the stages
 };
 
-/// Compiles one optimizer step of `job` (parallelism.pipeline > 1) into a program per stage, its all-reduces planned
-/// by `planner` (group "stage_data" per stage). `same_machine(a, b)`: whether ranks a and b share a machine.
+/// Compiles one optimizer step of `job` (parallelism.any()) into a program per stage, its collectives planned by
+/// `planner` (groups "stage s data" and "stage s tensor"). `same_machine(a, b)`: whether ranks a and b share a machine.
 [[nodiscard]] ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double element_bytes,
                                           const std::function<bool(std::uint32_t, std::uint32_t)>& same_machine,
                                           PipelineTotals& totals);

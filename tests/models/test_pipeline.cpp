@@ -77,7 +77,7 @@ TEST_CASE("pipeline: each stage's data-parallel group all-reduces its own layers
     const models::JobResult two = testing::run_first_job(pinned(4, 2, 8, "1f1b"));
     CHECK(one.bytes_on_wire_per_iteration == 0.0);
     CHECK(two.bytes_on_wire_per_iteration == ddlsim::testing::approx(4 * 2 * 2 * 4e6).epsilon(1e-12));
-    CHECK(two.collectives_per_iteration == 4.0);
+    CHECK(two.collectives_per_iteration == 1.0);  // each rank joins its own stage's one all-reduce
     CHECK(two.iteration_time_s - one.iteration_time_s ==
           ddlsim::testing::approx(2.0 * (2e-9 + 4e6 / 450e9)).epsilon(1e-4));
     // Twice the samples per step in the same time, nearly.
