@@ -18,7 +18,7 @@ struct CatalogEntry {
     std::int64_t max_seq = 0;
 };
 
-constexpr std::array<CatalogEntry, 21> k_catalog{{
+constexpr std::array<CatalogEntry, 22> k_catalog{{
     {"alexnet", [](std::int64_t) { return detail::alexnet(); }},
     {"vgg16", [](std::int64_t) { return detail::vgg16(); }},
     {"resnet50",
@@ -121,6 +121,19 @@ constexpr std::array<CatalogEntry, 21> k_catalog{{
                                      .heads = 64,
                                      .kv_heads = 8,
                                      .ffn_hidden = 28672,
+                                     .seq_len = q > 0 ? q : 8192,
+                                     .vocab = 128256});
+     },
+     -1},
+    // Llama 3 405B (arXiv 2407.21783, Table 3: 126 layers, model dimension 16,384, FFN 53,248, 128 heads; the
+    // released meta-llama/Llama-3.1-405B config.json: the same, vocabulary 128256): 405,853,388,800 parameters.
+    {"llama3_405b",
+     [](std::int64_t q) {
+         return models::transformer({.layers = 126,
+                                     .hidden = 16384,
+                                     .heads = 128,
+                                     .kv_heads = 8,
+                                     .ffn_hidden = 53248,
                                      .seq_len = q > 0 ? q : 8192,
                                      .vocab = 128256});
      },

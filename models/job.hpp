@@ -203,6 +203,8 @@ struct ParallelismSpec {
     bool sequence_parallel = false;
     std::uint32_t pipeline = 1;  ///< stages (1: none)
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+    /// Transformer blocks on the first and on the last stage (none: as many as on the others).
+    std::optional<std::uint32_t> first_stage_layers, last_stage_layers;
 
     [[nodiscard]] bool any() const { return pipeline > 1 || tensor > 1; }
     /// The data-parallel degree: model replicas, workers / (tensor x pipeline).

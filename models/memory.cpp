@@ -16,7 +16,7 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     double in_flight = 1.0;
     if (job.parallelism.pipeline > 1) {
         const std::uint32_t p = job.parallelism.pipeline, s = job.parallelism.stage_of(w, job.workers);
-        stage = program::pipeline_stages(job.workload, p).at(s);
+        stage = program::pipeline_stages(job.workload, job.parallelism).at(s);
         in_flight = job.parallelism.schedule == PipelineSchedule::gpipe ? job.gradient_accumulation
                                                                         : std::min(p - s, job.gradient_accumulation);
     }

@@ -20,7 +20,7 @@ public:
         };
         programs_ =
             program::compile_pipeline(job_, planner, activation_bytes(job_.device.precision), same_machine, totals_);
-        stages_ = program::pipeline_stages(job_.workload, job_.parallelism.pipeline);
+        stages_ = program::pipeline_stages(job_.workload, job_.parallelism);
         if (schedule_) {  // the convergence replay: one averaged update per step, as BSP
             std::vector<std::uint32_t> everyone(job_.workers);
             for (std::uint32_t w = 0; w < job_.workers; ++w) everyone[w] = w;

@@ -167,6 +167,19 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
                 "point-to-point flows between stages (default 1: none; must divide workers)",
                 {1, 1024})
                 .with_default(1),
+            key("first_stage_layers", &P::first_stage_layers,
+                "transformer blocks on the first pipeline stage, which also holds the embedding (Megatron's "
+                "decoder_first_pipeline_num_layers; Llama 3 405B ran one block fewer on its first and last stages); "
+                "the other stages share the rest evenly (default: as many as every stage)",
+                {1, 100000})
+                .when([](const P& p) { return p.pipeline > 1; }, "applies to pipeline > 1 only")
+                .echo_when([](const P& p) { return p.first_stage_layers.has_value(); }),
+            key("last_stage_layers", &P::last_stage_layers,
+                "transformer blocks on the last pipeline stage, which also holds the final norm and the head "
+                "(Megatron's decoder_last_pipeline_num_layers; default: as many as every stage)",
+                {1, 100000})
+                .when([](const P& p) { return p.pipeline > 1; }, "applies to pipeline > 1 only")
+                .echo_when([](const P& p) { return p.last_stage_layers.has_value(); }),
             key("schedule", &P::schedule,
                 "the order of each stage's forward and backward passes: 1f1b (default, Megatron's) or gpipe")
                 .when([](const P& p) { return p.pipeline > 1; }, "applies to pipeline > 1 only")

@@ -232,9 +232,12 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
                                                  w.heads, w.kv_heads, p.tensor));
     }
     if (p.pipeline > 1) try {
-            (void)models::program::pipeline_stages(job.workload, p.pipeline);
+            (void)models::program::pipeline_stages(job.workload, p);
         } catch (const std::invalid_argument& e) {
-            throw ScenarioError(r.path("pipeline"), e.what());
+            throw ScenarioError(r.path(p.first_stage_layers  ? "first_stage_layers"
+                                       : p.last_stage_layers ? "last_stage_layers"
+                                                             : "pipeline"),
+                                e.what());
         }
     // What the model-parallel programs model today: synchronous data parallelism inside each stage, its gradients
     // all-reduced once the pipeline drains. Everything else is refused rather than ignored.

@@ -10,8 +10,9 @@
 
 namespace ddlsim::models::program {
 
-std::vector<StageLayers> pipeline_stages(const Workload& w, std::uint32_t p) {
+std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpec& par) {
     const auto L = static_cast<std::uint32_t>(w.layers.size());
+    const std::uint32_t p = par.pipeline;
     if (p == 0) throw std::invalid_argument("expected at least one stage");
     std::vector<StageLayers> out(p);
     if (w.has_blocks()) {
@@ -24,16 +25,45 @@ std::vector<StageLayers> pipeline_stages(const Workload& w, std::uint32_t p) {
             last_block = w.layers[l].block;
         }
         const auto B = static_cast<std::uint32_t>(starts.size());
-        if (B % p != 0)
-            throw std::invalid_argument(fmt::format(
-                "expected a divisor of the model's {} transformer blocks (each stage holds as many), got {}", B, p));
-        const std::uint32_t per = B / p;
+        // Blocks per stage: the first's and the last's where given (Megatron's decoder_first/last_pipeline_num_layers),
+        // the rest evenly.
+        std::vector<std::uint32_t> count(p, 0);
+        const std::uint32_t first = p > 1 ? par.first_stage_layers.value_or(0) : 0;
+        const std::uint32_t last = p > 1 ? par.last_stage_layers.value_or(0) : 0;
+        const std::uint32_t fixed = (first > 0 ? 1U : 0U) + (last > 0 ? 1U : 0U);
+        if (first + last > B || (fixed == p && first + last != B))
+            throw std::invalid_argument(
+                fmt::format("expected first_stage_layers + last_stage_layers of at most the "
+                            "model's {} transformer blocks (all of them with 2 stages), got {}",
+                            B, first + last));
+        const std::uint32_t rest = B - first - last, others = p - fixed;
+        if (others > 0 && rest % others != 0)
+            throw std::invalid_argument(
+                fixed == 0 ? fmt::format("expected a divisor of the model's {} transformer blocks (each stage holds as "
+                                         "many; first_stage_layers and last_stage_layers make the outer stages "
+                                         "uneven), got {}",
+                                         B, p)
+                           : fmt::format("expected the {} transformer blocks left after the first and last stages' "
+                                         "to divide evenly over the other {} stages",
+                                         rest, others));
+        std::uint32_t at = 0;
         for (std::uint32_t s = 0; s < p; ++s) {
-            out[s].first = s == 0 ? 0 : starts[s * per];
-            out[s].last = s + 1 == p ? L - 1 : starts[(s + 1) * per] - 1;
+            count[s] = s == 0 && first > 0 ? first : s + 1 == p && last > 0 ? last : rest / std::max(1U, others);
+            if (count[s] == 0)
+                throw std::invalid_argument(
+                    fmt::format("expected at least one transformer block on every stage; "
+                                "stage {} would get none",
+                                s));
+            out[s].first = s == 0 ? 0 : starts[at];
+            at += count[s];
+            out[s].last = s + 1 == p ? L - 1 : starts[at] - 1;
         }
         return out;
     }
+    if (par.first_stage_layers || par.last_stage_layers)
+        throw std::invalid_argument(
+            "first_stage_layers and last_stage_layers count transformer blocks; the model has "
+            "none");
     if (L < p) throw std::invalid_argument(fmt::format("expected at most the model's {} layers, got {}", L, p));
     std::uint32_t first = 0;
     for (std::uint32_t s = 0; s < p; ++s) {
@@ -81,7 +111,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
     const std::uint32_t p = par.pipeline, t = par.tensor, d = par.data(job.workers), sr = par.stage_ranks(job.workers);
     const std::uint32_t m = job.gradient_accumulation;
     const bool sp = t > 1 && par.sequence_parallel;
-    const std::vector<StageLayers> stages = pipeline_stages(job.workload, p);
+    const std::vector<StageLayers> stages = pipeline_stages(job.workload, par);
     const std::vector<TensorRegion> regions = tensor_regions(job.workload);
     const std::vector<bool> recomputed = checkpointed_layers(job.workload);
     const double total_params = static_cast<double>(job.workload.params());

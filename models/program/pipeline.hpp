@@ -35,11 +35,12 @@ struct StageLayers {
     std::uint32_t first = 0, last = 0;
 };
 
-/// The stages of `w` over `p` stages: a transformer's blocks split evenly (the layers before the first block on the
-/// first stage, after the last block on the last, as Megatron places the embedding and the head), every other model's
-/// layers in contiguous runs of floor(L / p) or one more, the longer runs first. Throws std::invalid_argument naming
-/// the rule when the blocks do not divide by p or a stage would get no layer.
-[[nodiscard]] std::vector<StageLayers> pipeline_stages(const Workload& w, std::uint32_t p);
+/// The stages of `w` over `par.pipeline` stages: a transformer's blocks split evenly, or the first and the last stage
+/// holding `first_stage_layers` and `last_stage_layers` blocks and the others the rest evenly (the layers before the
+/// first block on the first stage, after the last block on the last, as Megatron places the embedding and the head),
+/// every other model's layers in contiguous runs of floor(L / p) or one more, the longer runs first. Throws
+/// std::invalid_argument naming the rule when the blocks do not divide or a stage would get no layer.
+[[nodiscard]] std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpec& par);
 
 /// Bytes per sample a stage boundary after layer `l` sends forward, and its gradient backward: the layer's
 /// activation_bytes where given (custom layers), else its output at `element_bytes` each (the output shape of its

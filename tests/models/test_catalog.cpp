@@ -52,10 +52,10 @@ constexpr double llama_estimate_gflops(std::int64_t params, int layers, std::int
 // that differ on small terms (Inception's aux head is 0.1%), while a missing or extra block (a ResNet-101 layer3
 // block is 2.8%, a BERT layer 4-8%) still fails.
 // Llama parameter counts are exact: the sums over the released checkpoints' tensors (HuggingFace model cards list
-// 6.74B, 13.0B, 69.0B, 8.03B, 70.6B), and equal the hand count V d (embedding) + V d (LM head) + d (final norm) +
+// 6.74B, 13.0B, 69.0B, 8.03B, 70.6B, 406B), and equal the hand count V d (embedding) + V d (LM head) + d (final norm) +
 // L (2 d^2 + 2 d d_kv + 3 d f + 2 d). GPT-3's are the shapes of Brown et al. Table 2.1 (checked against its rounded
 // totals in test_transformer.cpp); tensors 4 + 12 L as GPT-2.
-constexpr std::array<Published, 21> k_published{{
+constexpr std::array<Published, 22> k_published{{
     {"alexnet", 61'100'840, 16, 1.43, 0.02},
     {"vgg16", 138'357'544, 32, 30.9, 0.02},
     {"resnet50", 25'557'032, 161, 8.18, 0.02},
@@ -77,6 +77,7 @@ constexpr std::array<Published, 21> k_published{{
     {"llama2_70b", 68'976'648'192, 723, llama_estimate_gflops(68'976'648'192, 80, 8192, 32000, 4096.0), 0.01},
     {"llama3_8b", 8'030'261'248, 291, llama_estimate_gflops(8'030'261'248, 32, 4096, 128256, 8192.0), 0.01},
     {"llama3_70b", 70'553'706'496, 723, llama_estimate_gflops(70'553'706'496, 80, 8192, 128256, 8192.0), 0.01},
+    {"llama3_405b", 405'853'388'800, 1137, llama_estimate_gflops(405'853'388'800, 126, 16384, 128256, 8192.0), 0.01},
 }};
 
 Workload load(const char* name) {

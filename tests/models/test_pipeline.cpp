@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "models/program/pipeline.hpp"
 #include "scenarios/run.hpp"
 #include "tests/support/scenario_harness.hpp"
 
@@ -194,4 +195,44 @@ TEST_CASE("pipeline: a step whose programs would not fit in memory is refused at
     CHECK(testing::refused_at(j) == "$.gradient_accumulation");
     j["gradient_accumulation"] = 64;
     CHECK(testing::refused_at(j) == "accepted");
+}
+
+TEST_CASE("pipeline: uneven outer stages hold the blocks they are given, the others the rest evenly") {
+    // Llama 3 405B's 126 blocks over 16 stages: one block fewer on the first and the last (Dubey et al., arXiv
+    // 2407.21783, §3.3.2), 7 + 14 x 8 + 7.
+    models::TransformerConfig c;
+    c.layers = 126;
+    c.hidden = 256;
+    c.heads = 4;
+    c.seq_len = 16;
+    c.vocab = 100;
+    const models::Workload w = models::transformer(c);
+    models::ParallelismSpec par;
+    par.pipeline = 16;
+    par.first_stage_layers = 7;
+    par.last_stage_layers = 7;
+    const auto stages = models::program::pipeline_stages(w, par);
+    REQUIRE(stages.size() == 16);
+    // Layer 0 is the embedding, then two layers per block; the head is the last layer.
+    CHECK(stages[0].first == 0);
+    CHECK(stages[0].last == 14);
+    CHECK(stages[1].first == 15);
+    CHECK(stages[1].last == 30);
+    CHECK(stages[15].first == 1 + 2 * 119);
+    CHECK(stages[15].last == w.layers.size() - 1);
+    for (std::size_t s = 1; s < 16; ++s) CHECK(stages[s].first == stages[s - 1].last + 1);
+    // Even stages cannot split 126 blocks 16 ways.
+    par.first_stage_layers.reset();
+    par.last_stage_layers.reset();
+    CHECK_THROWS_AS((void)models::program::pipeline_stages(w, par), std::invalid_argument);
+    // Only the first given: the other 15 stages share 119 blocks, which they cannot.
+    par.first_stage_layers = 7;
+    CHECK_THROWS_AS((void)models::program::pipeline_stages(w, par), std::invalid_argument);
+    // As a scenario: refused at the key that breaks the rule.
+    json j = pinned(4, 1, 8, "1f1b");
+    j["parallelism"]["first_stage_layers"] = 1;
+    CHECK(testing::refused_at(j) == "$.parallelism.first_stage_layers");  // custom layers have no blocks
+    j = pinned(1, 2, 8, "1f1b");
+    j["parallelism"] = {{"last_stage_layers", 1}};
+    CHECK(testing::refused_at(j) == "$.parallelism.last_stage_layers");  // no pipeline
 }
