@@ -184,13 +184,16 @@ struct ShardingSpec {
 };
 
 /// How a pipeline orders its micro-batches' forward and backward passes on each stage.
-enum class PipelineSchedule { gpipe, one_f_one_b };
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved_1f1b };
 
 inline constexpr sim::EnumEntry<PipelineSchedule> k_pipeline_schedules[]{
     {PipelineSchedule::gpipe, "gpipe", "every micro-batch's forward, then every backward (Huang et al. 2019)"},
     {PipelineSchedule::one_f_one_b, "1f1b",
      "p - s - 1 warm-up forwards on stage s, then one forward and one backward in turn, then the remaining "
-     "backwards (PipeDream-Flush; Narayanan et al. SC'21, Megatron's default)"}};
+     "backwards (PipeDream-Flush; Narayanan et al. SC'21, Megatron's default)"},
+    {PipelineSchedule::interleaved_1f1b, "interleaved_1f1b",
+     "each stage holds virtual_stages chunks of the model and runs Megatron's interleaved 1F1B over them: the bubble "
+     "shrinks v times for v times the point-to-point traffic (Narayanan et al. SC'21 §2.2)"}};
 constexpr std::span<const sim::EnumEntry<PipelineSchedule>> enum_entries(PipelineSchedule) {
     return k_pipeline_schedules;
 }
@@ -203,8 +206,15 @@ struct ParallelismSpec {
     bool sequence_parallel = false;
     std::uint32_t pipeline = 1;  ///< stages (1: none)
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-    /// Transformer blocks on the first and on the last stage (none: as many as on the others).
+    /// Transformer blocks on the first and on the last (virtual) stage (none: as many as on the others).
     std::optional<std::uint32_t> first_stage_layers, last_stage_layers;
+    /// interleaved_1f1b: the model chunks each stage holds.
+    std::optional<std::uint32_t> virtual_stages;
+
+    /// The model chunks each stage holds (1 unless interleaved).
+    [[nodiscard]] std::uint32_t chunks() const {
+        return schedule == PipelineSchedule::interleaved_1f1b ? virtual_stages.value_or(1) : 1;
+    }
 
     [[nodiscard]] bool any() const { return pipeline > 1 || tensor > 1; }
     /// The data-parallel degree: model replicas, workers / (tensor x pipeline).

@@ -10,19 +10,35 @@ namespace ddlsim::models {
 
 MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::uint32_t w) {
     const DeviceSpec& d = job.device_of(w);
-    // Pipeline parallelism: rank w holds its stage's layers, and the activations of the micro-batches in flight on
-    // it: every one with GPipe, at most p - s on stage s with 1F1B (PipeDream-Flush; Narayanan et al. SC'21 §2.2).
-    program::StageLayers stage{0, static_cast<std::uint32_t>(std::max<std::size_t>(1, job.workload.layers.size()) - 1)};
+    // Pipeline parallelism: rank w holds its stage's layers (its chunks' under the interleaved schedule), and the
+    // activations of the micro-batches in flight on it: every one with GPipe, at most p - s on stage s with 1F1B
+    // (PipeDream-Flush; Narayanan et al. SC'21 §2.2); interleaved, its warm-up's chunks and one more, each 1/v of the
+    // stage's (megatron/core/pipeline_parallel/schedules.py; p (1 + (p - 1)/(p v)) micro-batches on the first
+    // stage, Korthikanti et al., arXiv 2205.05198, §4.2.3).
+    std::vector<program::StageLayers> chunks{
+        {0, static_cast<std::uint32_t>(std::max<std::size_t>(1, job.workload.layers.size()) - 1)}};
     double in_flight = 1.0;
-    if (job.parallelism.pipeline > 1) {
-        const std::uint32_t p = job.parallelism.pipeline, s = job.parallelism.stage_of(w, job.workers);
-        stage = program::pipeline_stages(job.workload, job.parallelism).at(s);
-        in_flight = job.parallelism.schedule == PipelineSchedule::gpipe ? job.gradient_accumulation
-                                                                        : std::min(p - s, job.gradient_accumulation);
+    const ParallelismSpec& par = job.parallelism;
+    if (par.pipeline > 1) {
+        const std::uint32_t p = par.pipeline, s = par.stage_of(w, job.workers), v = par.chunks();
+        const std::uint32_t m = job.gradient_accumulation;
+        const std::vector<program::StageLayers> all = program::pipeline_stages(job.workload, par);
+        chunks.clear();
+        for (std::uint32_t j = 0; j < v; ++j) chunks.push_back(all.at(j * p + s));
+        switch (par.schedule) {
+            case PipelineSchedule::gpipe: in_flight = m; break;
+            case PipelineSchedule::one_f_one_b: in_flight = std::min(p - s, m); break;
+            case PipelineSchedule::interleaved_1f1b: {
+                const std::uint32_t warm = m == p ? m * v : std::min((p - s - 1) * 2 + (v - 1) * p, m * v);
+                in_flight = std::min(warm + 1, m * v) / static_cast<double>(v);
+                break;
+            }
+        }
     }
     double params = 0.0;
-    for (std::uint32_t l = stage.first; l <= stage.last && l < job.workload.layers.size(); ++l)
-        params += static_cast<double>(job.workload.layers[l].params());
+    for (const program::StageLayers& stage : chunks)
+        for (std::uint32_t l = stage.first; l <= stage.last && l < job.workload.layers.size(); ++l)
+            params += static_cast<double>(job.workload.layers[l].params());
     const bool amp = d.precision == Precision::fp16 || d.precision == Precision::bf16 || d.precision == Precision::fp8;
     MemoryEstimate m;
     const ShardingSpec& sh = job.sharding;
@@ -51,20 +67,21 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     // half) and, during backward, one segment's activations at a time while it is recomputed.
     double segment = 0.0, largest = 0.0;
     const std::vector<bool> ckpt = checkpointed_layers(job.workload);
-    for (std::size_t i = stage.first; i <= stage.last && i < layers.size(); ++i) {
-        const Layer& l = layers[i];
-        if (!job.activation_checkpointing || !ckpt[i]) {
-            kept += layer_kept(l);
-            continue;
+    for (const program::StageLayers& stage : chunks)
+        for (std::size_t i = stage.first; i <= stage.last && i < layers.size(); ++i) {
+            const Layer& l = layers[i];
+            if (!job.activation_checkpointing || !ckpt[i]) {
+                kept += layer_kept(l);
+                continue;
+            }
+            const bool starts = i == stage.first || !ckpt[i - 1] || l.block < 0 || layers[i - 1].block != l.block;
+            if (starts) {
+                largest = std::max(largest, segment);
+                segment = 0.0;
+                if (!l.parts.empty()) kept += l.parts.front().activations / 2.0;
+            }
+            segment += layer_kept(l);
         }
-        const bool starts = i == stage.first || !ckpt[i - 1] || l.block < 0 || layers[i - 1].block != l.block;
-        if (starts) {
-            largest = std::max(largest, segment);
-            segment = 0.0;
-            if (!l.parts.empty()) kept += l.parts.front().activations / 2.0;
-        }
-        segment += layer_kept(l);
-    }
     // Each micro-batch in flight keeps its own; the segment being recomputed is one at a time.
     m.activations = (kept * in_flight + std::max(largest, segment)) * job.batch_size * activation_bytes(d.precision);
     if (sh.stage >= 3) {

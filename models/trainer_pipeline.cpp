@@ -57,13 +57,15 @@ public:
         const ComputeProfile& cp = job_.compute;
         const double total_params = static_cast<double>(job_.workload.params());
         double fwd = 0.0, bwd = 0.0, update = 0.0, busiest = 0.0;
-        for (const program::StageLayers& st : stages_) {
+        const std::uint32_t p = job_.parallelism.pipeline;
+        for (std::uint32_t s = 0; s < p; ++s) {
             double f = 0.0, b = 0.0, params = 0.0;
-            for (std::uint32_t l = st.first; l <= st.last; ++l) {
-                f += cp.layers[l].fwd.seconds();
-                b += cp.layers[l].bwd.seconds();
-                params += static_cast<double>(job_.workload.layers[l].params());
-            }
+            for (std::size_t vs = s; vs < stages_.size(); vs += p)  // the stage's chunks
+                for (std::uint32_t l = stages_[vs].first; l <= stages_[vs].last; ++l) {
+                    f += cp.layers[l].fwd.seconds();
+                    b += cp.layers[l].bwd.seconds();
+                    params += static_cast<double>(job_.workload.layers[l].params());
+                }
             const double u = cp.update.seconds() * (total_params > 0.0 ? params / total_params : 0.0);
             const double step = job_.gradient_accumulation * (f + b) + u;
             if (step > busiest) {

@@ -181,9 +181,18 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
                 .when([](const P& p) { return p.pipeline > 1; }, "applies to pipeline > 1 only")
                 .echo_when([](const P& p) { return p.last_stage_layers.has_value(); }),
             key("schedule", &P::schedule,
-                "the order of each stage's forward and backward passes: 1f1b (default, Megatron's) or gpipe")
+                "the order of each stage's forward and backward passes: 1f1b (default, Megatron's), gpipe, or "
+                "interleaved_1f1b (with virtual_stages)")
                 .when([](const P& p) { return p.pipeline > 1; }, "applies to pipeline > 1 only")
                 .with_default("1f1b"),
+            key("virtual_stages", &P::virtual_stages,
+                "interleaved_1f1b: model chunks per stage (Megatron's virtual pipeline size); stage s holds virtual "
+                "stages s, s + pipeline, ...; the transformer blocks must divide by pipeline x virtual_stages and "
+                "gradient_accumulation by pipeline (required with interleaved_1f1b)",
+                {2, 1024})
+                .when([](const P& p) { return p.schedule == models::PipelineSchedule::interleaved_1f1b; },
+                      "applies to schedule \"interleaved_1f1b\" only")
+                .echo_when([](const P& p) { return p.virtual_stages.has_value(); }),
         }};
     return t;
 }

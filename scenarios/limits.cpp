@@ -112,11 +112,11 @@ double job_events(const Scenario& s, const JobSpec& j) {
         // each tensor-parallel collective a ring of t ranks (2 (t - 1) steps, or t - 1 for a reduce-scatter or an
         // all-gather, which come in pairs), two computes per micro-batch and one more per collective.
         const double p = j.parallelism.pipeline, t = j.parallelism.tensor, d = j.workers / (p * t);
-        const double m = j.gradient_accumulation, calls = tensor_calls_per_micro_batch(j);
+        const double v = j.parallelism.chunks(), m = j.gradient_accumulation, calls = tensor_calls_per_micro_batch(j);
         const double steps = j.parallelism.sequence_parallel ? t - 1.0 : 2.0 * (t - 1.0);
         const double transfers =
-            2.0 * m * (p - 1.0) * d * t + p * t * d * 2.0 * (d - 1.0) + m * calls * j.workers * steps;
-        return s.iterations * (4.0 * transfers + 4.0 * j.workers + (2.0 + 5.0 * calls) * m * j.workers);
+            2.0 * m * (p * v - 1.0) * d * t + p * t * d * 2.0 * (d - 1.0) + m * calls * j.workers * steps;
+        return s.iterations * (4.0 * transfers + 4.0 * j.workers + (2.0 * v + 5.0 * calls) * m * j.workers);
     }
     if (j.sharding.any()) {
         const topo::Machine machine = topo::machine(s.topology);
@@ -269,7 +269,8 @@ double tensor_calls_per_micro_batch(const JobSpec& j) {
 }
 
 // Memory of a job's per-rank programs (models/program/program.hpp) where they grow with the micro-batches: each
-// micro-batch of a pipeline stage is two computes and about six instructions (about 540 B with its labels), each
+// micro-batch of a pipeline stage (of each chunk, interleaved) is two computes and about six instructions (about 540 B
+// with its labels), each
 // SyncBatchNorm all-reduce a call and two instructions (about 320 B), each tensor-parallel collective a call, a
 // compute and three instructions (about 480 B), per micro-batch, forward and backward.
 double program_memory_bytes(const JobSpec& j) {
@@ -277,7 +278,8 @@ double program_memory_bytes(const JobSpec& j) {
     const double m = j.gradient_accumulation;
     double bytes = 0.0;
     if (j.parallelism.any())
-        bytes += j.parallelism.pipeline * m * (kStageMicroBatch + kTensorCall * tensor_calls_per_micro_batch(j));
+        bytes += j.parallelism.pipeline * m *
+                 (j.parallelism.chunks() * kStageMicroBatch + kTensorCall * tensor_calls_per_micro_batch(j));
     if (j.bn_group > 1) {
         const double batchnorms = batchnorm_count(j);
         const double programs = models::sync_scheme(j.sync.kind).periodic ? 2.0 : 1.0;

@@ -231,11 +231,24 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
                                                  "key/value heads (each tensor rank holds as many), got {}",
                                                  w.heads, w.kv_heads, p.tensor));
     }
+    if (p.schedule == models::PipelineSchedule::interleaved_1f1b) {
+        if (!p.virtual_stages)
+            throw ScenarioError(r.path("virtual_stages"),
+                                "expected an integer of at least 2 with schedule \"interleaved_1f1b\" (the model "
+                                "chunks each stage holds)");
+        if (job.gradient_accumulation % p.pipeline != 0)
+            throw ScenarioError(path.substr(0, path.rfind('.')) + ".gradient_accumulation",
+                                fmt::format("expected a multiple of the {} pipeline stages with schedule "
+                                            "\"interleaved_1f1b\" (Megatron interleaves micro-batches in groups of "
+                                            "pipeline), got {}",
+                                            p.pipeline, job.gradient_accumulation));
+    }
     if (p.pipeline > 1) try {
             (void)models::program::pipeline_stages(job.workload, p);
         } catch (const std::invalid_argument& e) {
             throw ScenarioError(r.path(p.first_stage_layers  ? "first_stage_layers"
                                        : p.last_stage_layers ? "last_stage_layers"
+                                       : p.virtual_stages    ? "virtual_stages"
                                                              : "pipeline"),
                                 e.what());
         }

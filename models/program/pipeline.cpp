@@ -12,7 +12,7 @@ namespace ddlsim::models::program {
 
 std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpec& par) {
     const auto L = static_cast<std::uint32_t>(w.layers.size());
-    const std::uint32_t p = par.pipeline;
+    const std::uint32_t p = par.pipeline * par.chunks();
     if (p == 0) throw std::invalid_argument("expected at least one stage");
     std::vector<StageLayers> out(p);
     if (w.has_blocks()) {
@@ -39,9 +39,9 @@ std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpe
         const std::uint32_t rest = B - first - last, others = p - fixed;
         if (others > 0 && rest % others != 0)
             throw std::invalid_argument(
-                fixed == 0 ? fmt::format("expected a divisor of the model's {} transformer blocks (each stage holds as "
-                                         "many; first_stage_layers and last_stage_layers make the outer stages "
-                                         "uneven), got {}",
+                fixed == 0 ? fmt::format("expected stages (pipeline x virtual_stages) dividing the model's {} "
+                                         "transformer blocks (each stage holds as many; first_stage_layers and "
+                                         "last_stage_layers make the outer stages uneven), got {}",
                                          B, p)
                            : fmt::format("expected the {} transformer blocks left after the first and last stages' "
                                          "to divide evenly over the other {} stages",
@@ -74,6 +74,46 @@ std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpe
     return out;
 }
 
+std::vector<PipelineOp> stage_schedule(const ParallelismSpec& par, std::uint32_t s, std::uint32_t m) {
+    const std::uint32_t p = par.pipeline;
+    std::vector<PipelineOp> out;
+    auto fwd = [&](std::uint32_t k, std::uint32_t j) { out.push_back({true, k, j}); };
+    auto bwd = [&](std::uint32_t k, std::uint32_t j) { out.push_back({false, k, j}); };
+    if (par.schedule == PipelineSchedule::gpipe) {
+        for (std::uint32_t k = 0; k < m; ++k) fwd(k, 0);
+        for (std::uint32_t k = 0; k < m; ++k) bwd(k, 0);
+        return out;
+    }
+    if (par.schedule == PipelineSchedule::one_f_one_b) {
+        const std::uint32_t warm = std::min(p - s - 1, m);
+        for (std::uint32_t k = 0; k < warm; ++k) fwd(k, 0);
+        for (std::uint32_t k = 0; k + warm < m; ++k) {
+            fwd(k + warm, 0);
+            bwd(k, 0);
+        }
+        for (std::uint32_t k = m - warm; k < m; ++k) bwd(k, 0);
+        return out;
+    }
+    // Interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving):
+    // the i-th forward runs chunk (i / p) % v of micro-batch (i / (p v)) p + i % p, the i-th backward the chunks
+    // in reverse; (p - s - 1) 2 + (v - 1) p warm-up forwards (all of them when m = p), then one forward and one
+    // backward in turn, then the remaining backwards.
+    const std::uint32_t v = par.chunks(), total = m * v;
+    auto micro_batch = [&](std::uint32_t i) { return i / (p * v) * p + i % p; };
+    auto chunk = [&](std::uint32_t i, bool forward) {
+        const std::uint32_t j = i / p % v;
+        return forward ? j : v - 1 - j;
+    };
+    const std::uint32_t warm = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
+    for (std::uint32_t i = 0; i < warm; ++i) fwd(micro_batch(i), chunk(i, true));
+    for (std::uint32_t i = 0; i + warm < total; ++i) {
+        fwd(micro_batch(i + warm), chunk(i + warm, true));
+        bwd(micro_batch(i), chunk(i, false));
+    }
+    for (std::uint32_t i = total - warm; i < total; ++i) bwd(micro_batch(i), chunk(i, false));
+    return out;
+}
+
 double boundary_bytes_per_sample(const Workload& w, std::uint32_t l, double element_bytes) {
     if (w.layers.at(l).activation_bytes) return *w.layers[l].activation_bytes;
     const auto& parts = w.layers.at(l).parts;
@@ -84,9 +124,10 @@ double boundary_bytes_per_sample(const Workload& w, std::uint32_t l, double elem
 
 namespace {
 
-double stage_params(const Workload& w, const StageLayers& st) {
+double stage_params(const Workload& w, const std::vector<StageLayers>& chunks) {
     double p = 0.0;
-    for (std::uint32_t l = st.first; l <= st.last; ++l) p += static_cast<double>(w.layers[l].params());
+    for (const StageLayers& st : chunks)
+        for (std::uint32_t l = st.first; l <= st.last; ++l) p += static_cast<double>(w.layers[l].params());
     return p;
 }
 
@@ -120,16 +161,18 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
     ProgramSet set;
     set.stream = ProgramSet::Stream::fifo;
     set.comm_spans = true;
+    const std::uint32_t v = par.chunks(), V = p * v;
+    // The activations a virtual stage sends forward (and their gradients backward) per micro-batch; with sequence
+    // parallelism each tensor rank sends its 1/t of the sequence.
+    const double share = sp ? 1.0 / t : 1.0;
+    auto boundary = [&](std::uint32_t vs) {
+        return boundary_bytes_per_sample(job.workload, stages[vs].last, element_bytes) * job.batch_size * share;
+    };
     for (std::uint32_t s = 0; s < p; ++s) {
-        const StageLayers st = stages[s];
-        // The activations a stage sends forward (and their gradients backward) per micro-batch; with sequence
-        // parallelism each tensor rank sends its 1/t of the sequence.
-        const double share = sp ? 1.0 / t : 1.0;
-        const double out_bytes =
-            boundary_bytes_per_sample(job.workload, st.last, element_bytes) * job.batch_size * share;
-        const double in_bytes =
-            s > 0 ? boundary_bytes_per_sample(job.workload, stages[s - 1].last, element_bytes) * job.batch_size * share
-                  : 0.0;
+        // Peers: the same data and tensor rank of the stage after (rank + d t; after the last stage, the first's next
+        // chunk) and of the stage before. The program is the stage's, the peers relative.
+        const std::int64_t next = s + 1 < p ? static_cast<std::int64_t>(sr) : -static_cast<std::int64_t>((p - 1) * sr);
+        const std::int64_t prev = s > 0 ? -static_cast<std::int64_t>(sr) : static_cast<std::int64_t>((p - 1) * sr);
         // The stage's tensor-parallel groups: t consecutive ranks of each of its d model replicas.
         GroupId tensor_group = 0;
         if (t > 1) {
@@ -161,10 +204,11 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                           totals.tensor_wire, totals.tensor_machine, totals.tensor_collectives);
         };
         const CollectiveKind reduce = sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
-        // Tags: micro-batch k's activations 2k, its gradients 2k + 1. Peers are the same data and tensor rank of the
-        // stages before and after (rank +- d t); the program is the stage's, the peer relative.
-        auto forward = [&](std::uint32_t k) {
-            if (s > 0) prog.recv_relative(-static_cast<std::int64_t>(sr), 2 * k);
+        // Tags: micro-batch k's activations from virtual stage u to u + 1 are 2 (k V + u), their gradients that + 1.
+        auto forward = [&](std::uint32_t k, std::uint32_t j) {
+            const std::uint32_t vs = j * p + s;
+            const StageLayers st = stages[vs];
+            if (vs > 0) prog.recv_relative(prev, 2 * (k * V + vs - 1));
             // Layers run up from `from`; a collective ends the run at the layer it follows.
             std::uint32_t from = st.first;
             auto run_up_to = [&](std::uint32_t last_plus_one) {
@@ -182,10 +226,12 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 }
             }
             run_up_to(st.last + 1);
-            if (s + 1 < p) prog.send_relative(static_cast<std::int64_t>(sr), out_bytes, 2 * k);
+            if (vs + 1 < V) prog.send_relative(next, boundary(vs), 2 * (k * V + vs));
         };
-        auto backward = [&](std::uint32_t k) {
-            if (s + 1 < p) prog.recv_relative(static_cast<std::int64_t>(sr), 2 * k + 1);
+        auto backward = [&](std::uint32_t k, std::uint32_t j) {
+            const std::uint32_t vs = j * p + s;
+            const StageLayers st = stages[vs];
+            if (vs + 1 < V) prog.recv_relative(next, 2 * (k * V + vs) + 1);
             // Layers run down from `to`; a collective ends the run at the layer it follows.
             std::int64_t to = st.last;
             auto run_down_to = [&](std::int64_t first) {
@@ -212,22 +258,18 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 }
             }
             run_down_to(st.first);
-            if (s > 0) prog.send_relative(-static_cast<std::int64_t>(sr), in_bytes, 2 * k + 1);
+            if (vs > 0) prog.send_relative(prev, boundary(vs - 1), 2 * (k * V + vs - 1) + 1);
         };
-        if (par.schedule == PipelineSchedule::gpipe) {
-            for (std::uint32_t k = 0; k < m; ++k) forward(k);
-            for (std::uint32_t k = 0; k < m; ++k) backward(k);
-        } else {
-            const std::uint32_t warm = std::min(p - s - 1, m);
-            for (std::uint32_t k = 0; k < warm; ++k) forward(k);
-            for (std::uint32_t k = 0; k + warm < m; ++k) {
-                forward(k + warm);
-                backward(k);
-            }
-            for (std::uint32_t k = m - warm; k < m; ++k) backward(k);
+        for (const PipelineOp& op : stage_schedule(par, s, m)) {
+            if (op.forward)
+                forward(op.micro_batch, op.chunk);
+            else
+                backward(op.micro_batch, op.chunk);
         }
         // The stage's gradients (each tensor rank's share), all-reduced among its data ranks.
-        const double params = stage_params(job.workload, st);
+        std::vector<StageLayers> mine;
+        for (std::uint32_t j = 0; j < v; ++j) mine.push_back(stages[j * p + s]);
+        const double params = stage_params(job.workload, mine);
         if (d > 1 && params > 0.0) {
             Partition part(t);
             for (std::uint32_t i = 0; i < t; ++i)
@@ -250,10 +292,13 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
         for (std::uint32_t r = 0; r < sr; ++r) {
             set.program_of.push_back(s);
             const std::uint32_t rank = s * sr + r;
-            if (s + 1 < p) {  // forward to the next stage and its gradients back, every micro-batch
-                const double out_back = 2.0 * out_bytes;
-                totals.p2p_bytes += m * out_back;
-                if (!same_machine(rank, rank + sr)) totals.p2p_machine_bytes += m * out_back;
+            for (std::uint32_t j = 0; j < v; ++j) {  // forward to the next stage and its gradients back
+                const std::uint32_t vs = j * p + s;
+                if (vs + 1 == V) continue;
+                const double out_back = 2.0 * m * boundary(vs);
+                totals.p2p_bytes += out_back;
+                if (!same_machine(rank, static_cast<std::uint32_t>(static_cast<std::int64_t>(rank) + next)))
+                    totals.p2p_machine_bytes += out_back;
             }
         }
     }

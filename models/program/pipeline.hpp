@@ -9,10 +9,12 @@
 //                                     followed by its input gradient's all-reduce  [send grad k to s-1]
 //
 // in the order the schedule gives (GPipe: every forward, then every backward; 1F1B: p - s - 1 warm-up forwards,
-// then one forward and one backward in turn, then the remaining backwards; Narayanan et al., "Efficient
-// Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC'21, §2.2). The sends are point-to-point
-// flows on the fabric, so the bubble is not added but happens: on an idle fabric with zero-latency links a step is
-// (m + p - 1)(f + b) for both schedules (m micro-batches, f and b a stage's forward and backward). The tensor-parallel
+// then one forward and one backward in turn, then the remaining backwards; interleaved 1F1B: each stage holds v
+// chunks of the model, virtual stages s, s + p, ..., and runs Megatron's interleaved order over them; Narayanan et
+// al., "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC'21, §2.2). The sends are
+// point-to-point flows on the fabric, so the bubble is not added but happens: on an idle fabric with zero-latency
+// links a step is (m + p - 1)(f + b) for GPipe and 1F1B and m (f + b) + (p - 1)(f + b) / v interleaved (m
+// micro-batches, f and b a stage's forward and backward). The tensor-parallel
 // collectives (reduce-scatters and all-gathers with sequence parallelism, a second all-reduce per region with full
 // recomputation) run on their own communicator and the compute stream waits for each (no overlap: Megatron's
 // default). After its last backward a stage all-reduces its gradients among each tensor rank's data-parallel group
@@ -35,12 +37,23 @@ struct StageLayers {
     std::uint32_t first = 0, last = 0;
 };
 
-/// The stages of `w` over `par.pipeline` stages: a transformer's blocks split evenly, or the first and the last stage
-/// holding `first_stage_layers` and `last_stage_layers` blocks and the others the rest evenly (the layers before the
-/// first block on the first stage, after the last block on the last, as Megatron places the embedding and the head),
-/// every other model's layers in contiguous runs of floor(L / p) or one more, the longer runs first. Throws
-/// std::invalid_argument naming the rule when the blocks do not divide or a stage would get no layer.
+/// The virtual stages of `w`: par.pipeline x par.chunks() of them in forward order (stage s runs virtual stages
+/// s, s + p, s + 2p, ...: its chunks under the interleaved schedule). A transformer's blocks split evenly, or the first
+/// and the last virtual stage holding `first_stage_layers` and `last_stage_layers` blocks and the others the rest
+/// evenly (the layers before the first block on the first, after the last block on the last, as Megatron places the
+/// embedding and the head); every other model's layers in contiguous runs of floor(L / V) or one more, the longer runs
+/// first. Throws std::invalid_argument naming the rule when the blocks do not divide or a stage would get no layer.
 [[nodiscard]] std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpec& par);
+
+/// One pass of one micro-batch through one of a stage's chunks.
+struct PipelineOp {
+    bool forward = true;
+    std::uint32_t micro_batch = 0;
+    std::uint32_t chunk = 0;
+};
+
+/// The order stage `s` runs its m micro-batches' passes in, by the job's schedule.
+[[nodiscard]] std::vector<PipelineOp> stage_schedule(const ParallelismSpec& par, std::uint32_t s, std::uint32_t m);
 
 /// Bytes per sample a stage boundary after layer `l` sends forward, and its gradient backward: the layer's
 /// activation_bytes where given (custom layers), else its output at `element_bytes` each (the output shape of its

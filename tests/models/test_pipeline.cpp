@@ -236,3 +236,48 @@ TEST_CASE("pipeline: uneven outer stages hold the blocks they are given, the oth
     j["parallelism"] = {{"last_stage_layers", 1}};
     CHECK(testing::refused_at(j) == "$.parallelism.last_stage_layers");  // no pipeline
 }
+
+TEST_CASE("pipeline: interleaved 1F1B's bubble shrinks by the virtual stages, m (f + b) + (p - 1)(f + b) / v") {
+    // Eight layers of 1 ms forward and 2 ms backward: with v chunks per stage each stage's f + b is 24 / p ms. The
+    // closed form of Narayanan et al. SC'21 §2.2 (Megatron's schedule, m a multiple of p), to 0.1 %.
+    struct Case {
+        std::uint32_t p, v, m;
+    };
+    for (const Case c : {Case{2, 2, 4}, Case{4, 2, 8}, Case{2, 4, 6}}) {
+        CAPTURE(c.p);
+        CAPTURE(c.v);
+        CAPTURE(c.m);
+        json j = pinned(c.p, 1, c.m, "interleaved_1f1b");
+        j["parallelism"]["virtual_stages"] = c.v;
+        const double fb = 24e-3 / c.p;
+        CHECK(testing::run_first_job(j).iteration_time_s ==
+              ddlsim::testing::approx(c.m * fb + (c.p - 1) * fb / c.v).epsilon(1e-3));
+        // v times the point-to-point traffic of 1F1B: each chunk boundary sends (none here: the layers send nothing).
+    }
+    // With v = 1 chunk it would be 1F1B; with GPT-2-sized boundaries the sends grow v-fold: (p v - 1) boundaries of
+    // m activations and their gradients per data rank, against p - 1.
+    json base = pinned(2, 1, 4, "1f1b");
+    for (auto& l : base["model"]["layers"]) l["activation_bytes"] = 1000;
+    json inter = base;
+    inter["parallelism"] = {{"pipeline", 2}, {"schedule", "interleaved_1f1b"}, {"virtual_stages", 2}};
+    const auto a = testing::run_first_job(base), b = testing::run_first_job(inter);
+    REQUIRE(a.bytes_by_dimension.has_value());
+    REQUIRE(b.bytes_by_dimension.has_value());
+    CHECK(a.bytes_by_dimension->pipeline == ddlsim::testing::approx((2 - 1) * 4 * 2 * 1000.0));
+    CHECK(b.bytes_by_dimension->pipeline == ddlsim::testing::approx((2 * 2 - 1) * 4 * 2 * 1000.0));
+}
+
+TEST_CASE("pipeline: interleaving is refused where Megatron's schedule cannot run it") {
+    json j = pinned(2, 1, 4, "interleaved_1f1b");
+    CHECK(testing::refused_at(j) == "$.parallelism.virtual_stages");  // required
+    j["parallelism"]["virtual_stages"] = 2;
+    CHECK(testing::refused_at(j) == "accepted");
+    j["gradient_accumulation"] = 3;  // not a multiple of the 2 stages
+    CHECK(testing::refused_at(j) == "$.gradient_accumulation");
+    j = pinned(2, 1, 4, "interleaved_1f1b");
+    j["parallelism"]["virtual_stages"] = 8;  // 16 virtual stages of 8 layers
+    CHECK(testing::refused_at(j) == "$.parallelism.virtual_stages");
+    j = pinned(2, 1, 4, "1f1b");
+    j["parallelism"]["virtual_stages"] = 2;  // only with interleaving
+    CHECK(testing::refused_at(j) == "$.parallelism.virtual_stages");
+}
