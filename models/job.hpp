@@ -374,13 +374,17 @@ struct JobResult {
     std::uint32_t max_lead = 0;                ///< ssp/asp: most iterations a worker started ahead of the slowest
     /// Algorithm auto: what it picked, one entry per algorithm (empty for every other algorithm).
     std::vector<AlgorithmPick> algorithm_picks;
-    /// Model-parallel jobs: bytes_on_wire_per_iteration by the dimension that sends them (they sum to it).
-    struct DimensionBytes {
+    /// Model-parallel jobs: a figure by the parallel dimension it belongs to.
+    struct ByDimension {
         double tensor = 0.0;    ///< tensor-parallel all-reduces (reduce-scatters and all-gathers)
-        double pipeline = 0.0;  ///< activations and their gradients between stages
+        double pipeline = 0.0;  ///< activations and their gradients between stages (and, for time, the bubble)
         double data = 0.0;      ///< the stages' gradient all-reduces
     };
-    std::optional<DimensionBytes> bytes_by_dimension;
+    /// bytes_on_wire_per_iteration by the dimension that sends them (they sum to it).
+    std::optional<ByDimension> bytes_by_dimension;
+    /// The breakdown's exposed_communication by what the compute stream waited for (they sum to it): tensor- and
+    /// data-parallel collectives, and the rest, the pipeline's (receives, the bubble).
+    std::optional<ByDimension> exposed_by_dimension;
 };
 
 /// What the job's collective needs: sizes, tensors in backward order, nodes of the workers.

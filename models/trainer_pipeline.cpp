@@ -47,7 +47,7 @@ public:
         fill_result(job_, clocks_, job_.iterations, static_cast<double>(d) * job_.batch_size, r);
         r.bytes_on_wire_per_iteration = totals_.wire + totals_.p2p_bytes + totals_.tensor_wire;
         r.machine_bytes_per_iteration = totals_.machine + totals_.p2p_machine_bytes + totals_.tensor_machine;
-        r.bytes_by_dimension = JobResult::DimensionBytes{totals_.tensor_wire, totals_.p2p_bytes, totals_.wire};
+        r.bytes_by_dimension = JobResult::ByDimension{totals_.tensor_wire, totals_.p2p_bytes, totals_.wire};
         // Each rank joins its own stage's collectives: the mean over the stages.
         r.collectives_per_iteration = (totals_.collectives + totals_.tensor_collectives) / job_.parallelism.pipeline;
         r.rounds = job_.iterations;
@@ -88,6 +88,18 @@ public:
             1.0, single > 0.0 && r.iteration_time_s > 0.0 ? r.throughput_samples_per_s / (single * job_.workers) : 1.0);
         // The bubble (stages waiting for each other's micro-batches) counts with the exposed sends and all-reduces.
         r.breakdown = busy_breakdown(job_, clocks_, r.iteration_time_s);
+        // What the compute streams waited for, per rank and iteration: the rest of the exposed time is the pipeline's.
+        double tensor = 0.0, data = 0.0;
+        for (std::uint32_t w = 0; w < job_.workers; ++w) {
+            tensor += executor_->waited(w, program::kTensorStream).seconds();
+            data += executor_->waited(w, 0).seconds();
+        }
+        const double ranks_iterations = static_cast<double>(job_.workers) * std::max<std::uint32_t>(1, job_.iterations);
+        JobResult::ByDimension e;
+        e.tensor = std::min(tensor / ranks_iterations, r.breakdown->exposed_communication);
+        e.data = std::min(data / ranks_iterations, r.breakdown->exposed_communication - e.tensor);
+        e.pipeline = r.breakdown->exposed_communication - e.tensor - e.data;
+        r.exposed_by_dimension = e;
         return r;
     }
 

@@ -147,9 +147,14 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     }
     const double codec = j.breakdown ? j.breakdown->codec : j.codec_time_s;
     if (codec > 0.0) line("  encode + decode", codec);
-    // A pipeline's stages also wait for each other's micro-batches (the bubble): the breakdown does not split them yet.
+    // A pipeline's stages also wait for each other's micro-batches (the bubble): split by what the ranks waited for.
     line(spec.parallelism.any() ? "  bubble + exposed comm." : "  exposed communication", exposed,
          fmt::format("({:.1f} % of the {})", 100.0 * exposed_share, unit));
+    if (const auto& e = j.exposed_by_dimension) {
+        if (spec.parallelism.tensor > 1) line("    tensor-parallel collectives", e->tensor);
+        if (spec.parallelism.pipeline > 1) line("    pipeline bubble and sends", e->pipeline);
+        line("    data-parallel all-reduces", e->data);
+    }
     if (j.breakdown) line("  waiting for peers", j.breakdown->waiting);
     line("communication in flight", j.communication_time_s,
          j.communication_time_s > exposed * (1.0 + 1e-6)

@@ -29,6 +29,8 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
         streams = std::max<std::size_t>(streams, c.stream + 1U);
     }
     for (W& s : ws_) s.lanes.resize(streams - 1);
+    buckets_ = static_cast<std::uint32_t>(streams) + 1;
+    waited_.assign(static_cast<std::size_t>(job_.workers) * buckets_, sim::Time::zero());
     // The ranks that join each call: those whose program issues it (every rank, unless ranks run different
     // programs: a pipeline's stages).
     std::vector<std::vector<char>> issues(set_.programs.size(), std::vector<char>(set_.calls.size(), 0));
@@ -52,6 +54,23 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
         for (const auto& p : issues) any = any || p[c] != 0;
         joiners_[c] = any ? job_.workers : 0;
     }
+}
+
+sim::Time Executor::waited(std::uint32_t w, std::uint32_t stream) const {
+    const std::uint32_t b = stream == kReceives ? buckets_ - 1 : stream;
+    return b < buckets_ ? waited_[static_cast<std::size_t>(w) * buckets_ + b] : sim::Time::zero();
+}
+
+// Rank w's compute stream starts waiting on `what` (a stream, kReceives), or stops waiting (kNothing).
+void Executor::wait_on(std::uint32_t w, std::uint8_t what) {
+    W& s = ws_[w];
+    const sim::Time now = engine_.now();
+    if (s.waiting_on != kNothing) {
+        const std::uint32_t b = s.waiting_on == kReceives ? buckets_ - 1 : s.waiting_on;
+        waited_[static_cast<std::size_t>(w) * buckets_ + b] += now - s.idle_since;
+    }
+    s.waiting_on = what;
+    s.idle_since = now;
 }
 
 void Executor::start() {
@@ -166,6 +185,7 @@ void Executor::advance(std::uint32_t w) {
             case Instr::Kind::wait:
                 if (!s.done[in.index]) {
                     s.idle = true;
+                    wait_on(w, set_.calls[in.index].stream);
                     return;
                 }
                 ++s.pc;
@@ -174,6 +194,7 @@ void Executor::advance(std::uint32_t w) {
                 auto it = arrived_.find({s.iter, in.peer_of(w), w, in.tag});
                 if (it == arrived_.end()) {
                     s.idle = true;
+                    wait_on(w, static_cast<std::uint8_t>(kReceives));
                     return;
                 }
                 arrived_.erase(it);
@@ -188,6 +209,7 @@ void Executor::advance(std::uint32_t w) {
         }
         const Compute& c = prog.computes[in.index];
         s.idle = false;
+        if (s.waiting_on != kNothing) wait_on(w, kNothing);
         if (hooks_.computing) hooks_.computing(w, s.iter, c);
         const bool slowed = c.slowable && c.kind != ComputeKind::codec && job_.overlap_slowdown > 0.0 && comm_active(w);
         const sim::Time d = step_time(w, c, slowed);
@@ -198,7 +220,12 @@ void Executor::advance(std::uint32_t w) {
         return;
     }
     s.idle = s.calls_left > 0 || s.sends_left > 0;  // the iteration's last calls or sends still travel
-    if (!s.idle) end_iteration(w);
+    if (s.idle) {
+        wait_on(w, s.calls_left > 0 ? std::uint8_t{0} : static_cast<std::uint8_t>(kReceives));
+        return;
+    }
+    if (s.waiting_on != kNothing) wait_on(w, kNothing);
+    end_iteration(w);
 }
 
 void Executor::compute_done(std::uint32_t w) {

@@ -56,8 +56,13 @@ public:
     void begin_iteration(std::uint32_t w);
 
     [[nodiscard]] sim::Time duration(std::uint32_t w, const Compute& c) const;
+    /// How long rank w's compute stream has waited, over every iteration so far, for the calls of communicator
+    /// `stream` (Call::stream), or for receives and its own last sends (`stream` = kReceives).
+    static constexpr std::uint32_t kReceives = 16;
+    [[nodiscard]] sim::Time waited(std::uint32_t w, std::uint32_t stream) const;
 
 private:
+    static constexpr std::uint8_t kNothing = 255;
     /// One communicator's stream on one rank.
     struct Lane {
         std::vector<std::uint32_t> queue;  ///< calls waiting, a FIFO from head (a deque's 512-byte block per rank
@@ -69,6 +74,8 @@ private:
         std::uint32_t program = 0;  ///< this iteration's
         std::uint32_t pc = 0;       ///< next instruction
         bool idle = false;          ///< the compute stream waits (for a call, a receive, or the iteration's last calls)
+        std::uint8_t waiting_on = kNothing;  ///< what it waits for: a call's stream, kReceives (and since when)
+        sim::Time idle_since;
         StepSlowdown slow;
         std::vector<bool> done;  ///< per call of ProgramSet::calls, this iteration (a bit each: 16,384 ranks)
         std::uint32_t calls_left = 0, sends_left = 0;
@@ -124,6 +131,9 @@ private:
     const TrainingJob& job_;
     detail::Timeline timeline_;
     Hooks hooks_;
+    void wait_on(std::uint32_t w, std::uint8_t what);
+    std::uint32_t buckets_ = 1;           ///< streams + 1: where waited_ keeps each rank's waits
+    std::vector<sim::Time> waited_;       ///< per rank and bucket (streams, then receives)
     std::vector<std::uint32_t> issued_;   ///< per program: calls issued in one iteration
     std::vector<std::uint32_t> joiners_;  ///< per call: the ranks that issue it
     std::vector<W> ws_;

@@ -68,6 +68,11 @@ TEST_CASE("pipeline: the bubble emerges, (m + p - 1)(f + b) for GPipe and 1F1B o
     REQUIRE(r.breakdown.has_value());
     CHECK(r.breakdown->compute == ddlsim::testing::approx(48e-3).epsilon(1e-9));
     CHECK(r.breakdown->exposed_communication == ddlsim::testing::approx(18e-3).epsilon(1e-3));
+    // All of it the pipeline's: waiting for other stages' micro-batches.
+    REQUIRE(r.exposed_by_dimension.has_value());
+    CHECK(r.exposed_by_dimension->pipeline == r.breakdown->exposed_communication);
+    CHECK(r.exposed_by_dimension->tensor == 0.0);
+    CHECK(r.exposed_by_dimension->data == 0.0);
 }
 
 TEST_CASE("pipeline: each stage's data-parallel group all-reduces its own layers' gradients after the drain") {

@@ -166,6 +166,14 @@ TEST_CASE("tensor parallelism: on an idle fabric each collective costs its ring'
         CHECK(b.compute_time_s == a.compute_time_s);
         CHECK(b.iteration_time_s - a.iteration_time_s ==
               ddlsim::testing::approx(all_reduces * 2 * (t - 1) * B / t * (1 / slow - 1 / fast)).epsilon(1e-6));
+        // Without stages or replicas every exposed second is a wait for the tensor-parallel collectives, each its
+        // ring's 2 (t - 1) steps of 2 ns and B / t at 450 GB/s.
+        REQUIRE(a.exposed_by_dimension.has_value());
+        CHECK(a.exposed_by_dimension->tensor ==
+              ddlsim::testing::approx(all_reduces * 2 * (t - 1) * (2e-9 + B / t / fast)).epsilon(1e-6));
+        CHECK(a.exposed_by_dimension->tensor + a.exposed_by_dimension->pipeline ==
+              ddlsim::testing::approx(a.breakdown->exposed_communication).epsilon(1e-12));
+        CHECK(a.exposed_by_dimension->data == 0.0);
     }
 }
 
