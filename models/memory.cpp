@@ -22,18 +22,9 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     if (par.pipeline > 1) {
         const std::uint32_t p = par.pipeline, s = par.stage_of(w, job.workers), v = par.chunks();
         const std::uint32_t m = job.gradient_accumulation;
-        const std::vector<program::StageLayers> all = program::pipeline_stages(job.workload, par);
-        chunks.clear();
-        for (std::uint32_t j = 0; j < v; ++j) chunks.push_back(all.at(j * p + s));
-        switch (par.schedule) {
-            case PipelineSchedule::gpipe: in_flight = m; break;
-            case PipelineSchedule::one_f_one_b: in_flight = std::min(p - s, m); break;
-            case PipelineSchedule::interleaved_1f1b: {
-                const std::uint32_t warm = m == p ? m * v : std::min((p - s - 1) * 2 + (v - 1) * p, m * v);
-                in_flight = std::min(warm + 1, m * v) / static_cast<double>(v);
-                break;
-            }
-        }
+        chunks = program::stage_chunks(program::pipeline_stages(job.workload, par), p, s);
+        // The warm-up's forwards and the one more of the steady state (GPipe: all m), in stages' worth.
+        in_flight = std::min(program::warmup_forwards(par, s, m) + 1, m * v) / static_cast<double>(v);
     }
     double params = 0.0;
     for (const program::StageLayers& stage : chunks)

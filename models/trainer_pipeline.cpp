@@ -60,8 +60,8 @@ public:
         const std::uint32_t p = job_.parallelism.pipeline;
         for (std::uint32_t s = 0; s < p; ++s) {
             double f = 0.0, b = 0.0, params = 0.0;
-            for (std::size_t vs = s; vs < stages_.size(); vs += p)  // the stage's chunks
-                for (std::uint32_t l = stages_[vs].first; l <= stages_[vs].last; ++l) {
+            for (const program::StageLayers& st : program::stage_chunks(stages_, p, s))
+                for (std::uint32_t l = st.first; l <= st.last; ++l) {
                     f += cp.layers[l].fwd.seconds();
                     b += cp.layers[l].bwd.seconds();
                     params += static_cast<double>(job_.workload.layers[l].params());

@@ -27,7 +27,6 @@ std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpe
         const auto B = static_cast<std::uint32_t>(starts.size());
         // Blocks per stage: the first's and the last's where given (Megatron's decoder_first/last_pipeline_num_layers),
         // the rest evenly.
-        std::vector<std::uint32_t> count(p, 0);
         const std::uint32_t first = p > 1 ? par.first_stage_layers.value_or(0) : 0;
         const std::uint32_t last = p > 1 ? par.last_stage_layers.value_or(0) : 0;
         const std::uint32_t fixed = (first > 0 ? 1U : 0U) + (last > 0 ? 1U : 0U);
@@ -48,14 +47,16 @@ std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpe
                                          rest, others));
         std::uint32_t at = 0;
         for (std::uint32_t s = 0; s < p; ++s) {
-            count[s] = s == 0 && first > 0 ? first : s + 1 == p && last > 0 ? last : rest / std::max(1U, others);
-            if (count[s] == 0)
+            const std::uint32_t count = s == 0 && first > 0      ? first
+                                        : s + 1 == p && last > 0 ? last
+                                                                 : rest / std::max(1U, others);
+            if (count == 0)
                 throw std::invalid_argument(
                     fmt::format("expected at least one transformer block on every stage; "
                                 "stage {} would get none",
                                 s));
             out[s].first = s == 0 ? 0 : starts[at];
-            at += count[s];
+            at += count;
             out[s].last = s + 1 == p ? L - 1 : starts[at] - 1;
         }
         return out;
@@ -74,6 +75,22 @@ std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpe
     return out;
 }
 
+std::vector<StageLayers> stage_chunks(const std::vector<StageLayers>& all, std::uint32_t p, std::uint32_t s) {
+    std::vector<StageLayers> out;
+    for (std::size_t vs = s; vs < all.size(); vs += p) out.push_back(all[vs]);
+    return out;
+}
+
+std::uint32_t warmup_forwards(const ParallelismSpec& par, std::uint32_t s, std::uint32_t m) {
+    const std::uint32_t p = par.pipeline, v = par.chunks();
+    switch (par.schedule) {
+        case PipelineSchedule::gpipe: return m;
+        case PipelineSchedule::one_f_one_b: return std::min(p - s - 1, m);
+        case PipelineSchedule::interleaved_1f1b: break;
+    }
+    return m == p ? m * v : std::min((p - s - 1) * 2 + (v - 1) * p, m * v);
+}
+
 std::vector<PipelineOp> stage_schedule(const ParallelismSpec& par, std::uint32_t s, std::uint32_t m) {
     const std::uint32_t p = par.pipeline;
     std::vector<PipelineOp> out;
@@ -84,8 +101,8 @@ std::vector<PipelineOp> stage_schedule(const ParallelismSpec& par, std::uint32_t
         for (std::uint32_t k = 0; k < m; ++k) bwd(k, 0);
         return out;
     }
+    const std::uint32_t warm = warmup_forwards(par, s, m);
     if (par.schedule == PipelineSchedule::one_f_one_b) {
-        const std::uint32_t warm = std::min(p - s - 1, m);
         for (std::uint32_t k = 0; k < warm; ++k) fwd(k, 0);
         for (std::uint32_t k = 0; k + warm < m; ++k) {
             fwd(k + warm, 0);
@@ -96,15 +113,13 @@ std::vector<PipelineOp> stage_schedule(const ParallelismSpec& par, std::uint32_t
     }
     // Interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving):
     // the i-th forward runs chunk (i / p) % v of micro-batch (i / (p v)) p + i % p, the i-th backward the chunks
-    // in reverse; (p - s - 1) 2 + (v - 1) p warm-up forwards (all of them when m = p), then one forward and one
-    // backward in turn, then the remaining backwards.
+    // in reverse; the warm-up forwards, then one forward and one backward in turn, then the remaining backwards.
     const std::uint32_t v = par.chunks(), total = m * v;
     auto micro_batch = [&](std::uint32_t i) { return i / (p * v) * p + i % p; };
     auto chunk = [&](std::uint32_t i, bool forward) {
         const std::uint32_t j = i / p % v;
         return forward ? j : v - 1 - j;
     };
-    const std::uint32_t warm = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
     for (std::uint32_t i = 0; i < warm; ++i) fwd(micro_batch(i), chunk(i, true));
     for (std::uint32_t i = 0; i + warm < total; ++i) {
         fwd(micro_batch(i + warm), chunk(i + warm, true));
@@ -267,9 +282,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 backward(op.micro_batch, op.chunk);
         }
         // The stage's gradients (each tensor rank's share), all-reduced among its data ranks.
-        std::vector<StageLayers> mine;
-        for (std::uint32_t j = 0; j < v; ++j) mine.push_back(stages[j * p + s]);
-        const double params = stage_params(job.workload, mine);
+        const double params = stage_params(job.workload, stage_chunks(stages, p, s));
         if (d > 1 && params > 0.0) {
             Partition part(t);
             for (std::uint32_t i = 0; i < t; ++i)

@@ -45,12 +45,21 @@ struct StageLayers {
 /// first. Throws std::invalid_argument naming the rule when the blocks do not divide or a stage would get no layer.
 [[nodiscard]] std::vector<StageLayers> pipeline_stages(const Workload& w, const ParallelismSpec& par);
 
+/// Stage s's chunks of the virtual stages `all` (pipeline_stages) over p stages: virtual stages s, s + p, ...
+[[nodiscard]] std::vector<StageLayers> stage_chunks(const std::vector<StageLayers>& all, std::uint32_t p,
+                                                    std::uint32_t s);
+
 /// One pass of one micro-batch through one of a stage's chunks.
 struct PipelineOp {
     bool forward = true;
     std::uint32_t micro_batch = 0;
     std::uint32_t chunk = 0;
 };
+
+/// The forwards stage `s` runs before its first backward (of m micro-batches, counting each chunk's): GPipe all m;
+/// 1F1B p - s - 1 (at most m); interleaved 2 (p - s - 1) + (v - 1) p (at most m v; all of them when m = p), Megatron's
+/// (megatron/core/pipeline_parallel/schedules.py).
+[[nodiscard]] std::uint32_t warmup_forwards(const ParallelismSpec& par, std::uint32_t s, std::uint32_t m);
 
 /// The order stage `s` runs its m micro-batches' passes in, by the job's schedule.
 [[nodiscard]] std::vector<PipelineOp> stage_schedule(const ParallelismSpec& par, std::uint32_t s, std::uint32_t m);
