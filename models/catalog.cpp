@@ -18,7 +18,7 @@ struct CatalogEntry {
     std::int64_t max_seq = 0;
 };
 
-constexpr std::array<CatalogEntry, 22> k_catalog{{
+constexpr std::array<CatalogEntry, 25> k_catalog{{
     {"alexnet", [](std::int64_t) { return detail::alexnet(); }},
     {"vgg16", [](std::int64_t) { return detail::vgg16(); }},
     {"resnet50",
@@ -136,6 +136,67 @@ constexpr std::array<CatalogEntry, 22> k_catalog{{
                                      .ffn_hidden = 53248,
                                      .seq_len = q > 0 ? q : 8192,
                                      .vocab = 128256});
+     },
+     -1},
+    // Mixtral 8x7B (Jiang et al., "Mixtral of Experts", arXiv 2401.04088, Table 1: dim 4096, 32 layers, head_dim 128,
+    // hidden_dim 14336, 32 heads, 8 kv heads, vocabulary 32000, 8 experts, top 2; mistralai/Mixtral-8x7B-v0.1
+    // config.json the same, untied head): 46,702,792,704 parameters, 12.9B active. Trained here on 4096 tokens (the
+    // paper gives no pre-training length; Megatron-LM's Mixtral recipe, examples/mixtral, uses 4096).
+    {"mixtral_8x7b",
+     [](std::int64_t q) {
+         return models::transformer({.layers = 32,
+                                     .hidden = 4096,
+                                     .heads = 32,
+                                     .kv_heads = 8,
+                                     .ffn_hidden = 14336,
+                                     .seq_len = q > 0 ? q : 4096,
+                                     .vocab = 32000,
+                                     .experts = 8,
+                                     .experts_per_token = 2});
+     },
+     -1},
+    // DeepSeek-V3 (arXiv 2412.19437, §4.2: 61 layers, hidden 7168, 128 heads of 128, KV compression 512, query
+    // compression 1536, decoupled rotary 64; every FFN but the first 3 an MoE of 1 shared and 256 routed experts of
+    // 2048, 8 routed per token; sequences of 4K; deepseek-ai/DeepSeek-V3 config.json: dense intermediate 18432, v_head
+    // 128, vocabulary 129280, untied head): 671B parameters, 37B active, the multi-token-prediction module left out
+    // (as the paper's 671B count does). The router's e_score_correction_bias (256 per MoE layer) is not counted.
+    {"deepseek_v3",
+     [](std::int64_t q) {
+         return models::transformer({.layers = 61,
+                                     .hidden = 7168,
+                                     .heads = 128,
+                                     .head_dim = 128,
+                                     .ffn_hidden = 18432,
+                                     .seq_len = q > 0 ? q : 4096,
+                                     .vocab = 129280,
+                                     .experts = 256,
+                                     .experts_per_token = 8,
+                                     .expert_ffn_hidden = 2048,
+                                     .shared_experts = 1,
+                                     .first_dense_layers = 3,
+                                     .q_lora_rank = 1536,
+                                     .kv_lora_rank = 512,
+                                     .qk_rope_head_dim = 64,
+                                     .v_head_dim = 128});
+     },
+     -1},
+    // Qwen3-30B-A3B (Qwen3 Technical Report, arXiv 2505.09388, Table 2: 48 layers, 32 query and 4 key-value heads,
+    // 128 experts, 8 activated; Qwen/Qwen3-30B-A3B config.json: hidden 2048, head_dim 128, moe_intermediate_size 768,
+    // vocabulary 151936, q/k RMSNorm per head, untied head): 30.5B parameters, 3.3B active; sequences of 4096 (the
+    // report's first pre-training stages).
+    {"qwen3_30b_a3b",
+     [](std::int64_t q) {
+         return models::transformer({.layers = 48,
+                                     .hidden = 2048,
+                                     .heads = 32,
+                                     .kv_heads = 4,
+                                     .head_dim = 128,
+                                     .seq_len = q > 0 ? q : 4096,
+                                     .vocab = 151936,
+                                     .experts = 128,
+                                     .experts_per_token = 8,
+                                     .expert_ffn_hidden = 768,
+                                     .qk_norm = true});
      },
      -1},
 }};

@@ -210,13 +210,17 @@ struct ParallelismSpec {
     std::optional<std::uint32_t> first_stage_layers, last_stage_layers;
     /// interleaved_1f1b: the model chunks each stage holds.
     std::optional<std::uint32_t> virtual_stages;
+    /// Ranks of the data-parallel dimension the routed experts split over (models/expert_parallel.hpp; 1: none).
+    std::uint32_t expert = 1;
+    /// The busiest expert's tokens over the mean (1: balanced routing).
+    double expert_imbalance = 1.0;
 
     /// The model chunks each stage holds (1 unless interleaved).
     [[nodiscard]] std::uint32_t chunks() const {
         return schedule == PipelineSchedule::interleaved_1f1b ? virtual_stages.value_or(1) : 1;
     }
 
-    [[nodiscard]] bool any() const { return pipeline > 1 || tensor > 1; }
+    [[nodiscard]] bool any() const { return pipeline > 1 || tensor > 1 || expert > 1; }
     /// The data-parallel degree: model replicas, workers / (tensor x pipeline).
     [[nodiscard]] std::uint32_t data(std::uint32_t workers) const {
         return workers / std::max<std::uint32_t>(1, pipeline * tensor);
@@ -379,6 +383,7 @@ struct JobResult {
         double tensor = 0.0;    ///< tensor-parallel all-reduces (reduce-scatters and all-gathers)
         double pipeline = 0.0;  ///< activations and their gradients between stages (and, for time, the bubble)
         double data = 0.0;      ///< the stages' gradient all-reduces
+        double expert = 0.0;    ///< expert parallelism's all-to-alls (dispatch and combine)
     };
     /// bytes_on_wire_per_iteration by the dimension that sends them (they sum to it).
     std::optional<ByDimension> bytes_by_dimension;

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "models/comm_plan.hpp"
+#include "models/expert_parallel.hpp"
 #include "models/tensor_parallel.hpp"
 #include "topologies/transport.hpp"
 
@@ -14,8 +15,11 @@ namespace ddlsim::models {
 TrainingJob job_of_keys(const JobKeys& keys) {
     TrainingJob job;
     static_cast<JobKeys&>(job) = keys;
-    if (keys.parallelism.tensor > 1)
-        job.workload = tensor_shard(keys.workload, keys.parallelism.tensor, keys.parallelism.sequence_parallel);
+    const ParallelismSpec& par = keys.parallelism;
+    if (par.tensor > 1) job.workload = tensor_shard(keys.workload, par.tensor, par.sequence_parallel);
+    if (keys.workload.experts > 0)
+        job.workload =
+            expert_shard(job.workload, par.expert, expert_rank_load(keys.workload, par.expert, par.expert_imbalance));
     return job;
 }
 

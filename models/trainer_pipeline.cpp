@@ -45,11 +45,14 @@ public:
         const std::uint32_t d = job_.parallelism.data(job_.workers);
         // A step is gradient_accumulation micro-batches of batch_size samples on each of the d model replicas.
         fill_result(job_, clocks_, job_.iterations, static_cast<double>(d) * job_.batch_size, r);
-        r.bytes_on_wire_per_iteration = totals_.wire + totals_.p2p_bytes + totals_.tensor_wire;
-        r.machine_bytes_per_iteration = totals_.machine + totals_.p2p_machine_bytes + totals_.tensor_machine;
-        r.bytes_by_dimension = JobResult::ByDimension{totals_.tensor_wire, totals_.p2p_bytes, totals_.wire};
+        r.bytes_on_wire_per_iteration = totals_.wire + totals_.p2p_bytes + totals_.tensor_wire + totals_.expert_wire;
+        r.machine_bytes_per_iteration =
+            totals_.machine + totals_.p2p_machine_bytes + totals_.tensor_machine + totals_.expert_machine;
+        r.bytes_by_dimension =
+            JobResult::ByDimension{totals_.tensor_wire, totals_.p2p_bytes, totals_.wire, totals_.expert_wire};
         // Each rank joins its own stage's collectives: the mean over the stages.
-        r.collectives_per_iteration = (totals_.collectives + totals_.tensor_collectives) / job_.parallelism.pipeline;
+        r.collectives_per_iteration =
+            (totals_.collectives + totals_.tensor_collectives + totals_.expert_collectives) / job_.parallelism.pipeline;
         r.rounds = job_.iterations;
         r.model_versions = job_.iterations;
         r.schedule = schedule_;
@@ -89,16 +92,25 @@ public:
         // The bubble (stages waiting for each other's micro-batches) counts with the exposed sends and all-reduces.
         r.breakdown = busy_breakdown(job_, clocks_, r.iteration_time_s);
         // What the compute streams waited for, per rank and iteration: the rest of the exposed time is the pipeline's.
-        double tensor = 0.0, data = 0.0;
+        double tensor = 0.0, data = 0.0, expert = 0.0;
         for (std::uint32_t w = 0; w < job_.workers; ++w) {
             tensor += executor_->waited(w, program::kTensorStream).seconds();
+            expert += executor_->waited(w, program::kExpertStream).seconds();
             data += executor_->waited(w, 0).seconds();
         }
         const double ranks_iterations = static_cast<double>(job_.workers) * std::max<std::uint32_t>(1, job_.iterations);
+        // Each share at most what the others left of the exposed time, so the parts add up to it.
+        double left = r.breakdown->exposed_communication;
+        auto share = [&](double waited) {
+            const double x = std::min(waited / ranks_iterations, left);
+            left -= x;
+            return x;
+        };
         JobResult::ByDimension e;
-        e.tensor = std::min(tensor / ranks_iterations, r.breakdown->exposed_communication);
-        e.data = std::min(data / ranks_iterations, r.breakdown->exposed_communication - e.tensor);
-        e.pipeline = r.breakdown->exposed_communication - e.tensor - e.data;
+        e.tensor = share(tensor);
+        e.expert = share(expert);
+        e.data = share(data);
+        e.pipeline = left;
         r.exposed_by_dimension = e;
         return r;
     }

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/enum_info.hpp"
@@ -24,6 +25,11 @@ struct Tensor {
     std::int64_t params = 0;
     std::int64_t rows = 0;
     std::int64_t cols = 0;
+    /// Tensor parallelism keeps it whole on every tensor rank (MLA's down-projections, an MoE router).
+    bool replicated = false;
+    /// A routed experts' weight (all the layer's experts in one tensor, as GPT-OSS's and Qwen3-MoE's grouped
+    /// `experts.*` parameters): expert parallelism splits it, and its gradients sync over the expert-data group.
+    bool expert = false;
 };
 
 /// What a piece of a layer computes; decides whether it runs at a tensor-core rate or at memory bandwidth.
@@ -74,6 +80,8 @@ struct LayerPart {
     double rows_per_sample = 0.0;
     double cols = 0.0;
     double gemms_per_sample = 0.0;
+    /// A GEMM tensor parallelism runs whole on every tensor rank, outside its regions (Tensor::replicated).
+    bool replicated = false;
     ConvGeometry conv{};  ///< convolutions of the built-in CNNs; output channels are `cols`
 };
 
@@ -93,6 +101,10 @@ struct Layer {
     /// Bytes of its output per sample, given as such (custom layers): what a pipeline stage ending at it sends
     /// forward, and its gradient backward (else the output shape of its last GEMM; models/program/pipeline.hpp).
     std::optional<double> activation_bytes = std::nullopt;
+    /// The routed experts of a mixture-of-experts block (built-in transformers): the work on the tokens dispatched
+    /// to them. Expert parallelism sends the tokens to it and its output back with an all-to-all over the expert
+    /// group (models/expert_parallel.hpp).
+    bool routed_experts = false;
 
     [[nodiscard]] std::int64_t params() const;
 };
@@ -115,6 +127,10 @@ struct Workload {
     /// Built-in transformers: the hidden size, the attention heads and the key/value heads (grouped-query attention)
     /// that tensor parallelism splits (models/tensor_parallel.hpp); 0 for other models.
     std::int64_t hidden = 0, heads = 0, kv_heads = 0;
+    /// Mixture-of-experts transformers: routed experts per MoE block, the experts each token goes to (top-k), and the
+    /// capacity factor (0: dropless); 0 for dense models.
+    std::int64_t experts = 0, experts_per_token = 0;
+    double capacity_factor = 0.0;
 
     [[nodiscard]] std::int64_t params() const;
     [[nodiscard]] std::size_t tensor_count() const;
@@ -153,6 +169,14 @@ constexpr std::span<const sim::EnumEntry<AttentionKernel>> enum_entries(Attentio
     return k_attention_kernels;
 }
 
+/// Mixture-of-experts blocks (llama style; Shazeer et al. 2017, Fedus et al. 2021; Mixtral, arXiv 2401.04088;
+/// DeepSeek-V3, arXiv 2412.19437 §2.1.2): each MoE block's MLP is a router (a d x experts GEMM, top-k), `experts`
+/// SwiGLU experts of width `expert_ffn_hidden` of which each token runs `experts_per_token`, and `shared_experts`
+/// that every token runs; `moe_layer_frequency` 1 makes every block after the `first_dense_layers` an MoE block.
+/// Multi-head latent attention (MLA, DeepSeek-V2 arXiv 2405.04434 §2.1, as DeepSeek-V3's modeling_deepseek.py):
+/// when `kv_lora_rank` > 0, keys and values come from a kv_lora_rank latent (plus a shared rotary key of
+/// qk_rope_head_dim), queries from a q_lora_rank latent (0: directly), each head's query and key of head_dim +
+/// qk_rope_head_dim and its value of v_head_dim.
 struct TransformerConfig {
     using Style = TransformerStyle;
     Style style = Style::llama;
@@ -161,12 +185,33 @@ struct TransformerConfig {
     std::int64_t hidden = 0;
     std::int64_t heads = 0;
     std::int64_t kv_heads = 0;    ///< 0: heads (multi-head attention)
+    std::int64_t head_dim = 0;    ///< 0: hidden / heads (Qwen3 and GPT-OSS set their own)
     std::int64_t ffn_hidden = 0;  ///< 0: llama 2/3 of 4d rounded up to a multiple of 256; gpt 4d
     std::int64_t seq_len = 0;
     std::int64_t vocab = 0;
+    // Mixture of experts (llama style): 0 experts is a dense model.
+    std::int64_t experts = 0;
+    std::int64_t experts_per_token = 0;
+    std::int64_t expert_ffn_hidden = 0;  ///< 0: ffn_hidden
+    std::int64_t shared_experts = 0;
+    std::int64_t moe_layer_frequency = 1;
+    std::int64_t first_dense_layers = 0;
+    double capacity_factor = 0.0;  ///< 0: dropless
+    // Multi-head latent attention (llama style): kv_lora_rank 0 is grouped-query attention.
+    std::int64_t q_lora_rank = 0;
+    std::int64_t kv_lora_rank = 0;
+    std::int64_t qk_rope_head_dim = 0;
+    std::int64_t v_head_dim = 0;  ///< 0: head_dim
+    bool qk_norm = false;         ///< Qwen3: RMSNorm of each head's query and key (built-in models only)
+
+    [[nodiscard]] bool moe() const { return experts > 0; }
+    [[nodiscard]] bool mla() const { return kv_lora_rank > 0; }
 };
-/// Builds it; throws std::invalid_argument on an inconsistent shape (heads not dividing hidden, kv_heads not
-/// dividing heads, a size below 1).
+/// What is wrong with the shape, if anything: the key and what was expected of it (heads not dividing hidden or
+/// head_dim, kv_heads not dividing heads, a size below 1, MoE keys without experts, MLA keys without kv_lora_rank,
+/// a llama key on a GPT block).
+[[nodiscard]] std::optional<std::pair<std::string, std::string>> transformer_error(const TransformerConfig& config);
+/// Builds it; throws std::invalid_argument on an inconsistent shape (transformer_error).
 [[nodiscard]] Workload transformer(const TransformerConfig& config);
 /// Llama's default MLP width: 2/3 of 4d, rounded up to a multiple of 256 (modeling_llama / Meta's model.py,
 /// `multiple_of`).

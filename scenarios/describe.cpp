@@ -59,6 +59,9 @@ std::string describe_parallelism(const JobSpec& j) {
     if (p.tensor > 1) out += fmt::format("tensor {}{} x ", p.tensor, p.sequence_parallel ? " (sequence parallel)" : "");
     if (p.pipeline > 1) out += fmt::format("pipeline {} x ", p.pipeline);
     out += fmt::format("data {}", p.data(j.workers));
+    if (p.expert > 1)
+        out += fmt::format(" (expert {}{})", p.expert,
+                           p.expert_imbalance > 1.0 ? fmt::format(", imbalance {:g}", p.expert_imbalance) : "");
     if (p.pipeline > 1) out += fmt::format(" ({})", sim::enum_name(p.schedule));
     return out;
 }

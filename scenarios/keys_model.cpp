@@ -29,12 +29,7 @@ models::TransformerConfig read_transformer(const json& j, const std::string& pat
     ObjectReader r(j, path, tables().transformer);
     models::TransformerConfig c;
     transformer_keys().read(r, c);
-    if (c.hidden % c.heads != 0)
-        throw ScenarioError(r.path("heads"),
-                            fmt::format("expected a divisor of hidden ({}), got {}", c.hidden, c.heads));
-    if (c.kv_heads > 0 && c.heads % c.kv_heads != 0)
-        throw ScenarioError(r.path("kv_heads"),
-                            fmt::format("expected a divisor of heads ({}), got {}", c.heads, c.kv_heads));
+    if (const auto e = models::transformer_error(c)) throw ScenarioError(r.path(e->first), e->second);
     r.finish();
     return c;
 }
@@ -198,9 +193,45 @@ const KeyTable<models::TransformerConfig>& transformer_keys() {
                 .when([](const C& c) { return c.style != models::TransformerStyle::gpt; },
                       "applies to style \"llama\" only (GPT blocks use multi-head attention)")
                 .echo_when(positive(&C::kv_heads)),
-            key("ffn_hidden", &C::ffn_hidden, "MLP width (default: llama 2/3 of 4d rounded up to 256; gpt 4d)",
-                {1, 1 << 20})
+            key("head_dim", &C::head_dim, "llama: each head's width (default hidden / heads)", {1, 1 << 14})
+                .echo_when(positive(&C::head_dim)),
+            key("ffn_hidden", &C::ffn_hidden,
+                "MLP width of the dense blocks (default: llama 2/3 of 4d rounded up to 256; gpt 4d)", {1, 1 << 20})
                 .echo_when(positive(&C::ffn_hidden)),
+            key("experts", &C::experts,
+                "llama: routed experts of each mixture-of-experts block (default: a dense model)", {1, 1 << 16})
+                .echo_when(positive(&C::experts)),
+            key("experts_per_token", &C::experts_per_token, "routed experts each token runs (top-k)", {1, 1 << 16})
+                .echo_when(positive(&C::experts_per_token)),
+            key("expert_ffn_hidden", &C::expert_ffn_hidden, "each expert's SwiGLU width (default ffn_hidden)",
+                {1, 1 << 20})
+                .echo_when(positive(&C::expert_ffn_hidden)),
+            key("shared_experts", &C::shared_experts, "experts every token runs besides its routed ones (DeepSeek's)",
+                {0, 1 << 10})
+                .echo_when(positive(&C::shared_experts)),
+            key("moe_layer_frequency", &C::moe_layer_frequency,
+                "every this many blocks is a mixture-of-experts block (block i when i % frequency == 0)", {1, 1024})
+                .echo_when([](const C& c) { return c.moe_layer_frequency != 1; }),
+            key("first_dense_layers", &C::first_dense_layers, "blocks before the first mixture-of-experts block",
+                {0, 1024})
+                .echo_when(positive(&C::first_dense_layers)),
+            key("capacity_factor", &C::capacity_factor,
+                "tokens an expert takes at most, over the mean (default 0: dropless); caps expert_imbalance",
+                {0.0, 1024.0})
+                .echo_when([](const C& c) { return c.capacity_factor > 0.0; }),
+            key("q_lora_rank", &C::q_lora_rank, "multi-head latent attention: the queries' latent (default: none)",
+                {1, 1 << 16})
+                .echo_when(positive(&C::q_lora_rank)),
+            key("kv_lora_rank", &C::kv_lora_rank,
+                "multi-head latent attention (DeepSeek's): the keys' and values' latent (default: none, grouped-query)",
+                {1, 1 << 16})
+                .echo_when(positive(&C::kv_lora_rank)),
+            key("qk_rope_head_dim", &C::qk_rope_head_dim, "multi-head latent attention: each head's rotary part",
+                {1, 1 << 14})
+                .echo_when(positive(&C::qk_rope_head_dim)),
+            key("v_head_dim", &C::v_head_dim, "multi-head latent attention: each head's value width (default head_dim)",
+                {1, 1 << 14})
+                .echo_when(positive(&C::v_head_dim)),
             key("attention", &C::attention, sim::enum_descriptions<models::AttentionKernel>()).with_default("flash"),
             key("seq_len", &C::seq_len, "tokens per sample (the sequence trained on)", {1, 1 << 20}).mandatory(),
             key("vocab", &C::vocab, "vocabulary size", {1, 1 << 22}).mandatory(),

@@ -193,6 +193,20 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
                 .when([](const P& p) { return p.schedule == models::PipelineSchedule::interleaved_1f1b; },
                       "applies to schedule \"interleaved_1f1b\" only")
                 .echo_when([](const P& p) { return p.virtual_stages.has_value(); }),
+            key("expert", &P::expert,
+                "expert-parallel ranks: each mixture-of-experts block's routed experts split over this many "
+                "consecutive data-parallel ranks, tokens dispatched to them and combined back by all-to-alls (2 in "
+                "forward, 2 in backward); the experts' gradients sync over data / expert ranks (default 1: none; must "
+                "divide the data-parallel ranks and the model's experts)",
+                {1, 65536})
+                .with_default(1),
+            key("expert_imbalance", &P::expert_imbalance,
+                "the busiest expert's tokens over the mean (default 1: balanced routing; at most experts / "
+                "experts_per_token): its rank runs more expert work and receives more tokens (an uneven all-to-all), "
+                "and its group waits for it",
+                {1.0, 65536.0})
+                .when([](const P& p) { return p.expert > 1; }, "applies to expert > 1 only")
+                .with_default(1.0),
         }};
     return t;
 }

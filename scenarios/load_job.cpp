@@ -210,7 +210,7 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
     parallelism_keys().read(r, p);
     r.finish();
     if (!p.any()) return p;
-    const std::string at = r.path(p.pipeline > 1 ? "pipeline" : "tensor");
+    const std::string at = r.path(p.pipeline > 1 ? "pipeline" : p.tensor > 1 ? "tensor" : "expert");
     if (job.workers % p.pipeline != 0)
         throw ScenarioError(r.path("pipeline"), fmt::format("expected a divisor of the job's {} workers (each stage "
                                                             "holds workers / pipeline ranks), got {}",
@@ -230,6 +230,30 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
             throw ScenarioError(tat, fmt::format("expected a divisor of the model's {} attention heads and {} "
                                                  "key/value heads (each tensor rank holds as many), got {}",
                                                  w.heads, w.kv_heads, p.tensor));
+    }
+    if (p.expert > 1) {
+        const std::string eat = r.path("expert");
+        const models::Workload& w = job.workload;
+        if (w.experts <= 0)
+            throw ScenarioError(eat,
+                                "expected 1: expert parallelism splits a mixture-of-experts model's routed "
+                                "experts, and the model has none (a transformer with \"experts\", or "
+                                "mixtral_8x7b, deepseek_v3, qwen3_30b_a3b)");
+        const std::uint32_t d = p.data(job.workers);
+        if (job.workers % (p.pipeline * p.tensor) == 0 && d % p.expert != 0)
+            throw ScenarioError(eat, fmt::format("expected a divisor of the {} data-parallel ranks (workers / "
+                                                 "(pipeline x tensor)), got {}",
+                                                 d, p.expert));
+        if (w.experts % p.expert != 0)
+            throw ScenarioError(eat, fmt::format("expected a divisor of the model's {} routed experts (each rank "
+                                                 "holds as many), got {}",
+                                                 w.experts, p.expert));
+        const double most = static_cast<double>(w.experts) / static_cast<double>(w.experts_per_token);
+        if (p.expert_imbalance > most)
+            throw ScenarioError(r.path("expert_imbalance"),
+                                fmt::format("expected at most experts / experts_per_token = {:g} (a token chooses an "
+                                            "expert once), got {:g}",
+                                            most, p.expert_imbalance));
     }
     if (p.schedule == models::PipelineSchedule::interleaved_1f1b) {
         if (!p.virtual_stages)

@@ -132,6 +132,26 @@ sim::Time ParallelCollective::alpha_beta(const sim::PathCostLookup& cost) const 
     return t;
 }
 
+std::unique_ptr<Collective> make_all_to_all(const std::vector<std::vector<std::uint32_t>>& groups, std::uint32_t n,
+                                            sim::Bytes bytes, double hot, bool into_first) {
+    sim::Plan plan;
+    plan.endpoints = n;
+    for (const auto& group : groups) {
+        const auto g = static_cast<double>(group.size());
+        if (group.size() < 2) continue;
+        const double h = std::clamp(hot, 1.0, g), rest = (g - h) / (g - 1.0);
+        for (std::size_t i = 0; i < group.size(); ++i)
+            for (std::size_t j = 0; j < group.size(); ++j) {
+                if (i == j) continue;
+                const std::size_t skewed = into_first ? j : i;
+                const sim::Bytes share = bytes / g * (skewed == 0 ? h : rest);
+                if (share.value() > 0.0) (void)plan.add(group[i], group[j], share, {});
+            }
+    }
+    plan.seal();
+    return std::make_unique<PlanCollective>(std::move(plan));
+}
+
 std::unique_ptr<Collective> make_hierarchical_all_to_all(const std::vector<std::vector<std::uint32_t>>& nodes,
                                                          std::uint32_t n, sim::Bytes intra, sim::Bytes inter) {
     sim::Plan plan;

@@ -46,6 +46,15 @@ enum class ShardCollective { reduce_scatter, all_gather, replica_allreduce };
                                                                 std::uint32_t n, sim::Bytes bytes,
                                                                 const CollectiveContext* ctx = nullptr);
 
+/// An all-to-all in each group of `groups` (equal sizes g): every member sends `bytes` / g to each other member
+/// (NCCL's all-to-all of send/recv pairs), or, with `hot` > 1, unevenly (alltoallv): the first member of each group
+/// receives hot x bytes / g from every other and the others (g - hot) / (g - 1) x (`into_first`), or sends them
+/// (otherwise), so each member still sends (receives) `bytes` in all. hot is clamped to [1, g]. One transfer per
+/// ordered pair.
+[[nodiscard]] std::unique_ptr<Collective> make_all_to_all(const std::vector<std::vector<std::uint32_t>>& groups,
+                                                          std::uint32_t n, sim::Bytes bytes, double hot,
+                                                          bool into_first);
+
 /// ZeRO++ qgZ's gradient reduction (Wang et al., arXiv 2306.10209, §3.3; DeepSpeed's all_to_all_quant_reduce in
 /// deepspeed/runtime/comm/coalesced_collectives.py at 38327e07f6cd39b63418f60cedd1651b0be3e7c3): a direct all-to-all
 /// inside each node of `nodes` (m workers each, equal sizes) in which every worker sends `intra` / m bytes to each

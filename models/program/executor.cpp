@@ -57,8 +57,11 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
 }
 
 sim::Time Executor::waited(std::uint32_t w, std::uint32_t stream) const {
+    // The last bucket is the receives'; a stream no call uses has none.
     const std::uint32_t b = stream == kReceives ? buckets_ - 1 : stream;
-    return b < buckets_ ? waited_[static_cast<std::size_t>(w) * buckets_ + b] : sim::Time::zero();
+    return b < buckets_ && (stream == kReceives || b + 1 < buckets_)
+               ? waited_[static_cast<std::size_t>(w) * buckets_ + b]
+               : sim::Time::zero();
 }
 
 // Rank w's compute stream starts waiting on `what` (a stream, kReceives), or stops waiting (kNothing).

@@ -6,6 +6,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "models/expert_parallel.hpp"
 #include "models/tensor_parallel.hpp"
 
 namespace ddlsim::models::program {
@@ -131,6 +132,10 @@ std::vector<PipelineOp> stage_schedule(const ParallelismSpec& par, std::uint32_t
 
 double boundary_bytes_per_sample(const Workload& w, std::uint32_t l, double element_bytes) {
     if (w.layers.at(l).activation_bytes) return *w.layers[l].activation_bytes;
+    // A transformer block's layers all end in the b x s x h hidden state (a routed-experts layer's last GEMM is
+    // an expert's, over its share of the tokens).
+    if (w.layers[l].block >= 0 && w.hidden > 0 && w.tokens_per_sample > 0)
+        return static_cast<double>(w.tokens_per_sample * w.hidden) * element_bytes;
     const auto& parts = w.layers.at(l).parts;
     for (auto it = parts.rbegin(); it != parts.rend(); ++it)
         if (it->rows_per_sample > 0.0 && it->cols > 0.0) return it->rows_per_sample * it->cols * element_bytes;
@@ -139,10 +144,18 @@ double boundary_bytes_per_sample(const Workload& w, std::uint32_t l, double elem
 
 namespace {
 
-double stage_params(const Workload& w, const std::vector<StageLayers>& chunks) {
-    double p = 0.0;
+// The parameters of a stage's layers: all of them, and of those the routed experts'.
+struct StageParams {
+    double all = 0.0, experts = 0.0;
+};
+StageParams stage_params(const Workload& w, const std::vector<StageLayers>& chunks) {
+    StageParams p;
     for (const StageLayers& st : chunks)
-        for (std::uint32_t l = st.first; l <= st.last; ++l) p += static_cast<double>(w.layers[l].params());
+        for (std::uint32_t l = st.first; l <= st.last; ++l)
+            for (const Tensor& t : w.layers[l].tensors) {
+                p.all += static_cast<double>(t.params);
+                if (t.expert) p.experts += static_cast<double>(t.params);
+            }
     return p;
 }
 
@@ -165,6 +178,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                             PipelineTotals& totals) {
     const ParallelismSpec& par = job.parallelism;
     const std::uint32_t p = par.pipeline, t = par.tensor, d = par.data(job.workers), sr = par.stage_ranks(job.workers);
+    const std::uint32_t e = job.workload.experts > 0 ? par.expert : 1;
     const std::uint32_t m = job.gradient_accumulation;
     const bool sp = t > 1 && par.sequence_parallel;
     const std::vector<StageLayers> stages = pipeline_stages(job.workload, par);
@@ -173,6 +187,10 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
     const double total_params = static_cast<double>(job.workload.params());
     // One tensor-parallel collective: the micro-batch's b x s x h activations, whole on every rank.
     const double tp_bytes = tensor_collective_bytes_per_sample(job.workload, element_bytes) * job.batch_size;
+    // One expert all-to-all per rank: its micro-batch's token copies, each tensor rank 1/t of them (the tensor group
+    // dispatches each copy once), the busiest rank of each expert group at rho x the mean.
+    const double ep_bytes = expert_all_to_all_bytes_per_sample(job.workload, element_bytes) * job.batch_size / t;
+    const double hot = expert_rank_load(job.workload, e, par.expert_imbalance);
     ProgramSet set;
     set.stream = ProgramSet::Stream::fifo;
     set.comm_spans = true;
@@ -196,6 +214,17 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 for (std::uint32_t i = 0; i < t; ++i) part[j].push_back(s * sr + j * t + i);
             tensor_group = planner.add_group(fmt::format("stage {} tensor", s), std::move(part));
         }
+        // Its expert groups: e consecutive data ranks (of the same tensor rank), Megatron's expert-parallel groups.
+        GroupId expert_group = 0;
+        if (e > 1) {
+            Partition part;
+            for (std::uint32_t j0 = 0; j0 < d; j0 += e)
+                for (std::uint32_t i = 0; i < t; ++i) {
+                    auto& g = part.emplace_back();
+                    for (std::uint32_t q = 0; q < e; ++q) g.push_back(s * sr + (j0 + q) * t + i);
+                }
+            expert_group = planner.add_group(fmt::format("stage {} expert", s), std::move(part));
+        }
         Program prog;
         auto compute = [&](ComputeKind kind, std::uint32_t first, std::uint32_t last, std::uint32_t k) {
             Compute c;
@@ -218,6 +247,16 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             blocking_call(set, prog, planner, CommOp::of(kind, tensor_group, tp_bytes), std::move(c),
                           totals.tensor_wire, totals.tensor_machine, totals.tensor_collectives);
         };
+        // An expert all-to-all the compute stream waits for (on its own communicator).
+        auto expert = [&](CollectiveKind kind, std::uint32_t layer, std::uint32_t k, const char* what) {
+            Call c;
+            c.verb = "ep ";
+            c.label = fmt::format("{} {} mb{} ({:.3g} MB)", what, job.workload.layers[layer].name, k, ep_bytes / 1e6);
+            c.stream = kExpertStream;
+            blocking_call(set, prog, planner, CommOp::of(kind, expert_group, ep_bytes, hot), std::move(c),
+                          totals.expert_wire, totals.expert_machine, totals.expert_collectives);
+        };
+        auto routed = [&](std::uint32_t l) { return e > 1 && job.workload.layers[l].routed_experts; };
         const CollectiveKind reduce = sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
         // Tags: micro-batch k's activations from virtual stage u to u + 1 are 2 (k V + u), their gradients that + 1.
         auto forward = [&](std::uint32_t k, std::uint32_t j) {
@@ -230,14 +269,22 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 if (from < last_plus_one) compute(ComputeKind::forward, from, last_plus_one - 1, k);
                 from = last_plus_one;
             };
-            for (std::uint32_t l = st.first; t > 1 && l <= st.last; ++l) {
-                if (sp && regions[l].starts) {
+            for (std::uint32_t l = st.first; (t > 1 || e > 1) && l <= st.last; ++l) {
+                if (routed(l)) {
+                    run_up_to(l);
+                    expert(CollectiveKind::dispatch, l, k, "dispatch to");
+                }
+                if (t > 1 && sp && regions[l].starts) {
                     run_up_to(l);
                     tensor(CollectiveKind::all_gather, l, k, "all-gather before");
                 }
-                if (regions[l].ends) {
+                if (t > 1 && regions[l].ends) {
                     run_up_to(l + 1);
                     tensor(reduce, l, k, sp ? "reduce-scatter after" : "all-reduce after");
+                }
+                if (routed(l)) {
+                    run_up_to(l + 1);
+                    expert(CollectiveKind::combine, l, k, "combine from");
                 }
             }
             run_up_to(st.last + 1);
@@ -255,9 +302,24 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                             k);
                 to = first - 1;
             };
-            for (std::int64_t l = st.last; t > 1 && l >= static_cast<std::int64_t>(st.first); --l) {
-                const TensorRegion& r = regions[static_cast<std::size_t>(l)];
+            for (std::int64_t l = st.last; (t > 1 || e > 1) && l >= static_cast<std::int64_t>(st.first); --l) {
                 const auto layer = static_cast<std::uint32_t>(l);
+                if (routed(layer)) {  // the combine's gradient to the experts; recomputation reruns the forward's two
+                    run_down_to(l + 1);
+                    if (job.activation_checkpointing && recomputed[layer]) {
+                        expert(CollectiveKind::dispatch, layer, k, "recompute dispatch to");
+                        expert(CollectiveKind::combine, layer, k, "recompute combine from");
+                    }
+                    expert(CollectiveKind::dispatch, layer, k, "combine's gradient to");
+                }
+                if (t == 1) {
+                    if (routed(layer)) {  // the dispatch's gradient back to the tokens' ranks
+                        run_down_to(l);
+                        expert(CollectiveKind::combine, layer, k, "dispatch's gradient from");
+                    }
+                    continue;
+                }
+                const TensorRegion& r = regions[static_cast<std::size_t>(l)];
                 // Before layer l's backward: full recomputation reruns its forward's collectives, and with sequence
                 // parallelism the gradient of a region's closing reduce-scatter is an all-gather.
                 const bool again = job.activation_checkpointing && recomputed[layer] && (r.ends || (sp && r.starts));
@@ -271,6 +333,10 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                     run_down_to(l);
                     tensor(reduce, layer, k, sp ? "reduce-scatter after" : "all-reduce after");
                 }
+                if (routed(layer)) {
+                    run_down_to(l);
+                    expert(CollectiveKind::combine, layer, k, "dispatch's gradient from");
+                }
             }
             run_down_to(st.first);
             if (vs > 0) prog.send_relative(prev, boundary(vs - 1), 2 * (k * V + vs - 1) + 1);
@@ -282,22 +348,28 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 backward(op.micro_batch, op.chunk);
         }
         // The stage's gradients (each tensor rank's share), all-reduced among its data ranks.
-        const double params = stage_params(job.workload, stage_chunks(stages, p, s));
-        if (d > 1 && params > 0.0) {
-            Partition part(t);
-            for (std::uint32_t i = 0; i < t; ++i)
-                for (std::uint32_t j = 0; j < d; ++j) part[i].push_back(s * sr + j * t + i);
-            const GroupId g = planner.add_group(fmt::format("stage {} data", s), std::move(part));
-            const CommOp op = CommOp::of(CollectiveKind::all_reduce, g, params * job.bytes_per_param);
+        // The experts' gradients among the d / e ranks holding the same experts (Megatron's expert-data group).
+        const StageParams params = stage_params(job.workload, stage_chunks(stages, p, s));
+        const double dense = e > 1 ? params.all - params.experts : params.all;
+        auto sync = [&](const char* name, double count, std::uint32_t groups, std::uint32_t stride,
+                        std::uint32_t size) {
+            if (size < 2 || count <= 0.0) return;
+            Partition part(groups);
+            for (std::uint32_t i = 0; i < groups; ++i)
+                for (std::uint32_t j = 0; j < size; ++j) part[i].push_back(s * sr + (i / t) * t + j * stride + i % t);
+            const GroupId g = planner.add_group(fmt::format("stage {} {}", s, name), std::move(part));
+            const CommOp op = CommOp::of(CollectiveKind::all_reduce, g, count * job.bytes_per_param);
             Call c;
             c.verb = "sync ";
-            c.label = fmt::format("stage {} gradients ({:.3g} MB)", s, op.bytes / 1e6);
+            c.label = fmt::format("stage {} {} gradients ({:.3g} MB)", s, name, op.bytes / 1e6);
             c.gradient = true;
             blocking_call(set, prog, planner, op, std::move(c), totals.wire, totals.machine, totals.collectives);
-        }
+        };
+        sync("data", dense, t, t, d);
+        if (e > 1) sync("expert data", params.experts, t * e, e * t, d / e);
         Compute u;
         u.kind = ComputeKind::update;
-        u.fraction = total_params > 0.0 ? params / total_params : 1.0 / p;
+        u.fraction = total_params > 0.0 ? params.all / total_params : 1.0 / p;
         u.slowable = false;
         u.label = fmt::format("update stage {}", s);
         prog.compute(std::move(u));

@@ -17,9 +17,12 @@
 // micro-batches, f and b a stage's forward and backward). The tensor-parallel
 // collectives (reduce-scatters and all-gathers with sequence parallelism, a second all-reduce per region with full
 // recomputation) run on their own communicator and the compute stream waits for each (no overlap: Megatron's
-// default). After its last backward a stage all-reduces its gradients among each tensor rank's data-parallel group
-// (a ring, as NCCL's all-reduce of large buffers; Megatron's default, the reduction after the pipeline drains) and
-// runs its share of the optimizer's update.
+// default). With expert parallelism (models/expert_parallel.hpp) each routed-experts layer's forward is preceded by
+// the dispatch all-to-all over the expert group and followed by the combine, its backward the same two in reverse,
+// on a communicator of their own that the compute stream waits for (full recomputation reruns both). After its last
+// backward a stage all-reduces its gradients among each tensor rank's data-parallel group (a ring, as NCCL's
+// all-reduce of large buffers; Megatron's default, the reduction after the pipeline drains), the experts' among the
+// ranks holding the same experts, and runs its share of the optimizer's update.
 #pragma once
 
 #include <cstdint>
@@ -69,8 +72,10 @@ struct PipelineOp {
 /// last GEMM, rows per sample x columns); 0 when neither is known.
 [[nodiscard]] double boundary_bytes_per_sample(const Workload& w, std::uint32_t l, double element_bytes);
 
-/// The communicator of the tensor-parallel collectives (Call::stream): a process group of their own.
+/// The communicators of the tensor-parallel collectives and of the expert all-to-alls (Call::stream): process groups
+/// of their own.
 inline constexpr std::uint8_t kTensorStream = 2;
+inline constexpr std::uint8_t kExpertStream = 3;
 
 /// The pipeline's point-to-point traffic, the tensor-parallel collectives and the stages' gradient all-reduces of one
 /// iteration.
@@ -81,10 +86,12 @@ struct PipelineTotals {
     double collectives = 0.0;          ///< the all-reduces (one per stage with data parallelism)
     double tensor_wire = 0.0, tensor_machine = 0.0;  ///< the tensor-parallel collectives' bytes, every rank's
     double tensor_collectives = 0.0;                 ///< tensor-parallel collectives, summed over the stages
+    double expert_wire = 0.0, expert_machine = 0.0;  ///< the expert all-to-alls' bytes, every rank's
+    double expert_collectives = 0.0;                 ///< expert all-to-alls, summed over the stages
 };
 
 /// Compiles one optimizer step of `job` (parallelism.any()) into a program per stage, its collectives planned by
-/// `planner` (groups "stage s data" and "stage s tensor"). `same_machine(a, b)`: whether ranks a and b share a machine.
+/// `planner` (groups "stage s data", "stage s tensor", "stage s expert" and "stage s expert data"). `same_machine(a, b)`: whether ranks a and b share a machine.
 [[nodiscard]] ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double element_bytes,
                                           const std::function<bool(std::uint32_t, std::uint32_t)>& same_machine,
                                           PipelineTotals& totals);

@@ -160,6 +160,10 @@ std::unique_ptr<topo::Collective> Planner::build(const CommOp& op) {
         }
         case CollectiveKind::hierarchical_all_to_all:
             return topo::make_hierarchical_all_to_all(groups_.at(op.group).parts, ranks_, bytes, sim::Bytes{op.bytes2});
+        case CollectiveKind::dispatch:
+        case CollectiveKind::combine:
+            return topo::make_all_to_all(groups_.at(op.group).parts, ranks_, bytes, std::max(op.bytes2, 1.0),
+                                         op.kind == CollectiveKind::dispatch);
         case CollectiveKind::summable:
         case CollectiveKind::sparse_all_gather:
         case CollectiveKind::gtopk: return data_parallel(op);

@@ -15,6 +15,10 @@
 //                                its shard, bytes / part size); over a group of its own: a ring in each part
 //   hierarchical_all_to_all      over a group (one part per node): ZeRO++ qgZ's two-level all-to-all, `bytes` inside
 //                                each part, `bytes2` between them
+//   dispatch, combine            over a group: an all-to-all in each part of `bytes` per rank, uneven when `bytes2`
+//                                (the hot factor) > 1: the part's first rank receives (dispatch) or sends (combine)
+//                                bytes2 x its share (expert parallelism's token all-to-alls,
+//                                models/expert_parallel.hpp)
 // and, for a data-parallel job the planner serves (serve_data_parallel), the collectives of its architecture over
 // every worker (or inside each DiLoCo island), `tensors` its tensors' bytes and `servers` their parameter servers:
 //   summable                     the architecture's collective (an all-reduce algorithm, `auto`'s pick per size, a
@@ -43,6 +47,8 @@ enum class CollectiveKind : std::uint8_t {
     all_gather,
     all_reduce,
     hierarchical_all_to_all,
+    dispatch,
+    combine,
     summable,
     sparse_all_gather,
     gtopk,
@@ -57,7 +63,7 @@ struct CommOp {
     CollectiveKind kind = CollectiveKind::all_reduce;
     GroupId group = 0;
     double bytes = 0.0;   ///< per rank: the full tensor (reduce_scatter, all_gather, all_reduce); the first part's
-    double bytes2 = 0.0;  ///< hierarchical_all_to_all: the second part's
+    double bytes2 = 0.0;  ///< hierarchical_all_to_all: the second part's; dispatch, combine: the hot factor
     std::vector<double> tensors;         ///< summable: the tensors' bytes (one: `bytes`)
     std::vector<std::uint32_t> servers;  ///< summable on a parameter server: each tensor's server (empty: its own rule)
     CodecWork before;                    ///< on the rank's device before the collective starts

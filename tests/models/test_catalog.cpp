@@ -55,7 +55,16 @@ constexpr double llama_estimate_gflops(std::int64_t params, int layers, std::int
 // 6.74B, 13.0B, 69.0B, 8.03B, 70.6B, 406B), and equal the hand count V d (embedding) + V d (LM head) + d (final norm) +
 // L (2 d^2 + 2 d d_kv + 3 d f + 2 d). GPT-3's are the shapes of Brown et al. Table 2.1 (checked against its rounded
 // totals in test_transformer.cpp); tensors 4 + 12 L as GPT-2.
-constexpr std::array<Published, 22> k_published{{
+// Mixture of experts: 2 x the active parameters a token runs, less the embedding's lookup, per token plus the
+// attention matmuls over an attention width `a` (the mean of the query-key and value widths over the heads).
+constexpr double moe_estimate_gflops(double active, int layers, std::int64_t hidden, std::int64_t vocab, std::int64_t a,
+                                     double tokens) {
+    return (2.0 * (active - static_cast<double>(vocab * hidden)) * tokens +
+            4.0 * layers * tokens * tokens * static_cast<double>(a)) /
+           1e9;
+}
+
+constexpr std::array<Published, 25> k_published{{
     {"alexnet", 61'100'840, 16, 1.43, 0.02},
     {"vgg16", 138'357'544, 32, 30.9, 0.02},
     {"resnet50", 25'557'032, 161, 8.18, 0.02},
@@ -78,6 +87,11 @@ constexpr std::array<Published, 22> k_published{{
     {"llama3_8b", 8'030'261'248, 291, llama_estimate_gflops(8'030'261'248, 32, 4096, 128256, 8192.0), 0.01},
     {"llama3_70b", 70'553'706'496, 723, llama_estimate_gflops(70'553'706'496, 80, 8192, 128256, 8192.0), 0.01},
     {"llama3_405b", 405'853'388'800, 1137, llama_estimate_gflops(405'853'388'800, 126, 16384, 128256, 8192.0), 0.01},
+    // Mixture-of-experts models: the parameters of the shapes their papers give (tests/models/test_expert_parallel.cpp
+    // checks them against the papers' totals), the FLOPs from the papers' active parameters.
+    {"mixtral_8x7b", 46'702'792'704, 323, moe_estimate_gflops(12.9e9, 32, 4096, 32000, 4096, 4096.0), 0.02},
+    {"deepseek_v3", 671'026'404'352, 967, moe_estimate_gflops(37e9, 61, 7168, 129280, 128 * 160, 4096.0), 0.02},
+    {"qwen3_30b_a3b", 30'532'122'624, 579, moe_estimate_gflops(3.3e9, 48, 2048, 151936, 32 * 128, 4096.0), 0.02},
 }};
 
 Workload load(const char* name) {

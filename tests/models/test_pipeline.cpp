@@ -35,14 +35,7 @@ json pinned(std::uint32_t pipeline, std::uint32_t data, std::uint32_t micro_batc
               {"gradient_accumulation", micro_batches},
               {"iterations", 1},
               {"device", {{"name", "H100"}, {"precision", "bf16"}}},
-              {"network",
-               {{"topology", "two_tier"},
-                {"gpus_per_node", 8},
-                {"intra_bandwidth", "450GBps"},
-                {"intra_latency", "1ns"},
-                {"bandwidth", "400Gbps"},
-                {"latency", "1ns"},
-                {"transport", "ideal"}}}};
+              {"network", testing::idle_node_network()}};
     if (pipeline > 1) j["parallelism"] = {{"pipeline", pipeline}, {"schedule", schedule}};
     return j;
 }

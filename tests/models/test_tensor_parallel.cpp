@@ -60,14 +60,7 @@ json job(int layers, std::uint32_t tensor, bool sp, const std::string& intra = "
               {"gradient_accumulation", 2},
               {"iterations", 1},
               {"device", {{"name", "H100"}, {"precision", "bf16"}}},
-              {"network",
-               {{"topology", "two_tier"},
-                {"gpus_per_node", 8},
-                {"intra_bandwidth", intra},
-                {"intra_latency", "1ns"},
-                {"bandwidth", "400Gbps"},
-                {"latency", "1ns"},
-                {"transport", "ideal"}}}};
+              {"network", testing::idle_node_network(intra)}};
     j["parallelism"] = {{"tensor", tensor}, {"pipeline", pipeline}};
     if (sp) j["parallelism"]["sequence_parallel"] = true;
     return j;
@@ -174,6 +167,7 @@ TEST_CASE("tensor parallelism: on an idle fabric each collective costs its ring'
         CHECK(a.exposed_by_dimension->tensor + a.exposed_by_dimension->pipeline ==
               ddlsim::testing::approx(a.breakdown->exposed_communication).epsilon(1e-12));
         CHECK(a.exposed_by_dimension->data == 0.0);
+        CHECK(a.exposed_by_dimension->expert == 0.0);  // a dense model has no expert communicator to wait for
     }
 }
 

@@ -42,7 +42,7 @@ nlohmann::json scenario_of(const nlohmann::json& model, int workers, const char*
 }  // namespace
 
 TEST_CASE("transformer: Llama parameter counts follow the hand count for any shape") {
-    for (const TransformerConfig c :
+    for (const TransformerConfig& c :
          {TransformerConfig{.layers = 2, .hidden = 256, .heads = 4, .seq_len = 64, .vocab = 1000},
           TransformerConfig{.layers = 3,
           .hidden = 512,

@@ -274,6 +274,17 @@ std::vector<json> default_contexts() {
           {{"name", nullptr},
            {"transformer", {{"layers", 2}, {"hidden", 256}, {"heads", 4}, {"seq_len", 128}, {"vocab", 1000}}}}},
          {"parallelism", {{"tensor", 2}}}});
+    add({{"model",
+          {{"name", nullptr},
+           {"transformer",
+            {{"layers", 2},
+             {"hidden", 256},
+             {"heads", 4},
+             {"seq_len", 128},
+             {"vocab", 1000},
+             {"experts", 4},
+             {"experts_per_token", 2}}}}},
+         {"parallelism", {{"expert", 2}}}});
     add({{"network",
           {{"topology", "two_tier"}, {"gpus_per_node", 2}, {"intra_bandwidth", "100GBps"}, {"intra_latency", "1us"}}},
          {"sharding", {{"stage", 1}}},
@@ -332,11 +343,11 @@ TEST_CASE("schema: every default is the loader's (writing it out leaves the reso
             const json plain = ddlsim::scenario::resolved_scenario(ddlsim::scenario::load_scenario(ctx));
             const json explicit_default = ddlsim::scenario::resolved_scenario(*loaded);
             CHECK(plain == explicit_default);
-            // The resolved scenario echoes the key, so the comparison above saw it; a pipeline of one stage or a
-            // tensor split over one rank is no model parallelism, which it leaves out as a whole (both sides above had
-            // no parallelism block).
-            if (id == "parallelism" && (key == "pipeline" || key == "tensor") && !ctx.at(at).contains("pipeline") &&
-                !ctx.at(at).contains("tensor")) {
+            // The resolved scenario echoes the key, so the comparison above saw it; a pipeline of one stage, a
+            // tensor or expert split over one rank is no model parallelism, which it leaves out as a whole (both sides
+            // above had no parallelism block).
+            if (id == "parallelism" && (key == "pipeline" || key == "tensor" || key == "expert") &&
+                !ctx.at(at).contains("pipeline") && !ctx.at(at).contains("tensor") && !ctx.at(at).contains("expert")) {
                 CHECK(!explicit_default.contains("parallelism"));
                 continue;
             }

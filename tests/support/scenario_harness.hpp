@@ -11,6 +11,13 @@
 
 namespace ddlsim::testing {
 
+/// Nodes of 8 GPUs (NVLink at `intra`, 400 Gbit/s between nodes), links of 1 ns and no transport overheads: on it a
+/// collective costs its bytes at the links' rates and nothing else.
+inline nlohmann::json idle_node_network(const std::string& intra = "450GBps") {
+    return {{"topology", "two_tier"}, {"gpus_per_node", 8}, {"intra_bandwidth", intra}, {"intra_latency", "1ns"},
+            {"bandwidth", "400Gbps"}, {"latency", "1ns"},   {"transport", "ideal"}};
+}
+
 /// The first job's result of running scenario `j`.
 inline models::JobResult run_first_job(const nlohmann::json& j) {
     return scenario::run_scenario(scenario::load_scenario(j)).jobs.at(0);
