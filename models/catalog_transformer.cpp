@@ -104,6 +104,7 @@ Workload sequence_workload(std::int64_t seq, std::int64_t hidden, std::int64_t h
     workload.hidden = hidden;
     workload.heads = heads;
     workload.kv_heads = kv_heads;
+    workload.kv_dim = kv_heads * (hidden / heads);
     return workload;
 }
 
@@ -329,6 +330,7 @@ Workload llama(const TransformerConfig& c) {
     // MLA: each head's query and key of head_dim + qk_rope_head_dim, its value of v_head_dim.
     const std::int64_t qk_head = head_dim + c.qk_rope_head_dim, v_head = c.v_head_dim > 0 ? c.v_head_dim : head_dim;
     const std::int64_t qk_width = c.mla() ? c.heads * qk_head : q, v_width = c.mla() ? c.heads * v_head : q;
+    workload.kv_dim = c.mla() ? (qk_width + v_width) / 2 : kv;
 
     workload.layers.push_back(token_embedding_layer("model.embed_tokens", vocab, d, tokens));
 

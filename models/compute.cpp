@@ -338,6 +338,7 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
     struct Seconds {
         double fwd, bwd, update;
         bool fwd_fixed, bwd_fixed, update_fixed;
+        double wgrad_share;  ///< of bwd
     };
     ComputeProfile p;
     const double update_bytes = optimizer_bytes_per_param(optimizer, d.precision, bytes_per_param);
@@ -351,7 +352,7 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
         Tally out;
         out.raw.reserve(w.layers.size());
         for (const Layer& l : w.layers) {
-            double fwd = 0.0, bwd = 0.0, fwd_kernels = 0.0, bwd_kernels = 0.0;
+            double fwd = 0.0, bwd = 0.0, fwd_kernels = 0.0, bwd_kernels = 0.0, wgrad = 0.0;
             const bool launched = !l.parts.empty();  // built-in kernels (custom layers: unknown)
             const auto account = [&](const LayerPart& part) {
                 const double gap = launched ? kDeviceGap : 0.0;
@@ -360,6 +361,9 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
                 const double bk = part_seconds(part, d, b, true) + backward_kernels * gap;
                 fwd += f;
                 bwd += bk;
+                // A GEMM with weights: its backward's second kernel, the weight gradient (of the same FLOPs).
+                if ((part.kind == PartKind::matmul || part.kind == PartKind::conv) && (part.weights > 0.0 || !launched))
+                    wgrad += bk / 2.0;
                 fwd_kernels += 1.0;
                 bwd_kernels += backward_kernels;
                 if (!kinds) return;
@@ -390,6 +394,7 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
             s.fwd = s.fwd_fixed ? l.fwd_time->seconds() : fwd;
             s.bwd_fixed = l.bwd_time.has_value();
             s.bwd = s.bwd_fixed ? l.bwd_time->seconds() : (s.fwd_fixed ? 2.0 * s.fwd : bwd);
+            s.wgrad_share = s.bwd_fixed || s.fwd_fixed || bwd <= 0.0 ? 0.5 : std::min(1.0, wgrad / bwd);
             s.update_fixed = l.update_time.has_value();
             s.update =
                 s.update_fixed ? l.update_time->seconds() : static_cast<double>(l.params()) * update_bytes / bandwidth;
@@ -428,9 +433,10 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
                         fixed + derived * scale));
     p.scale = scale;
     for (const Seconds& s : raw) {
-        const LayerTimes lt{sim::Time::seconds(s.fwd_fixed ? s.fwd : s.fwd * scale),
-                            sim::Time::seconds(s.bwd_fixed ? s.bwd : s.bwd * scale),
-                            sim::Time::seconds(s.update_fixed ? s.update : s.update * scale)};
+        const sim::Time bwd = sim::Time::seconds(s.bwd_fixed ? s.bwd : s.bwd * scale);
+        const LayerTimes lt{sim::Time::seconds(s.fwd_fixed ? s.fwd : s.fwd * scale), bwd,
+                            sim::Time::seconds(s.update_fixed ? s.update : s.update * scale),
+                            sim::Time::seconds(bwd.seconds() * s.wgrad_share)};
         p.fwd += lt.fwd;
         p.bwd += lt.bwd;
         p.update += lt.update;

@@ -41,6 +41,10 @@ struct LayerTimes {
     sim::Time fwd;
     sim::Time bwd;
     sim::Time update;
+    /// Of bwd, the weight gradients' share (the zero-bubble schedules run it apart): each GEMM with weights computes
+    /// its input gradient and its weight gradient in two kernels of its forward's FLOPs, the rest of a backward is
+    /// input gradients; a custom layer's backward splits in even halves.
+    sim::Time wgrad;
 };
 
 /// What one kind of part costs per iteration (before samples_per_s scaling): for the visible assumptions.

@@ -184,7 +184,7 @@ struct ShardingSpec {
 };
 
 /// How a pipeline orders its micro-batches' forward and backward passes on each stage.
-enum class PipelineSchedule { gpipe, one_f_one_b, interleaved_1f1b };
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved_1f1b, zero_bubble };
 
 inline constexpr sim::EnumEntry<PipelineSchedule> k_pipeline_schedules[]{
     {PipelineSchedule::gpipe, "gpipe", "every micro-batch's forward, then every backward (Huang et al. 2019)"},
@@ -193,7 +193,12 @@ inline constexpr sim::EnumEntry<PipelineSchedule> k_pipeline_schedules[]{
      "backwards (PipeDream-Flush; Narayanan et al. SC'21, Megatron's default)"},
     {PipelineSchedule::interleaved_1f1b, "interleaved_1f1b",
      "each stage holds virtual_stages chunks of the model and runs Megatron's interleaved 1F1B over them: the bubble "
-     "shrinks v times for v times the point-to-point traffic (Narayanan et al. SC'21 §2.2)"}};
+     "shrinks v times for v times the point-to-point traffic (Narayanan et al. SC'21 §2.2)"},
+    {PipelineSchedule::zero_bubble, "zero_bubble",
+     "ZB-H1 (Qi et al., \"Zero Bubble Pipeline Parallelism\", ICLR 2024, arXiv 2401.10241 §3): each backward split "
+     "into "
+     "its input gradients (sent on at once) and its weight gradients (deferred to fill the bubble), 1F1B's memory; "
+     "the bubble (p - 1)(F + B - W) instead of (p - 1)(F + B + W)"}};
 constexpr std::span<const sim::EnumEntry<PipelineSchedule>> enum_entries(PipelineSchedule) {
     return k_pipeline_schedules;
 }
@@ -210,6 +215,8 @@ struct ParallelismSpec {
     std::optional<std::uint32_t> first_stage_layers, last_stage_layers;
     /// interleaved_1f1b: the model chunks each stage holds.
     std::optional<std::uint32_t> virtual_stages;
+    /// Ranks each sequence splits over (models/context_parallel.hpp; 1: none).
+    std::uint32_t context = 1;
     /// Ranks of the data-parallel dimension the routed experts split over (models/expert_parallel.hpp; 1: none).
     std::uint32_t expert = 1;
     /// The busiest expert's tokens over the mean (1: balanced routing).
@@ -220,12 +227,12 @@ struct ParallelismSpec {
         return schedule == PipelineSchedule::interleaved_1f1b ? virtual_stages.value_or(1) : 1;
     }
 
-    [[nodiscard]] bool any() const { return pipeline > 1 || tensor > 1 || expert > 1; }
-    /// The data-parallel degree: model replicas, workers / (tensor x pipeline).
+    [[nodiscard]] bool any() const { return pipeline > 1 || tensor > 1 || context > 1 || expert > 1; }
+    /// The data-parallel degree: model replicas, workers / (tensor x context x pipeline).
     [[nodiscard]] std::uint32_t data(std::uint32_t workers) const {
-        return workers / std::max<std::uint32_t>(1, pipeline * tensor);
+        return workers / std::max<std::uint32_t>(1, pipeline * tensor * context);
     }
-    /// The ranks of one stage: data x tensor.
+    /// The ranks of one stage: data x context x tensor.
     [[nodiscard]] std::uint32_t stage_ranks(std::uint32_t workers) const {
         return workers / std::max<std::uint32_t>(1, pipeline);
     }
@@ -384,6 +391,7 @@ struct JobResult {
         double pipeline = 0.0;  ///< activations and their gradients between stages (and, for time, the bubble)
         double data = 0.0;      ///< the stages' gradient all-reduces
         double expert = 0.0;    ///< expert parallelism's all-to-alls (dispatch and combine)
+        double context = 0.0;   ///< context parallelism's key/value rings
     };
     /// bytes_on_wire_per_iteration by the dimension that sends them (they sum to it).
     std::optional<ByDimension> bytes_by_dimension;

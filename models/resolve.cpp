@@ -6,6 +6,7 @@
 #include <span>
 
 #include "models/comm_plan.hpp"
+#include "models/context_parallel.hpp"
 #include "models/expert_parallel.hpp"
 #include "models/tensor_parallel.hpp"
 #include "topologies/transport.hpp"
@@ -17,6 +18,7 @@ TrainingJob job_of_keys(const JobKeys& keys) {
     static_cast<JobKeys&>(job) = keys;
     const ParallelismSpec& par = keys.parallelism;
     if (par.tensor > 1) job.workload = tensor_shard(keys.workload, par.tensor, par.sequence_parallel);
+    if (par.context > 1) job.workload = context_shard(job.workload, par.context);
     if (keys.workload.experts > 0)
         job.workload =
             expert_shard(job.workload, par.expert, expert_rank_load(keys.workload, par.expert, par.expert_imbalance));

@@ -117,6 +117,7 @@ Workload tensor_shard(const Workload& w, std::uint32_t t, bool sequence_parallel
     const Plan pl = plan(w);
     const double inv = 1.0 / t;
     Workload out = w;
+    out.kv_dim = w.kv_dim / t;  // the rank's key/value heads
     for (std::size_t l = 0; l < out.layers.size(); ++l) {
         Layer& layer = out.layers[l];
         const bool split_layer = layer.block >= 0 || pl.regions[l].starts || pl.regions[l].ends;

@@ -43,16 +43,19 @@ public:
     [[nodiscard]] JobResult result() const override {
         JobResult r;
         const std::uint32_t d = job_.parallelism.data(job_.workers);
-        // A step is gradient_accumulation micro-batches of batch_size samples on each of the d model replicas.
+        // A step is gradient_accumulation micro-batches of batch_size samples on each of the d model replicas (a
+        // replica's context ranks share its samples).
         fill_result(job_, clocks_, job_.iterations, static_cast<double>(d) * job_.batch_size, r);
-        r.bytes_on_wire_per_iteration = totals_.wire + totals_.p2p_bytes + totals_.tensor_wire + totals_.expert_wire;
+        const program::PipelineTotals& t = totals_;
+        r.bytes_on_wire_per_iteration = t.wire + t.p2p_bytes + t.tensor_wire + t.expert_wire + t.context_wire;
         r.machine_bytes_per_iteration =
-            totals_.machine + totals_.p2p_machine_bytes + totals_.tensor_machine + totals_.expert_machine;
+            t.machine + t.p2p_machine_bytes + t.tensor_machine + t.expert_machine + t.context_machine;
         r.bytes_by_dimension =
-            JobResult::ByDimension{totals_.tensor_wire, totals_.p2p_bytes, totals_.wire, totals_.expert_wire};
+            JobResult::ByDimension{t.tensor_wire, t.p2p_bytes, t.wire, t.expert_wire, t.context_wire};
         // Each rank joins its own stage's collectives: the mean over the stages.
         r.collectives_per_iteration =
-            (totals_.collectives + totals_.tensor_collectives + totals_.expert_collectives) / job_.parallelism.pipeline;
+            (t.collectives + t.tensor_collectives + t.expert_collectives + t.context_collectives) /
+            job_.parallelism.pipeline;
         r.rounds = job_.iterations;
         r.model_versions = job_.iterations;
         r.schedule = schedule_;
@@ -82,9 +85,9 @@ public:
         r.backward_time_s = bwd;
         r.update_time_s = update;
         r.compute_time_s = busiest;
-        // Against the whole model on one GPU, taken as t times one tensor rank's share of it (a perfect split): p
-        // stages of d x t ranks at best run workers times its samples per second.
-        const double whole = cp.iteration().seconds() * job_.parallelism.tensor;
+        // Against the whole model on one GPU, taken as t x c times one tensor and context rank's share of it (a perfect
+        // split): p stages of d x c x t ranks at best run workers times its samples per second.
+        const double whole = cp.iteration().seconds() * job_.parallelism.tensor * job_.parallelism.context;
         const double single =
             static_cast<double>(job_.batch_size) * job_.gradient_accumulation / (whole > 0.0 ? whole : 1.0);
         r.scaling_efficiency = std::min(
@@ -92,10 +95,11 @@ public:
         // The bubble (stages waiting for each other's micro-batches) counts with the exposed sends and all-reduces.
         r.breakdown = busy_breakdown(job_, clocks_, r.iteration_time_s);
         // What the compute streams waited for, per rank and iteration: the rest of the exposed time is the pipeline's.
-        double tensor = 0.0, data = 0.0, expert = 0.0;
+        double tensor = 0.0, data = 0.0, expert = 0.0, context = 0.0;
         for (std::uint32_t w = 0; w < job_.workers; ++w) {
             tensor += executor_->waited(w, program::kTensorStream).seconds();
             expert += executor_->waited(w, program::kExpertStream).seconds();
+            context += executor_->waited(w, program::kContextStream).seconds();
             data += executor_->waited(w, 0).seconds();
         }
         const double ranks_iterations = static_cast<double>(job_.workers) * std::max<std::uint32_t>(1, job_.iterations);
@@ -109,6 +113,7 @@ public:
         JobResult::ByDimension e;
         e.tensor = share(tensor);
         e.expert = share(expert);
+        e.context = share(context);
         e.data = share(data);
         e.pipeline = left;
         r.exposed_by_dimension = e;

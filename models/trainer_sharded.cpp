@@ -130,7 +130,9 @@ private:
                 c.label = fmt::format("update (shard 1/{})", group_size_);
                 break;
             case ComputeKind::forward: c.label = "fwd " + layer_names(first, last) + mbs; break;
-            case ComputeKind::backward: c.label = "bwd " + layer_names(first, last) + mbs; break;
+            case ComputeKind::backward:
+            case ComputeKind::backward_input:
+            case ComputeKind::backward_weight: c.label = "bwd " + layer_names(first, last) + mbs; break;
             case ComputeKind::codec: break;  // ZeRO++'s kernels run on the communication stream
         }
         prog().compute(std::move(c));

@@ -127,6 +127,10 @@ struct Workload {
     /// Built-in transformers: the hidden size, the attention heads and the key/value heads (grouped-query attention)
     /// that tensor parallelism splits (models/tensor_parallel.hpp); 0 for other models.
     std::int64_t hidden = 0, heads = 0, kv_heads = 0;
+    /// Built-in transformers: the width of the keys (and of the values) over the key/value heads, what context
+    /// parallelism's ring passes on (MLA: the mean of the expanded keys' and values' widths over the heads); 0 for
+    /// other models.
+    std::int64_t kv_dim = 0;
     /// Mixture-of-experts transformers: routed experts per MoE block, the experts each token goes to (top-k), and the
     /// capacity factor (0: dropless); 0 for dense models.
     std::int64_t experts = 0, experts_per_token = 0;

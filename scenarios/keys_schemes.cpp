@@ -181,7 +181,8 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
                 .when([](const P& p) { return p.pipeline > 1; }, "applies to pipeline > 1 only")
                 .echo_when([](const P& p) { return p.last_stage_layers.has_value(); }),
             key("schedule", &P::schedule,
-                "the order of each stage's forward and backward passes: 1f1b (default, Megatron's), gpipe, or "
+                "the order of each stage's forward and backward passes: 1f1b (default, Megatron's), gpipe, zero_bubble "
+                "(ZB-H1), or "
                 "interleaved_1f1b (with virtual_stages)")
                 .when([](const P& p) { return p.pipeline > 1; }, "applies to pipeline > 1 only")
                 .with_default("1f1b"),
@@ -193,6 +194,14 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
                 .when([](const P& p) { return p.schedule == models::PipelineSchedule::interleaved_1f1b; },
                       "applies to schedule \"interleaved_1f1b\" only")
                 .echo_when([](const P& p) { return p.virtual_stages.has_value(); }),
+            key("context", &P::context,
+                "context-parallel ranks: each sequence split over this many ranks (ring attention, Megatron's p2p "
+                "context parallelism): every kernel on s / context tokens, each attention layer passing the key/value "
+                "blocks around the ring beside its attention (backward: the blocks and their gradients); the weights' "
+                "gradients all-reduced over data x context ranks (default 1: none; must divide workers / (pipeline x "
+                "tensor), and 2 x context the sequence)",
+                {1, 1024})
+                .with_default(1),
             key("expert", &P::expert,
                 "expert-parallel ranks: each mixture-of-experts block's routed experts split over this many "
                 "consecutive data-parallel ranks, tokens dispatched to them and combined back by all-to-alls (2 in "

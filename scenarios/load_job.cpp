@@ -210,7 +210,10 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
     parallelism_keys().read(r, p);
     r.finish();
     if (!p.any()) return p;
-    const std::string at = r.path(p.pipeline > 1 ? "pipeline" : p.tensor > 1 ? "tensor" : "expert");
+    const std::string at = r.path(p.pipeline > 1  ? "pipeline"
+                                  : p.tensor > 1  ? "tensor"
+                                  : p.context > 1 ? "context"
+                                                  : "expert");
     if (job.workers % p.pipeline != 0)
         throw ScenarioError(r.path("pipeline"), fmt::format("expected a divisor of the job's {} workers (each stage "
                                                             "holds workers / pipeline ranks), got {}",
@@ -231,6 +234,24 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
                                                  "key/value heads (each tensor rank holds as many), got {}",
                                                  w.heads, w.kv_heads, p.tensor));
     }
+    if (p.context > 1) {
+        const std::string cat = r.path("context");
+        const models::Workload& w = job.workload;
+        const std::uint32_t stage = job.workers / p.pipeline;
+        if (stage % (p.tensor * p.context) != 0)
+            throw ScenarioError(cat, fmt::format("expected a divisor of the {} ranks of each stage over tensor ranks "
+                                                 "(workers / (pipeline x tensor)), got {}",
+                                                 stage / std::max(1U, p.tensor), p.context));
+        if (w.kv_dim <= 0 || !w.has_blocks())
+            throw ScenarioError(cat,
+                                "context parallelism splits a transformer's sequence and passes its keys and values "
+                                "around a ring; expected a built-in transformer or a \"transformer\" model");
+        if (w.tokens_per_sample % (2 * p.context) != 0)
+            throw ScenarioError(cat, fmt::format("expected 2 x context to divide the sequence of {} tokens (each rank "
+                                                 "holds two chunks of seq / (2 x context), Megatron's load balance), "
+                                                 "got {}",
+                                                 w.tokens_per_sample, p.context));
+    }
     if (p.expert > 1) {
         const std::string eat = r.path("expert");
         const models::Workload& w = job.workload;
@@ -240,9 +261,9 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
                                 "experts, and the model has none (a transformer with \"experts\", or "
                                 "mixtral_8x7b, deepseek_v3, qwen3_30b_a3b)");
         const std::uint32_t d = p.data(job.workers);
-        if (job.workers % (p.pipeline * p.tensor) == 0 && d % p.expert != 0)
+        if (job.workers % (p.pipeline * p.tensor * p.context) == 0 && d % p.expert != 0)
             throw ScenarioError(eat, fmt::format("expected a divisor of the {} data-parallel ranks (workers / "
-                                                 "(pipeline x tensor)), got {}",
+                                                 "(pipeline x tensor x context)), got {}",
                                                  d, p.expert));
         if (w.experts % p.expert != 0)
             throw ScenarioError(eat, fmt::format("expected a divisor of the model's {} routed experts (each rank "
@@ -277,7 +298,8 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
                                 e.what());
         }
     // What the model-parallel programs model today: synchronous data parallelism inside each stage, its gradients
-    // all-reduced once the pipeline drains. Everything else is refused rather than ignored.
+    // all-reduced once the pipeline drains or overlapped with the last micro-batch's backward (wfbp), or Megatron's
+    // distributed optimizer (sharding stage 1). Everything else is refused rather than ignored.
     auto refuse = [&](const std::string& what) {
         throw ScenarioError(at, "model parallelism is modelled with " + what);
     };
@@ -286,10 +308,13 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
     if (job.architecture.algorithm != topo::AllreduceAlgorithm::automatic &&
         job.architecture.algorithm != topo::AllreduceAlgorithm::ring)
         refuse("each stage's gradients all-reduced by a ring (architecture.algorithm \"ring\" or \"auto\")");
-    if (job.sharding.any()) refuse("no sharding yet");
+    const models::ShardingSpec& sh = job.sharding;
+    if (sh.stage > 1 || sh.group != models::ShardGroup::all || sh.quantized_weights || sh.quantized_gradients ||
+        sh.hpz_partition_size > 1)
+        refuse("sharding stage 1 over the data-parallel ranks only (Megatron's distributed optimizer)");
     if (job.compression.kind != "none") refuse("no gradient compression yet");
-    if (job.overlap.fusion != models::Fusion::none || job.overlap.wfbp || job.overlap.priority)
-        refuse("no overlap yet: each stage all-reduces its gradients after its last backward (Megatron's default)");
+    if (job.overlap.fusion == models::Fusion::mgwfbp || job.overlap.priority)
+        refuse("overlap wfbp only (Megatron's overlapped gradient reduction, per layer or in fusion buffers)");
     if (job.bn_group > 1) refuse("no SyncBatchNorm (bn_group) yet");
     return p;
 }

@@ -171,8 +171,11 @@ void resolve_shard_groups(Scenario& s, const topo::Fabric& fabric, const std::ve
         JobSpec& job = s.jobs[i];
         if (!job.sharding.any()) continue;
         // DiLoCo shards inside each island (models/diloco.hpp).
-        job.sharding.group_size =
-            job.sync.kind == models::SyncKind::diloco ? job.workers / job.sync.islands : job.workers;
+        // Model parallelism: the distributed optimizer shards over each stage's data x context ranks.
+        const auto& par = job.parallelism;
+        job.sharding.group_size = job.sync.kind == models::SyncKind::diloco ? job.workers / job.sync.islands
+                                  : par.any()                               ? par.data(job.workers) * par.context
+                                                                            : job.workers;
         const auto& sh = job.sharding;
         if ((sh.quantized_weights || sh.quantized_gradients) && !(job.device.memory_bandwidth.bytes_per_s() > 0.0))
             throw ScenarioError(

@@ -189,12 +189,14 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
         out["bytes_on_wire_by_dimension"] = {{"tensor", j.bytes_by_dimension->tensor},
                                              {"pipeline", j.bytes_by_dimension->pipeline},
                                              {"data", j.bytes_by_dimension->data},
-                                             {"expert", j.bytes_by_dimension->expert}};
+                                             {"expert", j.bytes_by_dimension->expert},
+                                             {"context", j.bytes_by_dimension->context}};
     if (j.exposed_by_dimension)
         out["exposed_communication_by_dimension_s"] = {{"tensor", j.exposed_by_dimension->tensor},
                                                        {"pipeline", j.exposed_by_dimension->pipeline},
                                                        {"data", j.exposed_by_dimension->data},
-                                                       {"expert", j.exposed_by_dimension->expert}};
+                                                       {"expert", j.exposed_by_dimension->expert},
+                                                       {"context", j.exposed_by_dimension->context}};
     if (j.machine_bytes_per_iteration >= 0.0)
         out["bytes_between_machines_per_iteration"] = j.machine_bytes_per_iteration;
     if (!j.algorithm_picks.empty()) {

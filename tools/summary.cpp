@@ -152,6 +152,7 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
          fmt::format("({:.1f} % of the {})", 100.0 * exposed_share, unit));
     if (const auto& e = j.exposed_by_dimension) {
         if (spec.parallelism.tensor > 1) line("    tensor-parallel collectives", e->tensor);
+        if (spec.parallelism.context > 1) line("    context-parallel rings", e->context);
         if (spec.parallelism.expert > 1) line("    expert all-to-alls", e->expert);
         if (spec.parallelism.pipeline > 1) line("    pipeline bubble and sends", e->pipeline);
         line("    data-parallel all-reduces", e->data);

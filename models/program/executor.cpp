@@ -89,11 +89,21 @@ sim::Time Executor::duration(std::uint32_t w, const Compute& c) const {
         case ComputeKind::codec: d = job_.codec_time(c.work, w); break;
         case ComputeKind::forward:
         case ComputeKind::backward:
-            for (std::uint32_t l = c.first; l <= c.last; ++l)
-                d += c.kind == ComputeKind::forward ? cp.layers[l].fwd : cp.layers[l].bwd;
+        case ComputeKind::backward_input:
+        case ComputeKind::backward_weight:
+            for (std::uint32_t l = c.first; l <= c.last; ++l) d += pass_time(cp.layers[l], c.kind);
             break;
     }
     return d;
+}
+
+sim::Time Executor::pass_time(const LayerTimes& t, ComputeKind kind) {
+    switch (kind) {
+        case ComputeKind::forward: return t.fwd;
+        case ComputeKind::backward_input: return t.bwd - t.wgrad;
+        case ComputeKind::backward_weight: return t.wgrad;
+        default: return t.bwd;
+    }
 }
 
 void Executor::begin_iteration(std::uint32_t w) {
@@ -144,12 +154,13 @@ void Executor::span_compute(std::uint32_t w, const Compute& c, sim::Time start, 
     }
     const ComputeProfile& cp = job_.compute_of(w);
     const bool fwd = c.kind == ComputeKind::forward;
+    const char* prefix = fwd ? "fwd " : c.kind == ComputeKind::backward_weight ? "wgrad " : "bwd ";
     for (std::uint32_t k = c.first; k <= c.last; ++k) {
         const std::uint32_t l = fwd ? k : c.last - (k - c.first);  // backward runs from the last layer
-        const sim::Time d = layer_time(fwd ? cp.layers[l].fwd : cp.layers[l].bwd, w, slowed);
+        const sim::Time d = layer_time(pass_time(cp.layers[l], c.kind), w, slowed);
         timeline_.span(
-            detail::Timeline::compute(w),
-            [&] { return (fwd ? "fwd " : "bwd ") + job_.workload.layers[l].name + suffix; }, cat, start, start + d);
+            detail::Timeline::compute(w), [&] { return prefix + job_.workload.layers[l].name + suffix; }, cat, start,
+            start + d);
         start += d;
     }
 }
@@ -165,8 +176,7 @@ sim::Time Executor::step_time(std::uint32_t w, const Compute& c, bool slowed) co
     if (!c.per_layer) return layer_time(duration(w, c), w, slowed);
     const ComputeProfile& cp = job_.compute_of(w);
     sim::Time d;
-    for (std::uint32_t l = c.first; l <= c.last; ++l)
-        d += layer_time(c.kind == ComputeKind::forward ? cp.layers[l].fwd : cp.layers[l].bwd, w, slowed);
+    for (std::uint32_t l = c.first; l <= c.last; ++l) d += layer_time(pass_time(cp.layers[l], c.kind), w, slowed);
     return d;
 }
 

@@ -60,6 +60,8 @@ public:
     /// `stream` (Call::stream), or for receives and its own last sends (`stream` = kReceives).
     static constexpr std::uint32_t kReceives = 16;
     [[nodiscard]] sim::Time waited(std::uint32_t w, std::uint32_t stream) const;
+    /// One layer's time in a pass of `kind` (forward, backward, or a backward's input or weight gradients).
+    [[nodiscard]] static sim::Time pass_time(const LayerTimes& t, ComputeKind kind);
 
 private:
     static constexpr std::uint8_t kNothing = 255;

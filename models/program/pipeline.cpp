@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
+#include "models/context_parallel.hpp"
 #include "models/expert_parallel.hpp"
 #include "models/tensor_parallel.hpp"
 
@@ -86,7 +88,8 @@ std::uint32_t warmup_forwards(const ParallelismSpec& par, std::uint32_t s, std::
     const std::uint32_t p = par.pipeline, v = par.chunks();
     switch (par.schedule) {
         case PipelineSchedule::gpipe: return m;
-        case PipelineSchedule::one_f_one_b: return std::min(p - s - 1, m);
+        case PipelineSchedule::one_f_one_b:
+        case PipelineSchedule::zero_bubble: return std::min(p - s - 1, m);
         case PipelineSchedule::interleaved_1f1b: break;
     }
     return m == p ? m * v : std::min((p - s - 1) * 2 + (v - 1) * p, m * v);
@@ -95,8 +98,19 @@ std::uint32_t warmup_forwards(const ParallelismSpec& par, std::uint32_t s, std::
 std::vector<PipelineOp> stage_schedule(const ParallelismSpec& par, std::uint32_t s, std::uint32_t m) {
     const std::uint32_t p = par.pipeline;
     std::vector<PipelineOp> out;
-    auto fwd = [&](std::uint32_t k, std::uint32_t j) { out.push_back({true, k, j}); };
-    auto bwd = [&](std::uint32_t k, std::uint32_t j) { out.push_back({false, k, j}); };
+    auto fwd = [&](std::uint32_t k, std::uint32_t j) { out.push_back({Pass::forward, k, j}); };
+    auto bwd = [&](std::uint32_t k, std::uint32_t j) { out.push_back({Pass::backward, k, j}); };
+    if (par.schedule == PipelineSchedule::zero_bubble) {
+        // ZB-H1 (Qi et al., arXiv 2401.10241 §3.1, Figure 3): in step x, F of x, B of x - (p - 1 - s), W of x - (p -
+        // 1).
+        for (std::int64_t x = 0; x + 1 < static_cast<std::int64_t>(m + p); ++x) {
+            const std::int64_t b = x - (p - 1 - s), wg = x - (p - 1), mm = m;
+            if (x < mm) fwd(static_cast<std::uint32_t>(x), 0);
+            if (b >= 0 && b < mm) out.push_back({Pass::input, static_cast<std::uint32_t>(b), 0});
+            if (wg >= 0 && wg < mm) out.push_back({Pass::weight, static_cast<std::uint32_t>(wg), 0});
+        }
+        return out;
+    }
     if (par.schedule == PipelineSchedule::gpipe) {
         for (std::uint32_t k = 0; k < m; ++k) fwd(k, 0);
         for (std::uint32_t k = 0; k < m; ++k) bwd(k, 0);
@@ -178,7 +192,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                             PipelineTotals& totals) {
     const ParallelismSpec& par = job.parallelism;
     const std::uint32_t p = par.pipeline, t = par.tensor, d = par.data(job.workers), sr = par.stage_ranks(job.workers);
-    const std::uint32_t e = job.workload.experts > 0 ? par.expert : 1;
+    const std::uint32_t e = job.workload.experts > 0 ? par.expert : 1, cp = par.context, dc = d * cp;
     const std::uint32_t m = job.gradient_accumulation;
     const bool sp = t > 1 && par.sequence_parallel;
     const std::vector<StageLayers> stages = pipeline_stages(job.workload, par);
@@ -191,6 +205,17 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
     // dispatches each copy once), the busiest rank of each expert group at rho x the mean.
     const double ep_bytes = expert_all_to_all_bytes_per_sample(job.workload, element_bytes) * job.batch_size / t;
     const double hot = expert_rank_load(job.workload, e, par.expert_imbalance);
+    // One context-parallel ring: every rank's key/value block (of its s / c tokens and its t-th of the heads), passed
+    // around the c ranks: an all-gather of c blocks; backward the blocks and their gradients.
+    const double cp_bytes = context_block_bytes_per_sample(job.workload, element_bytes) * job.batch_size * cp;
+    // Megatron's DDP (megatron/core/distributed/distributed_data_parallel.py): with overlap (wfbp) each bucket of
+    // gradients is reduced as soon as the last micro-batch's backward has produced it; with the distributed optimizer
+    // (sharding stage 1, megatron/core/optimizer/distrib_optimizer.py) reduce-scattered, each rank updating its
+    // 1/(d c) and all-gathering the parameters after.
+    const bool overlap = job.overlap.wfbp, dist_opt = job.sharding.stage == 1;
+    const CollectiveKind grad_kind = dist_opt ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
+    // Buckets of overlap.bucket_size with fusion buffers, else one per layer.
+    const double bucket_bytes = job.overlap.fusion == Fusion::buffer ? job.overlap.bucket_size.value() : 0.0;
     ProgramSet set;
     set.stream = ProgramSet::Stream::fifo;
     set.comm_spans = true;
@@ -206,25 +231,98 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
         // chunk) and of the stage before. The program is the stage's, the peers relative.
         const std::int64_t next = s + 1 < p ? static_cast<std::int64_t>(sr) : -static_cast<std::int64_t>((p - 1) * sr);
         const std::int64_t prev = s > 0 ? -static_cast<std::int64_t>(sr) : static_cast<std::int64_t>((p - 1) * sr);
-        // The stage's tensor-parallel groups: t consecutive ranks of each of its d model replicas.
+        // Megatron's order tp-cp-ep-dp-pp: the stage's rank of data rank j, context rank k and tensor rank i is
+        // s sr + (j c + k) t + i. Its tensor-parallel groups: t consecutive ranks, one per (data, context) rank.
+        auto rank_of = [&](std::uint32_t j, std::uint32_t k, std::uint32_t i) { return s * sr + (j * cp + k) * t + i; };
         GroupId tensor_group = 0;
         if (t > 1) {
-            Partition part(d);
-            for (std::uint32_t j = 0; j < d; ++j)
+            Partition part(dc);
+            for (std::uint32_t j = 0; j < dc; ++j)
                 for (std::uint32_t i = 0; i < t; ++i) part[j].push_back(s * sr + j * t + i);
             tensor_group = planner.add_group(fmt::format("stage {} tensor", s), std::move(part));
         }
-        // Its expert groups: e consecutive data ranks (of the same tensor rank), Megatron's expert-parallel groups.
+        // Its context-parallel rings: the c context ranks of each data and tensor rank.
+        GroupId context_group = 0;
+        if (cp > 1) {
+            Partition part;
+            for (std::uint32_t j = 0; j < d; ++j)
+                for (std::uint32_t i = 0; i < t; ++i) {
+                    auto& g = part.emplace_back();
+                    for (std::uint32_t k = 0; k < cp; ++k) g.push_back(rank_of(j, k, i));
+                }
+            context_group = planner.add_group(fmt::format("stage {} context", s), std::move(part));
+        }
+        // Its expert groups: e consecutive data ranks (of the same context and tensor rank), Megatron's
+        // expert-parallel groups.
         GroupId expert_group = 0;
         if (e > 1) {
             Partition part;
             for (std::uint32_t j0 = 0; j0 < d; j0 += e)
-                for (std::uint32_t i = 0; i < t; ++i) {
-                    auto& g = part.emplace_back();
-                    for (std::uint32_t q = 0; q < e; ++q) g.push_back(s * sr + (j0 + q) * t + i);
-                }
+                for (std::uint32_t k = 0; k < cp; ++k)
+                    for (std::uint32_t i = 0; i < t; ++i) {
+                        auto& g = part.emplace_back();
+                        for (std::uint32_t q = 0; q < e; ++q) g.push_back(rank_of(j0 + q, k, i));
+                    }
             expert_group = planner.add_group(fmt::format("stage {} expert", s), std::move(part));
         }
+        // Its gradient groups: each tensor rank's d x c data and context ranks, and (experts) the d / e holding the
+        // same experts.
+        auto grad_group = [&](const char* name, std::uint32_t groups, std::uint32_t stride, std::uint32_t size) {
+            Partition part(groups);
+            for (std::uint32_t i = 0; i < groups; ++i)
+                for (std::uint32_t j = 0; j < size; ++j) part[i].push_back(s * sr + (i / t) * t + j * stride + i % t);
+            return planner.add_group(fmt::format("stage {} {}", s, name), std::move(part));
+        };
+        constexpr GroupId kNone = ~GroupId{0};
+        const GroupId data_group = dc > 1 ? grad_group("data", t, t, dc) : kNone;
+        // With overlap: each chunk's buckets, from its last layer down, of bucket_size bytes of the weights the data
+        // group reduces (the last one what is left); each is issued once the chunk's last backward has passed its
+        // lowest layer.
+        struct Bucket {
+            std::uint32_t lo = 0;
+            double params = 0.0;
+        };
+        std::vector<std::vector<Bucket>> buckets(v);
+        std::vector<std::uint32_t> issued_buckets;
+        auto dense_params = [&](std::uint32_t l) {
+            double n = 0.0;
+            for (const Tensor& tensor : job.workload.layers[l].tensors)
+                if (!(e > 1 && tensor.expert)) n += static_cast<double>(tensor.params);
+            return n;
+        };
+        if (overlap && data_group != kNone)
+            for (std::uint32_t j = 0; j < v; ++j) {
+                const StageLayers st = stages[j * p + s];
+                double acc = 0.0;
+                for (std::int64_t l = st.last; l >= static_cast<std::int64_t>(st.first); --l) {
+                    acc += dense_params(static_cast<std::uint32_t>(l));
+                    if (acc * job.bytes_per_param >= bucket_bytes || l == static_cast<std::int64_t>(st.first)) {
+                        if (acc > 0.0) buckets[j].push_back({static_cast<std::uint32_t>(l), acc});
+                        acc = 0.0;
+                    }
+                }
+            }
+        auto issue_bucket = [&](std::uint32_t j, const Bucket& b) {
+            const CommOp op = CommOp::of(grad_kind, data_group, b.params * job.bytes_per_param);
+            Call call;
+            call.verb = "sync ";
+            call.label = fmt::format("stage {} {} gradients from {} ({:.3g} MB)", s,
+                                     v > 1 ? fmt::format("chunk {}", j) : std::string("bucket"),
+                                     job.workload.layers[b.lo].name, op.bytes / 1e6);
+            call.gradient = true;
+            call.phases.push_back(op);
+            const std::uint32_t id = set.add_call(std::move(call));
+            totals.wire += planner.wire_bytes(op);
+            totals.machine += planner.machine_bytes(op);
+            totals.collectives += 1.0;
+            return id;
+        };
+        // Which op is each chunk's last backward (its weights' gradients complete after it).
+        const std::vector<PipelineOp> order = stage_schedule(par, s, m);
+        std::vector<std::size_t> last_backward(v, order.size());
+        for (std::size_t i = 0; i < order.size(); ++i)
+            if (order[i].pass == Pass::backward || order[i].pass == Pass::weight) last_backward[order[i].chunk] = i;
+        std::size_t at_op = 0;
         Program prog;
         auto compute = [&](ComputeKind kind, std::uint32_t first, std::uint32_t last, std::uint32_t k) {
             Compute c;
@@ -233,8 +331,14 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             c.last = last;
             c.micro_batch = k;
             c.per_layer = true;
-            c.slowable = false;  // nothing of the stage's own data-parallel traffic runs before the pipeline drains
-            c.label = fmt::format("{} stage {} mb{}", kind == ComputeKind::forward ? "fwd" : "bwd", s, k);
+            // Without overlap nothing of the stage's own data-parallel traffic runs before the pipeline drains; with it
+            // the buckets' reductions share the GPU with the backward (and the rings with attention).
+            c.slowable = overlap;
+            c.label = fmt::format("{} stage {} mb{}",
+                                  kind == ComputeKind::forward           ? "fwd"
+                                  : kind == ComputeKind::backward_weight ? "wgrad"
+                                                                         : "bwd",
+                                  s, k);
             prog.compute(std::move(c));
         };
         // A tensor-parallel collective the compute stream waits for (on its own communicator): each one a call of
@@ -257,6 +361,24 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                           totals.expert_wire, totals.expert_machine, totals.expert_collectives);
         };
         auto routed = [&](std::uint32_t l) { return e > 1 && job.workload.layers[l].routed_experts; };
+        // A context-parallel ring, issued before the attention it feeds and waited for after it (overlapped with the
+        // blockwise attention, on its own communicator): `blocks` key/value blocks per step.
+        auto ring = [&](std::uint32_t layer, std::uint32_t k, double blocks, const char* what) {
+            const CommOp op = CommOp::of(CollectiveKind::all_gather, context_group, blocks * cp_bytes);
+            Call call;
+            call.verb = "cp ";
+            call.label =
+                fmt::format("{} {} mb{} ({:.3g} MB)", what, job.workload.layers[layer].name, k, op.bytes / 1e6);
+            call.stream = kContextStream;
+            call.phases.push_back(op);
+            const std::uint32_t id = set.add_call(std::move(call));
+            prog.issue(id);
+            totals.context_wire += planner.wire_bytes(op);
+            totals.context_machine += planner.machine_bytes(op);
+            totals.context_collectives += 1.0;
+            return id;
+        };
+        auto ringed = [&](std::uint32_t l) { return cp > 1 && attends(job.workload.layers[l]); };
         const CollectiveKind reduce = sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
         // Tags: micro-batch k's activations from virtual stage u to u + 1 are 2 (k V + u), their gradients that + 1.
         auto forward = [&](std::uint32_t k, std::uint32_t j) {
@@ -269,7 +391,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 if (from < last_plus_one) compute(ComputeKind::forward, from, last_plus_one - 1, k);
                 from = last_plus_one;
             };
-            for (std::uint32_t l = st.first; (t > 1 || e > 1) && l <= st.last; ++l) {
+            for (std::uint32_t l = st.first; (t > 1 || e > 1 || cp > 1) && l <= st.last; ++l) {
                 if (routed(l)) {
                     run_up_to(l);
                     expert(CollectiveKind::dispatch, l, k, "dispatch to");
@@ -277,6 +399,12 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 if (t > 1 && sp && regions[l].starts) {
                     run_up_to(l);
                     tensor(CollectiveKind::all_gather, l, k, "all-gather before");
+                }
+                if (ringed(l)) {
+                    run_up_to(l);
+                    const std::uint32_t id = ring(l, k, 1.0, "key/value ring for");
+                    run_up_to(l + 1);
+                    prog.wait(id);
                 }
                 if (t > 1 && regions[l].ends) {
                     run_up_to(l + 1);
@@ -290,33 +418,60 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             run_up_to(st.last + 1);
             if (vs + 1 < V) prog.send_relative(next, boundary(vs), 2 * (k * V + vs));
         };
-        auto backward = [&](std::uint32_t k, std::uint32_t j) {
+        auto backward = [&](std::uint32_t k, std::uint32_t j, ComputeKind kind) {
             const std::uint32_t vs = j * p + s;
             const StageLayers st = stages[vs];
             if (vs + 1 < V) prog.recv_relative(next, 2 * (k * V + vs) + 1);
             // Layers run down from `to`; a collective ends the run at the layer it follows.
             std::int64_t to = st.last;
             auto run_down_to = [&](std::int64_t first) {
-                if (first <= to)
-                    compute(ComputeKind::backward, static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(to),
-                            k);
+                if (first <= to) compute(kind, static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(to), k);
                 to = first - 1;
             };
-            for (std::int64_t l = st.last; (t > 1 || e > 1) && l >= static_cast<std::int64_t>(st.first); --l) {
+            // The chunk's last backward issues its gradient buckets as it passes their lowest layers.
+            const bool flush = at_op == last_backward[j] && kind == ComputeKind::backward;
+            std::size_t next_bucket = 0;
+            auto bucket_after = [&](std::int64_t l) {
+                if (!flush) return;
+                while (next_bucket < buckets[j].size() && buckets[j][next_bucket].lo == l) {
+                    run_down_to(l);
+                    const std::uint32_t id = issue_bucket(j, buckets[j][next_bucket++]);
+                    prog.issue(id);
+                    issued_buckets.push_back(id);
+                }
+            };
+            for (std::int64_t l = st.last;
+                 (t > 1 || e > 1 || cp > 1 || flush) && l >= static_cast<std::int64_t>(st.first); --l) {
                 const auto layer = static_cast<std::uint32_t>(l);
+                const bool again_layer = job.activation_checkpointing && recomputed[layer];
                 if (routed(layer)) {  // the combine's gradient to the experts; recomputation reruns the forward's two
                     run_down_to(l + 1);
-                    if (job.activation_checkpointing && recomputed[layer]) {
+                    if (again_layer) {
                         expert(CollectiveKind::dispatch, layer, k, "recompute dispatch to");
                         expert(CollectiveKind::combine, layer, k, "recompute combine from");
                     }
                     expert(CollectiveKind::dispatch, layer, k, "combine's gradient to");
                 }
+                // The key/value blocks and their gradients around the ring beside the attention's backward (and the
+                // blocks once more for its recomputation).
+                std::optional<std::uint32_t> ring_id;
+                if (ringed(layer)) {
+                    run_down_to(l + 1);
+                    ring_id = ring(layer, k, again_layer ? 3.0 : 2.0, "key/value ring for");
+                }
+                auto ring_done = [&] {
+                    if (!ring_id) return;
+                    run_down_to(l);
+                    prog.wait(*ring_id);
+                    ring_id.reset();
+                };
                 if (t == 1) {
+                    ring_done();
                     if (routed(layer)) {  // the dispatch's gradient back to the tokens' ranks
                         run_down_to(l);
                         expert(CollectiveKind::combine, layer, k, "dispatch's gradient from");
                     }
+                    bucket_after(l);
                     continue;
                 }
                 const TensorRegion& r = regions[static_cast<std::size_t>(l)];
@@ -329,6 +484,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                     if (again && r.ends) tensor(reduce, layer, k, "recompute");
                     if (sp && r.ends) tensor(CollectiveKind::all_gather, layer, k, "all-gather before");
                 }
+                ring_done();
                 if (r.starts) {  // the column GEMM's input gradient, summed over the tensor ranks
                     run_down_to(l);
                     tensor(reduce, layer, k, sp ? "reduce-scatter after" : "all-reduce after");
@@ -337,42 +493,61 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                     run_down_to(l);
                     expert(CollectiveKind::combine, layer, k, "dispatch's gradient from");
                 }
+                bucket_after(l);
             }
             run_down_to(st.first);
             if (vs > 0) prog.send_relative(prev, boundary(vs - 1), 2 * (k * V + vs - 1) + 1);
         };
-        for (const PipelineOp& op : stage_schedule(par, s, m)) {
-            if (op.forward)
-                forward(op.micro_batch, op.chunk);
-            else
-                backward(op.micro_batch, op.chunk);
+        for (at_op = 0; at_op < order.size(); ++at_op) {
+            const PipelineOp& op = order[at_op];
+            switch (op.pass) {
+                case Pass::forward: forward(op.micro_batch, op.chunk); break;
+                case Pass::backward: backward(op.micro_batch, op.chunk, ComputeKind::backward); break;
+                case Pass::input: backward(op.micro_batch, op.chunk, ComputeKind::backward_input); break;
+                case Pass::weight: {  // no communication: the weights' gradients of the chunk's layers
+                    const StageLayers st = stages[op.chunk * p + s];
+                    compute(ComputeKind::backward_weight, st.first, st.last, op.micro_batch);
+                    if (at_op == last_backward[op.chunk])  // zero bubble: the chunk's gradients are all there
+                        for (const Bucket& b : buckets[op.chunk]) {
+                            const std::uint32_t id = issue_bucket(op.chunk, b);
+                            prog.issue(id);
+                            issued_buckets.push_back(id);
+                        }
+                    break;
+                }
+            }
         }
-        // The stage's gradients (each tensor rank's share), all-reduced among its data ranks.
-        // The experts' gradients among the d / e ranks holding the same experts (Megatron's expert-data group).
+        // The stage's gradients (each tensor rank's share), reduced among its data and context ranks (the weights are
+        // replicated over both): the buckets issued during the last backward, else all of them now. The experts'
+        // gradients among the d / e ranks holding the same experts (Megatron's expert-data group), after the drain.
         const StageParams params = stage_params(job.workload, stage_chunks(stages, p, s));
         const double dense = e > 1 ? params.all - params.experts : params.all;
-        auto sync = [&](const char* name, double count, std::uint32_t groups, std::uint32_t stride,
-                        std::uint32_t size) {
-            if (size < 2 || count <= 0.0) return;
-            Partition part(groups);
-            for (std::uint32_t i = 0; i < groups; ++i)
-                for (std::uint32_t j = 0; j < size; ++j) part[i].push_back(s * sr + (i / t) * t + j * stride + i % t);
-            const GroupId g = planner.add_group(fmt::format("stage {} {}", s, name), std::move(part));
-            const CommOp op = CommOp::of(CollectiveKind::all_reduce, g, count * job.bytes_per_param);
+        for (const std::uint32_t id : issued_buckets) prog.wait(id);
+        auto sync = [&](const char* name, CollectiveKind kind, GroupId g, double count) {
+            if (g == kNone || count <= 0.0) return;
+            const CommOp op = CommOp::of(kind, g, count * job.bytes_per_param);
             Call c;
             c.verb = "sync ";
-            c.label = fmt::format("stage {} {} gradients ({:.3g} MB)", s, name, op.bytes / 1e6);
-            c.gradient = true;
+            c.label = fmt::format("stage {} {} {} ({:.3g} MB)", s, name,
+                                  kind == CollectiveKind::all_gather ? "parameters" : "gradients", op.bytes / 1e6);
+            c.gradient = kind != CollectiveKind::all_gather;
             blocking_call(set, prog, planner, op, std::move(c), totals.wire, totals.machine, totals.collectives);
         };
-        sync("data", dense, t, t, d);
-        if (e > 1) sync("expert data", params.experts, t * e, e * t, d / e);
+        if (issued_buckets.empty()) sync("data", grad_kind, data_group, dense);
+        const GroupId expert_group_data =
+            e > 1 && d / e > 1 ? grad_group("expert data", t * e * cp, e * cp * t, d / e) : kNone;
+        sync("expert data", grad_kind, expert_group_data, params.experts);
         Compute u;
         u.kind = ComputeKind::update;
-        u.fraction = total_params > 0.0 ? params.all / total_params : 1.0 / p;
+        // The distributed optimizer updates each rank's 1/(d c) of the stage.
+        u.fraction = (total_params > 0.0 ? params.all / total_params : 1.0 / p) / (dist_opt ? dc : 1);
         u.slowable = false;
         u.label = fmt::format("update stage {}", s);
         prog.compute(std::move(u));
+        if (dist_opt) {  // the updated parameters back to every data rank (bf16 working copies)
+            sync("data", CollectiveKind::all_gather, data_group, dense);
+            sync("expert data", CollectiveKind::all_gather, expert_group_data, params.experts);
+        }
         set.programs.push_back(std::move(prog));
         for (std::uint32_t r = 0; r < sr; ++r) {
             set.program_of.push_back(s);

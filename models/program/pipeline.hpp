@@ -11,10 +11,14 @@
 // in the order the schedule gives (GPipe: every forward, then every backward; 1F1B: p - s - 1 warm-up forwards,
 // then one forward and one backward in turn, then the remaining backwards; interleaved 1F1B: each stage holds v
 // chunks of the model, virtual stages s, s + p, ..., and runs Megatron's interleaved order over them; Narayanan et
-// al., "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC'21, §2.2). The sends are
+// al., "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC'21, §2.2; zero bubble
+// (ZB-H1, Qi et al., arXiv 2401.10241 §3.1): each backward's input gradients B and weight gradients W apart, stage s
+// running for x = 0, 1, ..., m + p - 2 the forward of micro-batch x, the input gradients of x - (p - 1 - s) and the
+// weight gradients of x - (p - 1), those that exist: 1F1B's order with the W deferred into the bubble). The sends are
 // point-to-point flows on the fabric, so the bubble is not added but happens: on an idle fabric with zero-latency
 // links a step is (m + p - 1)(f + b) for GPipe and 1F1B and m (f + b) + (p - 1)(f + b) / v interleaved (m
-// micro-batches, f and b a stage's forward and backward). The tensor-parallel
+// micro-batches, f and b a stage's forward and backward), and m (F + B + W) + (p - 1)(F + B - W) for zero bubble
+// when W <= F and m >= p (the paper's ZB-H1 bubble). The tensor-parallel
 // collectives (reduce-scatters and all-gathers with sequence parallelism, a second all-reduce per region with full
 // recomputation) run on their own communicator and the compute stream waits for each (no overlap: Megatron's
 // default). With expert parallelism (models/expert_parallel.hpp) each routed-experts layer's forward is preceded by
@@ -53,15 +57,21 @@ struct StageLayers {
                                                     std::uint32_t s);
 
 /// One pass of one micro-batch through one of a stage's chunks.
+enum class Pass : std::uint8_t {
+    forward,
+    backward,  ///< input and weight gradients together
+    input,     ///< the input gradients alone (zero bubble), sent on at once
+    weight,    ///< the deferred weight gradients (zero bubble)
+};
 struct PipelineOp {
-    bool forward = true;
+    Pass pass = Pass::forward;
     std::uint32_t micro_batch = 0;
     std::uint32_t chunk = 0;
 };
 
 /// The forwards stage `s` runs before its first backward (of m micro-batches, counting each chunk's): GPipe all m;
-/// 1F1B p - s - 1 (at most m); interleaved 2 (p - s - 1) + (v - 1) p (at most m v; all of them when m = p), Megatron's
-/// (megatron/core/pipeline_parallel/schedules.py).
+/// 1F1B and zero bubble p - s - 1 (at most m); interleaved 2 (p - s - 1) + (v - 1) p (at most m v; all of them when m =
+/// p), Megatron's (megatron/core/pipeline_parallel/schedules.py).
 [[nodiscard]] std::uint32_t warmup_forwards(const ParallelismSpec& par, std::uint32_t s, std::uint32_t m);
 
 /// The order stage `s` runs its m micro-batches' passes in, by the job's schedule.
@@ -76,6 +86,7 @@ struct PipelineOp {
 /// of their own.
 inline constexpr std::uint8_t kTensorStream = 2;
 inline constexpr std::uint8_t kExpertStream = 3;
+inline constexpr std::uint8_t kContextStream = 4;
 
 /// The pipeline's point-to-point traffic, the tensor-parallel collectives and the stages' gradient all-reduces of one
 /// iteration.
@@ -84,14 +95,17 @@ struct PipelineTotals {
     double p2p_machine_bytes = 0.0;    ///< of those, between different machines
     double wire = 0.0, machine = 0.0;  ///< the all-reduces' bytes between hosts and between machines, every rank's
     double collectives = 0.0;          ///< the all-reduces (one per stage with data parallelism)
-    double tensor_wire = 0.0, tensor_machine = 0.0;  ///< the tensor-parallel collectives' bytes, every rank's
-    double tensor_collectives = 0.0;                 ///< tensor-parallel collectives, summed over the stages
-    double expert_wire = 0.0, expert_machine = 0.0;  ///< the expert all-to-alls' bytes, every rank's
-    double expert_collectives = 0.0;                 ///< expert all-to-alls, summed over the stages
+    double tensor_wire = 0.0, tensor_machine = 0.0;    ///< the tensor-parallel collectives' bytes, every rank's
+    double tensor_collectives = 0.0;                   ///< tensor-parallel collectives, summed over the stages
+    double expert_wire = 0.0, expert_machine = 0.0;    ///< the expert all-to-alls' bytes, every rank's
+    double expert_collectives = 0.0;                   ///< expert all-to-alls, summed over the stages
+    double context_wire = 0.0, context_machine = 0.0;  ///< the context-parallel rings' bytes, every rank's
+    double context_collectives = 0.0;                  ///< context-parallel rings, summed over the stages
 };
 
 /// Compiles one optimizer step of `job` (parallelism.any()) into a program per stage, its collectives planned by
-/// `planner` (groups "stage s data", "stage s tensor", "stage s expert" and "stage s expert data"). `same_machine(a, b)`: whether ranks a and b share a machine.
+/// `planner` (groups "stage s data", "stage s tensor", "stage s expert" and "stage s expert data"). `same_machine(a,
+/// b)`: whether ranks a and b share a machine.
 [[nodiscard]] ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double element_bytes,
                                           const std::function<bool(std::uint32_t, std::uint32_t)>& same_machine,
                                           PipelineTotals& totals);

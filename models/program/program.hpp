@@ -38,8 +38,10 @@ enum class ComputeKind : std::uint8_t {
     accumulate,  ///< the k - 1 micro-batches of a step before the last (forward and backward, no_sync)
     forward,
     backward,
-    update,  ///< the optimizer step, `fraction` of the whole model's (a shard's 1/g)
-    codec,   ///< a codec kernel (`work`: a message's encode beside backward), not stretched by a straggler
+    backward_input,   ///< a backward's input gradients only (zero-bubble schedules; LayerTimes::bwd - wgrad)
+    backward_weight,  ///< a backward's weight gradients only (LayerTimes::wgrad)
+    update,           ///< the optimizer step, `fraction` of the whole model's (a shard's 1/g)
+    codec,            ///< a codec kernel (`work`: a message's encode beside backward), not stretched by a straggler
 };
 
 /// Layers [first, last] of micro-batch `micro_batch` (forward or backward), or a whole-model compute.

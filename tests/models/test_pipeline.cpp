@@ -68,6 +68,37 @@ TEST_CASE("pipeline: the bubble emerges, (m + p - 1)(f + b) for GPipe and 1F1B o
     CHECK(r.exposed_by_dimension->data == 0.0);
 }
 
+TEST_CASE("pipeline: zero bubble (ZB-H1) leaves (p - 1)(F + B - W) of bubble on an idle fabric") {
+    // A custom layer's backward splits into even input- and weight-gradient halves: each stage of 2 layers runs F =
+    // 2 ms, B = W = 2 ms. ZB-H1's bubble is (p - 1)(F + B - W) (Qi et al., arXiv 2401.10241 §3.1), 1F1B's
+    // (p - 1)(F + B + W): 8 x 6 + 3 x 2 = 54 ms against 66 ms.
+    const models::JobResult zb = testing::run_first_job(pinned(4, 1, 8, "zero_bubble"));
+    CHECK(zb.iteration_time_s == ddlsim::testing::approx(8 * 6e-3 + 3 * 2e-3).epsilon(1e-3));
+    CHECK(testing::run_first_job(pinned(4, 1, 8, "1f1b")).iteration_time_s ==
+          ddlsim::testing::approx(11 * 6e-3).epsilon(1e-3));
+    // W < F: a 1.5 ms backward per layer, F = 2, B = W = 1.5 per stage: 8 x 5 + 3 x 2 = 46 ms; and with m = p.
+    json j = pinned(4, 1, 8, "zero_bubble");
+    for (auto& layer : j["model"]["layers"]) layer["bwd_time"] = "1.5ms";
+    CHECK(testing::run_first_job(j).iteration_time_s == ddlsim::testing::approx(8 * 5e-3 + 3 * 2e-3).epsilon(1e-3));
+    j["gradient_accumulation"] = 4;
+    CHECK(testing::run_first_job(j).iteration_time_s == ddlsim::testing::approx(4 * 5e-3 + 3 * 2e-3).epsilon(1e-3));
+    // The same compute, the same bytes: only the order changed.
+    REQUIRE(zb.breakdown.has_value());
+    CHECK(zb.breakdown->compute == ddlsim::testing::approx(48e-3).epsilon(1e-9));
+    // Each stage's order: in step x the forward of x, the input gradients of x - (p - 1 - s), the weight gradients of
+    // x - (p - 1); every pass of every micro-batch once.
+    models::ParallelismSpec par;
+    par.pipeline = 4;
+    par.schedule = models::PipelineSchedule::zero_bubble;
+    for (std::uint32_t s = 0; s < 4; ++s) {
+        const auto ops = models::program::stage_schedule(par, s, 8);
+        CHECK(ops.size() == 3 * 8);
+        std::uint32_t forwards = 0;
+        for (std::size_t i = 0; i < ops.size() && ops[i].pass == models::program::Pass::forward; ++i) ++forwards;
+        CHECK(forwards == 4 - s);  // the p - s - 1 warm-up forwards, then step p - s - 1's forward
+    }
+}
+
 TEST_CASE("pipeline: each stage's data-parallel group all-reduces its own layers' gradients after the drain") {
     // Two ranks per stage: each stage's 2 M parameters (fp32 gradients, 8 MB) all-reduced by a ring of two, 2 steps
     // of 4 MB per rank: 4 stages x 2 ranks x 2 x 4 MB on the wire. Stage 0 ends its last backward last, at the
@@ -82,6 +113,42 @@ TEST_CASE("pipeline: each stage's data-parallel group all-reduces its own layers
     // Twice the samples per step in the same time, nearly.
     CHECK(two.throughput_samples_per_s / one.throughput_samples_per_s ==
           ddlsim::testing::approx(2.0 * one.iteration_time_s / two.iteration_time_s).epsilon(1e-9));
+}
+
+TEST_CASE("pipeline: overlapped buckets leave only the last one after the drain; the distributed optimizer") {
+    // Two ranks per stage, 1 M fp32 parameters per layer: buckets of 4 MB are one layer each. The last micro-batch's
+    // backward issues the upper layer's bucket while the lower layer's 2 ms backward runs; only the lower one's ring
+    // (2 steps of 2 MB) follows the drain, against the whole stage's (2 steps of 4 MB) without overlap.
+    const models::JobResult one = testing::run_first_job(pinned(4, 1, 8, "1f1b"));
+    const models::JobResult plain = testing::run_first_job(pinned(4, 2, 8, "1f1b"));
+    json j = pinned(4, 2, 8, "1f1b");
+    j["overlap"] = {{"wfbp", true}, {"fusion", "buffer"}, {"bucket_size", "4MB"}};
+    const models::JobResult overlapped = testing::run_first_job(j);
+    CHECK(overlapped.iteration_time_s - one.iteration_time_s ==
+          ddlsim::testing::approx(2.0 * (2e-9 + 2e6 / 450e9)).epsilon(1e-3));
+    CHECK(overlapped.bytes_on_wire_per_iteration == plain.bytes_on_wire_per_iteration);
+    // Without fusion buffers each layer is a bucket of its own: here the same buckets.
+    j["overlap"] = {{"wfbp", true}};
+    CHECK(testing::run_first_job(j).iteration_time_s == overlapped.iteration_time_s);
+    // Megatron's distributed optimizer: a reduce-scatter (1 step of 4 MB), each rank's half of the update, an
+    // all-gather (1 step of 4 MB): the all-reduce's bytes and time, in two collectives.
+    j = pinned(4, 2, 8, "1f1b");
+    j["sharding"] = {{"stage", 1}};
+    const models::JobResult sharded = testing::run_first_job(j);
+    CHECK(sharded.bytes_on_wire_per_iteration ==
+          ddlsim::testing::approx(plain.bytes_on_wire_per_iteration).epsilon(1e-12));
+    CHECK(sharded.collectives_per_iteration == 2.0);
+    CHECK(sharded.iteration_time_s == ddlsim::testing::approx(plain.iteration_time_s).epsilon(1e-6));
+    // Each rank keeps half of the optimizer state (AdamW's two fp32 tensors).
+    j["optimizer"] = "adamw";
+    json replicated = j;
+    replicated.erase("sharding");
+    CHECK(scenario::job_memory(scenario::load_scenario(j).jobs[0]).optimizer ==
+          ddlsim::testing::approx(scenario::job_memory(scenario::load_scenario(replicated).jobs[0]).optimizer / 2)
+              .epsilon(1e-12));
+    // ZeRO-2 and -3 are not modelled with stages: refused at the key, not ignored.
+    j["sharding"] = {{"stage", 3}};
+    CHECK(testing::refused_at(j) == "$.parallelism.pipeline");
 }
 
 TEST_CASE("pipeline: a stage boundary sends the activations forward and their gradients back as flows") {
@@ -132,9 +199,9 @@ TEST_CASE("pipeline: refused where it does not divide or is not modelled yet") {
     CHECK(testing::refused_at(j) == "$.parallelism.schedule");
     // Not a structured binding: clang 14 cannot capture those.
     for (const std::pair<const char*, json>& entry :
-         {std::pair<const char*, json>{"sharding", {{"stage", 1}}},
+         {std::pair<const char*, json>{"sharding", {{"stage", 2}}},
           std::pair<const char*, json>{"compression", {{"kind", "fp16"}}},
-          std::pair<const char*, json>{"overlap", {{"fusion", "buffer"}}},
+          std::pair<const char*, json>{"overlap", {{"fusion", "mgwfbp"}}},
           std::pair<const char*, json>{"sync", {{"kind", "local_sgd"}, {"period", 4}}}}) {
         const std::string key = entry.first;
         CAPTURE(key);

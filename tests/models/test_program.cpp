@@ -43,7 +43,8 @@ struct Bench {
         models::Layer layer;
         layer.name = "l0";
         job.workload.layers.push_back(layer);
-        job.compute.layers.push_back({sim::Time::seconds(kC), sim::Time::seconds(2 * kC), sim::Time::seconds(kC)});
+        job.compute.layers.push_back(
+            {sim::Time::seconds(kC), sim::Time::seconds(2 * kC), sim::Time::seconds(kC), sim::Time::seconds(kC)});
         job.endpoint_hosts.assign(fabric.hosts().begin(), fabric.hosts().end());
     }
 

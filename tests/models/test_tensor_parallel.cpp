@@ -223,6 +223,6 @@ TEST_CASE("tensor parallelism: refused where it does not divide or has nothing t
     CHECK(testing::refused_at(j) == "$.parallelism.sequence_parallel");
     // What is not modelled yet with model parallelism is refused at the block, not ignored.
     j = job(2, 2, false);
-    j["sharding"] = {{"stage", 1}};
+    j["sharding"] = {{"stage", 2}};
     CHECK(testing::refused_at(j) == "$.parallelism.tensor");
 }

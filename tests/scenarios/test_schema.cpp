@@ -344,10 +344,14 @@ TEST_CASE("schema: every default is the loader's (writing it out leaves the reso
             const json explicit_default = ddlsim::scenario::resolved_scenario(*loaded);
             CHECK(plain == explicit_default);
             // The resolved scenario echoes the key, so the comparison above saw it; a pipeline of one stage, a
-            // tensor or expert split over one rank is no model parallelism, which it leaves out as a whole (both sides
-            // above had no parallelism block).
-            if (id == "parallelism" && (key == "pipeline" || key == "tensor" || key == "expert") &&
-                !ctx.at(at).contains("pipeline") && !ctx.at(at).contains("tensor") && !ctx.at(at).contains("expert")) {
+            // tensor, context or expert split over one rank is no model parallelism, which it leaves out as a whole
+            // (both sides above had no parallelism block).
+            const auto degree = [](const std::string& k) {
+                return k == "pipeline" || k == "tensor" || k == "expert" || k == "context";
+            };
+            bool degrees = false;  // the context's own parallelism block names a degree
+            for (const auto& kv : ctx.at(at).items()) degrees = degrees || degree(kv.key());
+            if (id == "parallelism" && degree(key) && !degrees) {
                 CHECK(!explicit_default.contains("parallelism"));
                 continue;
             }
