@@ -115,7 +115,7 @@ TEST_CASE("pipeline: each stage's data-parallel group all-reduces its own layers
           ddlsim::testing::approx(2.0 * one.iteration_time_s / two.iteration_time_s).epsilon(1e-9));
 }
 
-TEST_CASE("pipeline: overlapped buckets leave only the last one after the drain; the distributed optimizer") {
+TEST_CASE("pipeline: overlapped buckets leave only the last one after the drain, and the distributed optimizer") {
     // Two ranks per stage, 1 M fp32 parameters per layer: buckets of 4 MB are one layer each. The last micro-batch's
     // backward issues the upper layer's bucket while the lower layer's 2 ms backward runs; only the lower one's ring
     // (2 steps of 2 MB) follows the drain, against the whole stage's (2 steps of 4 MB) without overlap.
