@@ -10,7 +10,8 @@ double expert_rank_load(const Workload& w, std::uint32_t e, double imbalance) {
     const double cap = w.capacity_factor > 0.0 ? w.capacity_factor : imbalance;
     const double hot = std::max(1.0, std::min(imbalance, cap));
     const double local = static_cast<double>(w.experts) / e;
-    return (hot + local - 1.0) / local;
+    // At most e: the busiest rank cannot take more than every rank's tokens.
+    return std::min((hot + local - 1.0) / local, static_cast<double>(e));
 }
 
 Workload expert_shard(const Workload& w, std::uint32_t e, double load) {

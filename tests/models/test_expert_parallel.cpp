@@ -96,6 +96,9 @@ TEST_CASE("expert parallelism: the busiest rank's load from the busiest expert")
     // Four experts per rank, one of them at 2 x the mean: (2 + 3) / 4.
     CHECK(models::expert_rank_load(w, 2, 2.0) == 1.25);
     CHECK(models::expert_rank_load(w, 8, 1.0) == 1.0);
+    // Top 1 of 8 on 2 ranks, every token to one expert (imbalance 8): (8 + 3) / 4 would exceed the 2 ranks' tokens.
+    w.experts_per_token = 1;
+    CHECK(models::expert_rank_load(w, 2, 8.0) == 2.0);
     // A capacity factor drops what exceeds it: imbalance 3 at capacity 1.5 is 1.5.
     w.capacity_factor = 1.5;
     CHECK(models::expert_rank_load(w, 8, 3.0) == 1.5);
