@@ -162,14 +162,22 @@ namespace {
 struct StageParams {
     double all = 0.0, experts = 0.0;
 };
+StageParams layer_params(const Layer& layer) {
+    StageParams p;
+    for (const Tensor& t : layer.tensors) {
+        p.all += static_cast<double>(t.params);
+        if (t.expert) p.experts += static_cast<double>(t.params);
+    }
+    return p;
+}
 StageParams stage_params(const Workload& w, const std::vector<StageLayers>& chunks) {
     StageParams p;
     for (const StageLayers& st : chunks)
-        for (std::uint32_t l = st.first; l <= st.last; ++l)
-            for (const Tensor& t : w.layers[l].tensors) {
-                p.all += static_cast<double>(t.params);
-                if (t.expert) p.experts += static_cast<double>(t.params);
-            }
+        for (std::uint32_t l = st.first; l <= st.last; ++l) {
+            const StageParams q = layer_params(w.layers[l]);
+            p.all += q.all;
+            p.experts += q.experts;
+        }
     return p;
 }
 
@@ -284,11 +292,9 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
         };
         std::vector<std::vector<Bucket>> buckets(v);
         std::vector<std::uint32_t> issued_buckets;
-        auto dense_params = [&](std::uint32_t l) {
-            double n = 0.0;
-            for (const Tensor& tensor : job.workload.layers[l].tensors)
-                if (!(e > 1 && tensor.expert)) n += static_cast<double>(tensor.params);
-            return n;
+        auto dense_params = [&](std::uint32_t l) {  // what the data group reduces (the experts': their own group)
+            const StageParams q = layer_params(job.workload.layers[l]);
+            return e > 1 ? q.all - q.experts : q.all;
         };
         if (overlap && data_group != kNone)
             for (std::uint32_t j = 0; j < v; ++j) {
