@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -236,10 +237,28 @@ struct ParallelismSpec {
     [[nodiscard]] std::uint32_t stage_ranks(std::uint32_t workers) const {
         return workers / std::max<std::uint32_t>(1, pipeline);
     }
-    /// The stage rank r runs.
-    [[nodiscard]] std::uint32_t stage_of(std::uint32_t r, std::uint32_t workers) const {
-        return r / std::max<std::uint32_t>(1, stage_ranks(workers));
+    /// The ranks of one model replica: pipeline x context x tensor.
+    [[nodiscard]] std::uint32_t replica_ranks() const { return pipeline * context * tensor; }
+
+    // The simulation's rank of (stage s, data rank j, context rank k, tensor rank i): data outermost,
+    // ((j p + s) c + k) t + i, so that replica j + 1's ranks are replica j's shifted by one replica, a shift of the
+    // ranks that maps the job onto itself (flow classes, sim/symmetry.hpp). Where a rank sits among the workers (its
+    // host, its device, its place in results) is `placement`'s, by `order`.
+    [[nodiscard]] std::uint32_t rank(std::uint32_t s, std::uint32_t j, std::uint32_t k, std::uint32_t i) const {
+        return ((j * pipeline + s) * context + k) * tensor + i;
     }
+    /// The stage rank r runs.
+    [[nodiscard]] std::uint32_t stage_of(std::uint32_t r) const { return r / (context * tensor) % pipeline; }
+
+    /// Megatron's rank order (megatron/core/parallel_state.py, RankGenerator): the dimensions from the fastest-varying
+    /// out, "tp", "cp", "dp", "pp" once each and "ep" (optional) just inside "dp" (expert groups are consecutive data
+    /// ranks). Default Megatron's; Llama 3 ran "tp-cp-pp-dp" (arXiv 2407.21783 §3.3.2).
+    std::string order = "tp-cp-ep-dp-pp";
+    /// `order`'s dimensions from the innermost: 0 tensor, 1 context, 2 data, 3 pipeline. Throws
+    /// std::invalid_argument (naming what was expected) for anything else.
+    [[nodiscard]] std::array<std::uint8_t, 4> order_dims() const;
+    /// Where each rank sits among the workers: its coordinates laid out in `order` (rank r -> worker).
+    [[nodiscard]] std::vector<std::uint32_t> placement(std::uint32_t workers) const;
 };
 
 enum class StragglerDistribution { none, lognormal, exponential, periodic };

@@ -20,7 +20,7 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
     double in_flight = 1.0;
     const ParallelismSpec& par = job.parallelism;
     if (par.pipeline > 1) {
-        const std::uint32_t p = par.pipeline, s = par.stage_of(w, job.workers), v = par.chunks();
+        const std::uint32_t p = par.pipeline, s = par.stage_of(w), v = par.chunks();
         const std::uint32_t m = job.gradient_accumulation;
         chunks = program::stage_chunks(program::pipeline_stages(job.workload, par), p, s);
         // The warm-up's forwards and the one more of the steady state (GPipe: all m), in stages' worth.

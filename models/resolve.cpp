@@ -25,6 +25,29 @@ TrainingJob job_of_keys(const JobKeys& keys) {
     return job;
 }
 
+namespace {
+
+// A model-parallel job's programs index its ranks data outermost (ParallelismSpec::rank); rank r sits on worker
+// placement[r] by the job's order, and takes that worker's host, device and straggling.
+void place_ranks(TrainingJob& job) {
+    const std::uint32_t n = job.workers;
+    const std::vector<std::uint32_t> at = job.parallelism.placement(n);
+    std::vector<std::uint32_t> rank_at(n);
+    for (std::uint32_t r = 0; r < n; ++r) rank_at[at[r]] = r;
+    auto permute = [&](auto& per_worker) {
+        if (per_worker.size() < n) return;
+        const auto by_worker = per_worker;
+        for (std::uint32_t r = 0; r < n; ++r) per_worker[r] = by_worker[at[r]];
+    };
+    permute(job.endpoint_hosts);  // the workers' (servers follow, untouched)
+    permute(job.worker_devices);
+    permute(job.worker_compute);
+    for (auto& fixed : job.stragglers.fixed) fixed.first = rank_at.at(fixed.first);
+    for (auto& w : job.stragglers.workers) w = rank_at.at(w);
+}
+
+}  // namespace
+
 TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const JobContext& ctx) {
     TrainingJob job = job_of_keys(keys);
     job.iterations = ctx.iterations;
@@ -57,6 +80,7 @@ TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const J
     }
     job.endpoint_hosts = ctx.worker_hosts;
     job.endpoint_hosts.insert(job.endpoint_hosts.end(), ctx.server_hosts.begin(), ctx.server_hosts.end());
+    if (keys.parallelism.any()) place_ranks(job);
     if (keys.bn_group > 1) {  // SyncBatchNorm: each group of consecutive ranks all-reduces its statistics
         const std::span<const topo::Vertex> ranks(job.endpoint_hosts);
         for (std::uint32_t first = 0; first < keys.workers; first += keys.bn_group) {

@@ -161,6 +161,10 @@ sim::PathCost Comm::path_cost(std::uint32_t a, std::uint32_t b) const {
 }
 
 void Comm::send(std::uint32_t a, std::uint32_t b, sim::Bytes bytes, std::function<void()> done) {
+    if (representatives_only_) {  // a representative's transfer stands for its class's (sim/symmetry.hpp)
+        network_.start(quotient_->route(a, b), bytes, std::move(done));
+        return;
+    }
     if (quotient_ != nullptr) throw sim::SymmetryBroken("a point-to-point transfer has no class form");
     if (!analytic_) {
         network_.start(route(a, b), bytes, std::move(done));
@@ -187,10 +191,16 @@ void Comm::send(std::uint32_t a, std::uint32_t b, sim::Bytes bytes, std::functio
     engine_.at(end + c.latency, std::move(done));
 }
 
-std::unique_ptr<sim::Round> Comm::start_round(const topo::Collective& c, sim::EndpointDone on_done,
-                                              std::uint32_t round) {
+std::unique_ptr<sim::Round> Comm::start_round(const topo::Collective& c, sim::EndpointDone on_done, std::uint32_t round,
+                                              bool local) {
+    if (representatives_only_ && local)
+        return c.start_round(
+            engine_, network_,
+            [this](std::uint32_t a, std::uint32_t b) -> const sim::Route& { return quotient_->route(a, b); },
+            std::move(on_done), round);
     if (quotient_ != nullptr) {
-        auto r = std::make_unique<sim::ClassRound>(engine_, c.endpoints(), quotient_->period(), std::move(on_done));
+        auto r = std::make_unique<sim::ClassRound>(engine_, c.endpoints(), quotient_->period(), std::move(on_done),
+                                                   representatives_only_);
         sim::ClassRound* self = r.get();
         // No shift gives a collective without a class form one (trees, PS, gossip): every transfer at once, not
         // every longer shift first (each attempt builds the trainer again: auto's picks simulate every candidate).
@@ -428,6 +438,19 @@ std::vector<std::uint32_t> class_periods(const topo::Fabric& fabric, const std::
     const TrainingJob& job = jobs.front();
     const std::uint32_t n = job.workers;
     if (n < 2 || job.stragglers.any()) return {};
+    if (job.parallelism.any()) {
+        // A model-parallel job (models/trainer_pipeline.cpp): a shift of the ranks by q model replicas (q: an expert
+        // group's data ranks) maps its programs onto each other (ParallelismSpec::rank), so its first replicas run
+        // for all, where devices are alike and nothing per worker is recorded; the fabric's routes are checked while
+        // running (a shift by more replicas where they are not symmetric).
+        const ParallelismSpec& par = job.parallelism;
+        const std::uint32_t q = job.workload.experts > 0 ? par.expert : 1;
+        if (!job.worker_compute.empty() || job.record_schedule || par.data(n) % q != 0) return {};
+        std::vector<std::uint32_t> periods;
+        for (std::uint32_t p = q * par.replica_ranks(); p <= n / 2 && n % p == 0 && periods.size() < 6; p *= 2)
+            periods.push_back(p);
+        return periods;
+    }
     auto node = [&](std::uint32_t w) { return fabric.node_of(job.endpoint_hosts[w]); };
     std::uint32_t g = 1;
     while (g < n && node(g) == node(0)) ++g;

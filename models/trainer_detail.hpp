@@ -36,10 +36,18 @@ public:
     /// queued behind the transfers already using a's uplink and b's downlink).
     void send(std::uint32_t a, std::uint32_t b, sim::Bytes bytes, std::function<void()> done);
     /// Starts a round of `c`; analytic: every endpoint is done after the closed-form time once all have joined.
+    /// `local`: with representatives only, no part of `c` joins a representative to an image (a model replica's
+    /// tensor group): the round runs as it is, over the quotient's routes.
     [[nodiscard]] std::unique_ptr<sim::Round> start_round(const topo::Collective& c, sim::EndpointDone on_done,
-                                                          std::uint32_t round);
+                                                          std::uint32_t round, bool local = false);
     [[nodiscard]] sim::PathCost path_cost(std::uint32_t a, std::uint32_t b) const;
     [[nodiscard]] sim::Engine& engine() { return engine_; }
+    /// With a quotient, only the representatives (endpoints below its period) run, each standing for its class:
+    /// their sends and rounds are the classes' (a model-parallel job's replicas, models/trainer_pipeline.cpp). Else
+    /// every endpoint runs and the rounds find the classes (the data-parallel trainers).
+    void representatives_only() { representatives_only_ = quotient_ != nullptr; }
+    /// The period of the representatives that run (0: every endpoint runs).
+    [[nodiscard]] std::uint32_t representatives() const { return representatives_only_ ? quotient_->period() : 0; }
 
 private:
     const sim::Route& route(std::uint32_t a, std::uint32_t b) const;
@@ -50,6 +58,7 @@ private:
     const TrainingJob& job_;
     bool analytic_;
     sim::ShiftQuotient* quotient_;
+    bool representatives_only_ = false;
     std::map<const topo::Collective*, sim::Time> closed_form_;
     std::vector<sim::Time> out_free_, in_free_;  ///< analytic: per host, when its NIC is free
 };

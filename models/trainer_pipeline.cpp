@@ -13,6 +13,8 @@ namespace {
 class PipelineTrainer final : public TrainerBase {
 public:
     explicit PipelineTrainer(const TrainerEnv& env) : TrainerBase(env, false) {
+        // Flow classes: the first replicas run for all (trainer.cpp class_periods).
+        if (env.quotient != nullptr) comm_.representatives_only();
         program::Planner& planner = plan_.planner();
         const topo::Fabric& fabric = env.fabric;
         const auto same_machine = [&](std::uint32_t a, std::uint32_t b) {
@@ -46,6 +48,12 @@ public:
         // A step is gradient_accumulation micro-batches of batch_size samples on each of the d model replicas (a
         // replica's context ranks share its samples).
         fill_result(job_, clocks_, job_.iterations, static_cast<double>(d) * job_.batch_size, r);
+        // The clocks are per rank; results list the workers, where the ranks sit (ParallelismSpec::placement).
+        if (r.workers.size() == job_.workers) {
+            const std::vector<std::uint32_t> at = job_.parallelism.placement(job_.workers);
+            const auto by_rank = r.workers;
+            for (std::uint32_t w = 0; w < job_.workers; ++w) r.workers[at[w]] = by_rank[w];
+        }
         const program::PipelineTotals& t = totals_;
         r.bytes_on_wire_per_iteration = t.wire + t.p2p_bytes + t.tensor_wire + t.expert_wire + t.context_wire;
         r.machine_bytes_per_iteration =

@@ -209,6 +209,22 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
                 "divide the data-parallel ranks and the model's experts)",
                 {1, 65536})
                 .with_default(1),
+            key("order", &P::order,
+                "how the ranks sit on the workers (so which traffic crosses which links): the dimensions from the "
+                "fastest-varying out, Megatron's rank order; \"tp\", \"cp\", \"dp\", \"pp\" once each and "
+                "\"ep\" optionally just before \"dp\" (default \"tp-cp-ep-dp-pp\", Megatron's: each tensor group on "
+                "consecutive workers, each stage on a block; Llama 3 ran \"tp-cp-pp-dp\", each model replica on a "
+                "block)")
+                .when([](const P& p) { return p.any(); },
+                      "applies with model parallelism only (tensor, pipeline, context or expert > 1)")
+                .and_then([](P& p, const std::string& path) {
+                    try {
+                        (void)p.order_dims();
+                    } catch (const std::invalid_argument& e) {
+                        throw ScenarioError(path, e.what());
+                    }
+                })
+                .with_default("tp-cp-ep-dp-pp"),
             key("expert_imbalance", &P::expert_imbalance,
                 "the busiest expert's tokens over the mean (default 1: balanced routing; at most experts / "
                 "experts_per_token): its rank runs more expert work and receives more tokens (an uneven all-to-all), "

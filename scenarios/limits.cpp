@@ -159,14 +159,18 @@ constexpr double kCoupledCostScale = 3.3, kCoupledCostPower = 0.55, kCoupledCost
 // Wall seconds the flow model takes for one job: its events at the base rate, times the cost of re-solving the
 // flows that share links at each event.
 // Flow classes (sim/symmetry.hpp): how many transfers one simulated transfer may stand for, m = workers / GPUs per
-// node, where the run is of a kind that can be symmetric (one job on the flow network, no stragglers, no
-// compression, a symmetric scheme (its descriptor: bsp, local SGD) over rings: ring all-reduce or sharding); 1
-// elsewhere. Whether it is symmetric is found while it runs (models::simulate); one that is not reruns in full, checked
-// first against the full estimate (check_full_run).
+// node (a model-parallel job: its replicas over an expert group's), where the run is of a kind that can be symmetric
+// (one job on the flow network, no stragglers, no compression, a symmetric scheme (its descriptor: bsp, local SGD) over
+// rings: ring all-reduce or sharding); 1 elsewhere. Whether it is symmetric is found while it runs (models::simulate);
+// one that is not reruns in full, checked first against the full estimate (check_full_run).
 double class_multiplicity(const Scenario& s, const JobSpec& j) {
     if (!s.flow_classes || s.network_model != NetworkModel::flow || s.jobs.size() != 1 || j.stragglers.any() ||
         j.compression.kind != "none" || !models::sync_scheme(j.sync.kind).symmetric)
         return 1.0;
+    if (j.parallelism.any()) {  // model parallelism: one expert group's replicas run for all (models/trainer.cpp)
+        const double q = j.workload.experts > 0 ? j.parallelism.expert : 1.0, d = j.parallelism.data(j.workers);
+        return j.worker_devices.empty() && std::fmod(d, q) == 0.0 && d / q >= 2.0 ? d / q : 1.0;
+    }
     const auto& a = j.architecture;
     const bool rings =
         j.sharding.any() || (a.kind == topo::ArchKind::allreduce && a.algorithm == topo::AllreduceAlgorithm::ring);
@@ -181,6 +185,7 @@ double class_multiplicity(const Scenario& s, const JobSpec& j) {
 double run_events(const Scenario& s, const JobSpec& j) {
     const double full = job_events(s, j), m = class_multiplicity(s, j);
     if (m <= 1.0) return full;
+    if (j.parallelism.any()) return full / m;  // the images run nothing
     return full / m + 8.0 * j.workers * s.iterations * std::max(1.0, messages_per_iteration(j));
 }
 

@@ -373,7 +373,7 @@ models::MemoryEstimate job_memory(const JobSpec& j) {
     // With pipeline stages, the most loaded stage (the first keeps the most micro-batches, the last the head).
     for (std::uint32_t s = 1; s < j.parallelism.pipeline; ++s) {
         const models::MemoryEstimate e =
-            models::memory_per_gpu(job, j.optimizer, s * j.parallelism.stage_ranks(j.workers));
+            models::memory_per_gpu(job, j.optimizer, j.parallelism.rank(s, 0, 0, 0));
         if (e.total() > m.total()) m = e;
     }
     return m;

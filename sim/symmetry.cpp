@@ -1,6 +1,7 @@
 #include "sim/symmetry.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace ddlsim::sim {
 
@@ -75,16 +76,23 @@ const Route& ShiftQuotient::route(std::uint32_t src, std::uint32_t dst) {
     return routes_.emplace(key, std::move(r)).first->second;
 }
 
-ClassRound::ClassRound(const Engine& engine, std::uint32_t endpoints, std::uint32_t period, EndpointDone on_done)
+ClassRound::ClassRound(const Engine& engine, std::uint32_t endpoints, std::uint32_t period, EndpointDone on_done,
+                       bool representatives_only)
     : engine_(engine),
       n_(endpoints),
       p_(period),
       on_done_(std::move(on_done)),
-      gate_(endpoints, 0),
-      opened_(period, 0),
-      first_(period) {}
+      gate_(representatives_only ? 0 : endpoints, 0),
+      opened_(representatives_only ? 0 : period, 0),
+      first_(representatives_only ? 0 : period),
+      representatives_only_(representatives_only) {}
 
 void ClassRound::open(std::uint32_t e) {
+    if (representatives_only_) {
+        if (e >= p_) throw std::logic_error("class round: only representatives open");
+        inner_->open(e);
+        return;
+    }
     if (gate_[e] != 0) return;
     gate_[e] = 1;
     const std::uint32_t c = e % p_;
@@ -96,6 +104,10 @@ void ClassRound::open(std::uint32_t e) {
 }
 
 void ClassRound::class_done(std::uint32_t c) {
+    if (representatives_only_) {
+        on_done_(c);
+        return;
+    }
     for (std::uint32_t e = c; e < n_; e += p_) on_done_(e);
 }
 

@@ -72,7 +72,11 @@ private:
 /// completions go to class_done) before opening any gate.
 class ClassRound final : public Round {
 public:
-    ClassRound(const Engine& engine, std::uint32_t endpoints, std::uint32_t period, EndpointDone on_done);
+    /// `representatives_only`: only the representatives (endpoints below the period) run and open their gates, each
+    /// standing for its class, whose other members are its images by construction; completions are reported for the
+    /// representatives only.
+    ClassRound(const Engine& engine, std::uint32_t endpoints, std::uint32_t period, EndpointDone on_done,
+               bool representatives_only = false);
     void set_inner(std::unique_ptr<Round> inner) { inner_ = std::move(inner); }
     void open(std::uint32_t e) override;
     void class_done(std::uint32_t c);
@@ -86,6 +90,7 @@ private:
     std::vector<char> gate_;             ///< per endpoint: opened
     std::vector<std::uint32_t> opened_;  ///< per class: members whose gate is open
     std::vector<Time> first_;            ///< per class: when its first member opened
+    bool representatives_only_;
 };
 
 }  // namespace ddlsim::sim

@@ -4,7 +4,8 @@
 // runs in its own child process so that its peak resident memory is its own.
 //   build/ddlsim_bench            all cases (the 16,384-worker ring takes minutes)
 //   build/ddlsim_bench --quick    up to 4,096 workers
-//   build/ddlsim_bench --scale [--full]   one step of Llama 3 70B HSDP and ResNet-50 DDP on DGX H100 rails, 256 to
+//   build/ddlsim_bench --scale [--full]   one step of Llama 3 70B HSDP, ResNet-50 DDP and Llama 3 405B in 3D
+//                                         parallelism (TP 8, PP 16) on DGX H100 rails, 256 to
 //                                         16,384 workers (--full: and 131,072), with flow classes (sim/symmetry.hpp);
 //                                         up to 16,384 the median wall time of 5 runs
 //   build/ddlsim_bench --startup [DDLSIM]   only the start-up of `ddlsim check` on a small example
@@ -66,7 +67,19 @@ nlohmann::json scale_scenario(const std::string& kind, int workers) {
         {"iterations", 1},
         {"device", {{"name", "H100"}, {"precision", "bf16"}}},
         {"network", {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"spines", 8}, {"transport", "ideal"}}}};
-    if (kind == "hsdp") {
+    if (kind == "3d") {  // Llama 3 405B as its paper ran it (arXiv 2407.21783 §3.3.2): TP 8, PP 16, the rest DP
+        j["model"] = {{"name", "llama3_405b"}, {"dtype", "bf16"}};
+        j["batch_size"] = 1;
+        j["gradient_accumulation"] = 16;
+        j["activation_checkpointing"] = "full";
+        j["optimizer"] = "adamw";
+        j["parallelism"] = {{"tensor", 8},
+                            {"sequence_parallel", true},
+                            {"pipeline", 16},
+                            {"first_stage_layers", 7},
+                            {"last_stage_layers", 7}};
+        j["sharding"] = {{"stage", 1}};
+    } else if (kind == "hsdp") {
         j["model"] = {{"name", "llama3_70b"}, {"dtype", "bf16"}};
         j["batch_size"] = 1;
         j["activation_checkpointing"] = "full";
@@ -99,9 +112,9 @@ bool in_child(F&& f) {
 
 int scale(bool full) {
     constexpr int kRepeats = 5;
-    fmt::print("{:<22}{:>9}{:>17}{:>7}{:>16}{:>12}{:>10}{:>10}\n", "case (one step)", "workers", "iteration s", "shift",
+    fmt::print("{:<28}{:>9}{:>17}{:>7}{:>16}{:>12}{:>10}{:>10}\n", "case (one step)", "workers", "iteration s", "shift",
                "transfers", "events", "wall s", "peak MiB");
-    for (const char* kind : {"hsdp", "ddp"})
+    for (const char* kind : {"hsdp", "ddp", "3d"})
         for (const int n : {256, 1024, 4096, 16384, 131072}) {
             if (!full && n > 16384) continue;
             // At 256 and 1,024 workers also every transfer (--no-flow-classes), for the difference.
@@ -123,8 +136,11 @@ int scale(bool full) {
                     r.wall_time_s = walls[walls.size() / 2];
                     rusage ru{};
                     getrusage(RUSAGE_SELF, &ru);
-                    fmt::print("{:<22}{:>9}{:>17.13g}{:>7}{:>16}{:>12}{:>10.2f}{:>10.1f}\n",
-                               fmt::format("{}{}", kind == std::string("hsdp") ? "llama3-70b hsdp" : "resnet50 ddp",
+                    fmt::print("{:<28}{:>9}{:>17.13g}{:>7}{:>16}{:>12}{:>10.2f}{:>10.1f}\n",
+                               fmt::format("{}{}",
+                                           kind == std::string("hsdp") ? "llama3-70b hsdp"
+                                           : kind == std::string("3d") ? "llama3-405b tp8 pp16"
+                                                                       : "resnet50 ddp",
                                            classes ? "" : " (all)"),
                                n, r.jobs[0].iteration_time_s, r.flow_class_period, r.transfers, r.events, r.wall_time_s,
                                static_cast<double>(ru.ru_maxrss) / 1024.0);

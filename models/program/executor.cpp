@@ -20,6 +20,7 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
       job_(job),
       timeline_(timeline),
       hooks_(std::move(hooks)),
+      reps_(comm.representatives()),
       ws_(job.workers) {
     if (set_.programs.empty()) throw std::logic_error("executor: no program");
     if (set_.calls.size() >= (std::size_t{1} << 28)) throw std::logic_error("executor: at most 2^28 calls");
@@ -47,12 +48,12 @@ Executor::Executor(const ProgramSet& programs, Planner& planner, detail::Comm& c
     joiners_.assign(set_.calls.size(), 0);
     for (std::size_t c = 0; c < set_.calls.size(); ++c) {
         if (!set_.program_of.empty()) {
-            for (const std::uint32_t p : set_.program_of) joiners_[c] += issues[p][c] != 0 ? 1 : 0;
+            for (std::uint32_t r = 0; r < running(); ++r) joiners_[c] += issues[set_.program_of[r]][c] != 0 ? 1 : 0;
             continue;
         }
         bool any = false;
         for (const auto& p : issues) any = any || p[c] != 0;
-        joiners_[c] = any ? job_.workers : 0;
+        joiners_[c] = any ? running() : 0;
     }
 }
 
@@ -77,7 +78,21 @@ void Executor::wait_on(std::uint32_t w, std::uint8_t what) {
 }
 
 void Executor::start() {
-    for (std::uint32_t w = 0; w < job_.workers; ++w) begin_iteration(w);
+    for (std::uint32_t w = 0; w < running(); ++w) begin_iteration(w);
+}
+
+bool Executor::local(const CommOp& op) {
+    if (reps_ == 0) return false;
+    const auto [it, fresh] = local_.try_emplace(op.group, true);
+    if (fresh)
+        for (const auto& part : planner_.parts(op.group)) {
+            const auto images = std::count_if(part.begin(), part.end(), [&](std::uint32_t r) { return r >= reps_; });
+            if (images > 0 && images < static_cast<std::ptrdiff_t>(part.size())) {
+                it->second = false;
+                break;
+            }
+        }
+    return it->second;
 }
 
 sim::Time Executor::duration(std::uint32_t w, const Compute& c) const {
@@ -110,6 +125,12 @@ void Executor::begin_iteration(std::uint32_t w) {
     W& s = ws_[w];
     if (s.iter == job_.iterations) {
         clocks_[w].finished = engine_.now();
+        // A representative's images ran what it ran.
+        for (std::uint32_t image = w + reps_; reps_ != 0 && image < job_.workers; image += reps_) {
+            clocks_[image] = clocks_[w];
+            std::copy_n(waited_.begin() + static_cast<std::ptrdiff_t>(w) * buckets_, buckets_,
+                        waited_.begin() + static_cast<std::ptrdiff_t>(image) * buckets_);
+        }
         return;
     }
     s.pc = 0;
@@ -313,7 +334,8 @@ Executor::RoundState& Executor::round(std::uint32_t i, std::uint32_t call, std::
     RoundState& r = rounds_[key];
     r.endpoints_left = joiners_[call] + (c.endpoints() - std::min(c.endpoints(), job_.workers));
     r.runner = comm_.start_round(
-        c, [this, i, call, p](std::uint32_t e) { phase_done(i, call, p, e); }, i / set_.round_period);
+        c, [this, i, call, p](std::uint32_t e) { phase_done(i, call, p, e); }, i / set_.round_period,
+        local(set_.calls[call].phases[p]));
     for (std::uint32_t e = job_.workers; e < c.endpoints(); ++e) r.runner->open(e);  // servers, switches: ready
     return r;
 }

@@ -10,8 +10,10 @@
 // sends, a trainer's own: DiLoCo's outer steps) runs (1 + overlap_slowdown) longer, unless it is marked not to. Each
 // iteration starts with the rank's straggler delay and slowdown (models/stragglers.hpp).
 //
-// Flow classes (sim/symmetry.hpp) need nothing from here: ranks running the same program on symmetric groups move
-// through the same rounds at the same times, which the engine finds while running.
+// Flow classes (sim/symmetry.hpp): ranks running the same program on symmetric groups move through the same rounds
+// at the same times, which the engine finds while running. Or, where the communicator runs representatives only
+// (detail::Comm::representatives_only: a model-parallel job, whose replicas are each other's images by construction),
+// only the ranks below the quotient's period run; each stands for its class, whose clocks and waits are its own.
 #pragma once
 
 #include <compare>
@@ -137,7 +139,11 @@ private:
     std::uint32_t buckets_ = 1;           ///< streams + 1: where waited_ keeps each rank's waits
     std::vector<sim::Time> waited_;       ///< per rank and bucket (streams, then receives)
     std::vector<std::uint32_t> issued_;   ///< per program: calls issued in one iteration
-    std::vector<std::uint32_t> joiners_;  ///< per call: the ranks that issue it
+    std::vector<std::uint32_t> joiners_;  ///< per call: the ranks that issue it (that run)
+    std::uint32_t reps_ = 0;              ///< the ranks that run, each for its class (0: every rank)
+    std::map<GroupId, bool> local_;       ///< per group: no part joins a representative to an image
+    [[nodiscard]] bool local(const CommOp& op);
+    [[nodiscard]] std::uint32_t running() const { return reps_ != 0 ? reps_ : job_.workers; }
     std::vector<W> ws_;
     std::unordered_map<std::uint64_t, RoundState> rounds_;
     std::map<MessageKey, char> arrived_;  ///< sends landed and not yet received

@@ -199,7 +199,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                             const std::function<bool(std::uint32_t, std::uint32_t)>& same_machine,
                             PipelineTotals& totals) {
     const ParallelismSpec& par = job.parallelism;
-    const std::uint32_t p = par.pipeline, t = par.tensor, d = par.data(job.workers), sr = par.stage_ranks(job.workers);
+    const std::uint32_t p = par.pipeline, t = par.tensor, d = par.data(job.workers);
     const std::uint32_t e = job.workload.experts > 0 ? par.expert : 1, cp = par.context, dc = d * cp;
     const std::uint32_t m = job.gradient_accumulation;
     const bool sp = t > 1 && par.sequence_parallel;
@@ -235,18 +235,21 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
         return boundary_bytes_per_sample(job.workload, stages[vs].last, element_bytes) * job.batch_size * share;
     };
     for (std::uint32_t s = 0; s < p; ++s) {
-        // Peers: the same data and tensor rank of the stage after (rank + d t; after the last stage, the first's next
+        // The stage's rank of data rank j, context rank k and tensor rank i (ParallelismSpec::rank: data outermost;
+        // where it sits among the workers is the placement's, by `order`).
+        auto rank_of = [&](std::uint32_t j, std::uint32_t k, std::uint32_t i) { return par.rank(s, j, k, i); };
+        // Peers: the same data, context and tensor rank of the stage after (after the last stage, the first's next
         // chunk) and of the stage before. The program is the stage's, the peers relative.
-        const std::int64_t next = s + 1 < p ? static_cast<std::int64_t>(sr) : -static_cast<std::int64_t>((p - 1) * sr);
-        const std::int64_t prev = s > 0 ? -static_cast<std::int64_t>(sr) : static_cast<std::int64_t>((p - 1) * sr);
-        // Megatron's order tp-cp-ep-dp-pp: the stage's rank of data rank j, context rank k and tensor rank i is
-        // s sr + (j c + k) t + i. Its tensor-parallel groups: t consecutive ranks, one per (data, context) rank.
-        auto rank_of = [&](std::uint32_t j, std::uint32_t k, std::uint32_t i) { return s * sr + (j * cp + k) * t + i; };
+        const std::int64_t next =
+            static_cast<std::int64_t>(par.rank(s + 1 < p ? s + 1 : 0, 0, 0, 0)) - rank_of(0, 0, 0);
+        const std::int64_t prev =
+            static_cast<std::int64_t>(par.rank(s > 0 ? s - 1 : p - 1, 0, 0, 0)) - rank_of(0, 0, 0);
+        // Its tensor-parallel groups: the t tensor ranks of each (data, context) rank.
         GroupId tensor_group = 0;
         if (t > 1) {
             Partition part(dc);
             for (std::uint32_t j = 0; j < dc; ++j)
-                for (std::uint32_t i = 0; i < t; ++i) part[j].push_back(s * sr + j * t + i);
+                for (std::uint32_t i = 0; i < t; ++i) part[j].push_back(rank_of(j / cp, j % cp, i));
             tensor_group = planner.add_group(fmt::format("stage {} tensor", s), std::move(part));
         }
         // Its context-parallel rings: the c context ranks of each data and tensor rank.
@@ -278,7 +281,10 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
         auto grad_group = [&](const char* name, std::uint32_t groups, std::uint32_t stride, std::uint32_t size) {
             Partition part(groups);
             for (std::uint32_t i = 0; i < groups; ++i)
-                for (std::uint32_t j = 0; j < size; ++j) part[i].push_back(s * sr + (i / t) * t + j * stride + i % t);
+                for (std::uint32_t j = 0; j < size; ++j) {
+                    const std::uint32_t f = i / t + j * (stride / t);  // its data x context rank, j c + k
+                    part[i].push_back(rank_of(f / cp, f % cp, i % t));
+                }
             return planner.add_group(fmt::format("stage {} {}", s, name), std::move(part));
         };
         constexpr GroupId kNone = ~GroupId{0};
@@ -555,9 +561,10 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             sync("expert data", CollectiveKind::all_gather, expert_group_data, params.experts);
         }
         set.programs.push_back(std::move(prog));
-        for (std::uint32_t r = 0; r < sr; ++r) {
-            set.program_of.push_back(s);
-            const std::uint32_t rank = s * sr + r;
+        set.program_of.resize(job.workers);
+        for (std::uint32_t r = 0; r < dc * t; ++r) {
+            const std::uint32_t rank = rank_of(r / t / cp, r / t % cp, r % t);
+            set.program_of[rank] = s;
             for (std::uint32_t j = 0; j < v; ++j) {  // forward to the next stage and its gradients back
                 const std::uint32_t vs = j * p + s;
                 if (vs + 1 == V) continue;

@@ -346,3 +346,36 @@ TEST_CASE("pipeline: interleaving is refused where Megatron's schedule cannot ru
     j["parallelism"]["virtual_stages"] = 2;  // only with interleaving
     CHECK(testing::refused_at(j) == "$.parallelism.virtual_stages");
 }
+
+TEST_CASE("pipeline: the rank order decides which traffic crosses machines") {
+    // Llama 3 8B in 8 stages on two DGX H100 nodes (two replicas). Megatron's order (pp outermost) puts stages 0-3
+    // on one machine and 4-7 on the other: of the 7 stage boundaries one crosses machines, and each stage's two data
+    // ranks share a machine. Llama 3's "tp-cp-pp-dp" puts each replica on one machine: no send leaves it, every
+    // data-parallel pair crosses.
+    json j = {{"workers", 16},
+              {"model", {{"name", "llama3_8b"}, {"dtype", "bf16"}}},
+              {"batch_size", 1},
+              {"gradient_accumulation", 8},
+              {"iterations", 1},
+              {"device", {{"name", "H100"}, {"precision", "bf16"}}},
+              {"network", {{"topology", "two_tier"}, {"node", "dgx_h100"}, {"bandwidth", "400Gbps"}}},
+              {"parallelism", {{"pipeline", 8}}}};
+    const models::JobResult megatron = testing::run_first_job(j);
+    REQUIRE(megatron.bytes_by_dimension.has_value());
+    CHECK(megatron.machine_bytes_per_iteration ==
+          ddlsim::testing::approx(megatron.bytes_by_dimension->pipeline / 7).epsilon(1e-12));
+    j["parallelism"]["order"] = "tp-cp-pp-dp";
+    const models::JobResult llama3 = testing::run_first_job(j);
+    CHECK(llama3.machine_bytes_per_iteration ==
+          ddlsim::testing::approx(llama3.bytes_by_dimension->data).epsilon(1e-12));
+    // The same bytes on the wire either way: the order places ranks, it changes no message.
+    CHECK(llama3.bytes_on_wire_per_iteration == megatron.bytes_on_wire_per_iteration);
+    // "ep" belongs just inside "dp"; every dimension once.
+    for (const char* bad : {"tp-cp-dp", "tp-cp-dp-pp-tp", "tp-ep-cp-dp-pp", "tp-cp-dp-ep-pp", "tp-cp-xp-dp-pp", ""}) {
+        CAPTURE(bad);
+        j["parallelism"]["order"] = bad;
+        CHECK(testing::refused_at(j) == "$.parallelism.order");
+    }
+    j["parallelism"]["order"] = "pp-dp-cp-tp";  // any permutation
+    CHECK(testing::refused_at(j) == "accepted");
+}

@@ -129,3 +129,62 @@ TEST_CASE("flow classes: a straggler or hashed spines keep every transfer") {
     check_same(hashed);
     CHECK(hashed.classes.flow_class_period == 0);
 }
+
+TEST_CASE("flow classes: a model-parallel job's first replicas run for all of them") {
+    // Replica j + 1 of a model-parallel job is replica j shifted (ParallelismSpec::rank), so its first replicas (those
+    // of one expert group with experts) run for all. Tensor and pipeline with data, the distributed optimizer with
+    // overlapped buckets, context rings, Llama 3's order, experts' all-to-alls: the same result as every rank and
+    // transfer simulated, with fewer events, and the period a whole number of replicas.
+    const json base = {{"model", {{"name", "llama3_8b"}, {"dtype", "bf16"}}},
+                       {"batch_size", 1},
+                       {"gradient_accumulation", 8},
+                       {"iterations", 2},
+                       {"device", {{"name", "H100"}, {"precision", "bf16"}}},
+                       {"network", {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"spines", 4}}}};
+    struct Case {
+        const char* name;
+        json patch;
+        std::uint32_t replica;  // ranks of the shift's unit: pipeline x context x tensor (x expert)
+    };
+    const Case cases[] = {
+        {"tp8 pp2 dp2, distributed optimizer, overlap",
+         {{"workers", 32},
+          {"parallelism", {{"tensor", 8}, {"pipeline", 2}, {"sequence_parallel", true}}},
+          {"sharding", {{"stage", 1}}},
+          {"overlap", {{"wfbp", true}}}},
+         16},
+        {"tp8 cp2 pp2 dp2",
+         {{"workers", 64},
+          {"model", {{"name", "llama3_8b"}, {"dtype", "bf16"}, {"seq_len", 8192}}},
+          {"parallelism", {{"tensor", 8}, {"context", 2}, {"pipeline", 2}}}},
+         32},
+        {"tp8 pp2 dp4 in Llama 3's order",
+         {{"workers", 64}, {"parallelism", {{"tensor", 8}, {"pipeline", 2}, {"order", "tp-cp-pp-dp"}}}},
+         16},
+        {"pp4 dp8 gpipe", {{"workers", 32}, {"parallelism", {{"pipeline", 4}, {"schedule", "gpipe"}}}}, 4},
+        {"qwen3 30b ep8 pp2 dp16",
+         {{"workers", 32},
+          {"model", {{"name", "qwen3_30b_a3b"}, {"dtype", "bf16"}}},
+          {"parallelism", {{"pipeline", 2}, {"expert", 8}, {"expert_imbalance", 2}}},
+          {"network", {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"spines", 4}, {"routing", "dmodk"}}}},
+         16},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        json j = base;
+        j.merge_patch(c.patch);
+        const Both b = run_both(j);
+        check_same(b);
+        REQUIRE(b.classes.flow_class_period > 0);
+        CHECK(b.classes.flow_class_period % c.replica == 0);
+        CHECK(b.classes.events < b.full.events);
+        // Every worker's result is its representative's (the images ran what it ran).
+        const auto& wc = b.classes.jobs[0].workers;
+        const auto& wf = b.full.jobs[0].workers;
+        REQUIRE(wc.size() == wf.size());
+        for (std::size_t w = 0; w < wc.size(); ++w) {
+            CHECK(std::abs(wc[w].idle_s - wf[w].idle_s) <= 1e-9);
+            CHECK(wc[w].iterations == wf[w].iterations);
+        }
+    }
+}
