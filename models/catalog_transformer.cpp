@@ -46,20 +46,28 @@ void add_attention_core(Layer& layer, std::int64_t seq, std::int64_t d, double s
     const double tokens = static_cast<double>(seq * d);
     const double half = attention_matmul_flops(seq, d) / 2.0, half_v = attention_matmul_flops(seq, v) / 2.0;
     layer.fwd_flops += half + half_v;
+    const std::size_t first = layer.parts.size();
     layer.parts.push_back(LayerPart{.kind = PartKind::attention,
                                     .flops = half,
                                     .activations = 2.0 * tokens + scores,  // read Q, K; write the scores
                                     .rows_per_sample = static_cast<double>(seq),
                                     .cols = static_cast<double>(seq),
-                                    .gemms_per_sample = heads});
+                                    .gemms_per_sample = heads,
+                                    .scores = scores});
     add_memory(layer, PartKind::elementwise, score_passes, scores);
     add_memory(layer, PartKind::norm, 2.0, scores, true);  // softmax
+    layer.parts.back().scores = 2.0 * scores;
     layer.parts.push_back(LayerPart{.kind = PartKind::attention,
                                     .flops = half_v,
                                     .activations = scores + 2.0 * static_cast<double>(seq * v),  // read P, V; write
                                     .rows_per_sample = static_cast<double>(seq),
                                     .cols = head_dim,
-                                    .gemms_per_sample = heads});
+                                    .gemms_per_sample = heads,
+                                    .scores = scores});
+    for (std::size_t i = first; i < layer.parts.size(); ++i) {
+        layer.parts[i].attention_core = true;
+        if (layer.parts[i].kind == PartKind::elementwise) layer.parts[i].scores = layer.parts[i].activations;
+    }
     add_memory(layer, PartKind::elementwise, 2.0, static_cast<double>(seq * v));  // merge heads: permute + copy
 }
 
@@ -77,7 +85,8 @@ void add_flash_attention(Layer& layer, std::int64_t seq, std::int64_t d, std::in
                                     .activations = static_cast<double>(seq * (d + v)) + 2.0 * kv_tokens,  // Q, K, V, O
                                     .rows_per_sample = static_cast<double>(seq),
                                     .cols = static_cast<double>(v) / heads,
-                                    .gemms_per_sample = heads});
+                                    .gemms_per_sample = heads,
+                                    .attention_core = true});
 }
 
 /// Attention between the projections with the given kernel (eager: add_attention_core's `score_passes`).

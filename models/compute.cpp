@@ -454,6 +454,21 @@ void add_recomputation(ComputeProfile& p, const Workload& w) {
         }
 }
 
+void add_selective_recomputation(ComputeProfile& p, const Workload& w, const DeviceSpec& d, std::uint32_t batch) {
+    for (std::size_t l = 0; l < p.layers.size() && l < w.layers.size(); ++l) {
+        double core = 0.0, all = 0.0;
+        for (const LayerPart& part : w.layers[l].parts) {
+            const double s = part_seconds(part, d, batch, false);
+            all += s;
+            if (part.attention_core) core += s;
+        }
+        if (core <= 0.0 || all <= 0.0) continue;
+        const sim::Time again = sim::Time::seconds(p.layers[l].fwd.seconds() * core / all);
+        p.layers[l].bwd += again;
+        p.bwd += again;
+    }
+}
+
 bool has_batchnorm(const Workload& w) {
     if (w.family != ModelFamily::cnn) return false;
     for (const Layer& l : w.layers)

@@ -80,6 +80,9 @@ struct ComputeProfile {
 /// Full activation checkpointing: every checkpointed layer (models/workload.hpp `checkpointed`) runs its forward
 /// again in backward, so its backward time grows by its forward time; the totals follow.
 void add_recomputation(ComputeProfile& p, const Workload& w);
+/// Selective recomputation: each layer's backward reruns its attention core's forward (LayerPart::attention_core),
+/// that part's share of the layer's forward time on `d` at `batch` samples.
+void add_selective_recomputation(ComputeProfile& p, const Workload& w, const DeviceSpec& d, std::uint32_t batch);
 
 /// Whether the model has BatchNorm layers (the built-in CNNs' norm parts; catalog_cnn.cpp).
 [[nodiscard]] bool has_batchnorm(const Workload& w);

@@ -12,6 +12,7 @@ Workload context_shard(const Workload& w, std::uint32_t c) {
         for (LayerPart& p : layer.parts) {
             p.flops *= inv;
             p.activations *= inv;
+            p.scores *= inv;
             p.elements *= inv;
             p.bytes *= inv;
             p.rows_per_sample *= inv;  // a GEMM's rows are tokens; attention's, the rank's queries

@@ -296,6 +296,7 @@ struct JobKeys {
     /// gradient_accumulation x batch_size samples per worker, synchronised once.
     std::uint32_t gradient_accumulation = 1;
     bool activation_checkpointing = false;      ///< full: recompute each block's forward in backward (compute.hpp)
+    bool selective_recomputation = false;       ///< selective: recompute attention's core only (LayerPart)
     double bytes_per_param = 4.0;               ///< gradient element size (model.dtype)
     Optimizer optimizer = Optimizer::momentum;  ///< the optimizer the update streams through memory
     std::uint32_t bn_group = 1;  ///< GPUs that synchronise their BatchNorm statistics (SyncBatchNorm; 1: none)

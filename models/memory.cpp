@@ -48,10 +48,12 @@ MemoryEstimate memory_per_gpu(const TrainingJob& job, Optimizer optimizer, std::
         m.optimizer += 8.0 * params * job.sync.islands / static_cast<double>(std::max<std::uint32_t>(1, job.workers));
     double kept = 0.0;  // activation elements kept per sample
     const auto& layers = job.workload.layers;
-    auto layer_kept = [](const Layer& l) {
+    // Selective recomputation keeps nothing of the attention scores (LayerPart::scores): they are recomputed.
+    auto layer_kept = [&job](const Layer& l) {
         double k = 0.0;
         for (const LayerPart& p : l.parts)
-            if (p.kind != PartKind::elementwise) k += p.activations / 2.0;  // in-place ReLU, adds: nothing new
+            if (p.kind != PartKind::elementwise)  // in-place ReLU, adds: nothing new
+                k += (p.activations - (job.selective_recomputation ? p.scores : 0.0)) / 2.0;
         return k;
     };
     // Full checkpointing keeps each checkpointed segment's input (a block's, or a layer's: its first kernel's read

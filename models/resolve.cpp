@@ -100,6 +100,11 @@ TrainingJob resolve_job(const JobKeys& keys, const topo::Fabric& fabric, const J
         add_recomputation(job.compute, job.workload);
         for (auto& wc : job.worker_compute) add_recomputation(wc, job.workload);
     }
+    if (keys.selective_recomputation) {
+        add_selective_recomputation(job.compute, job.workload, keys.device, keys.batch_size);
+        for (std::size_t w = 0; w < job.worker_compute.size(); ++w)
+            add_selective_recomputation(job.worker_compute[w], job.workload, keys.worker_devices[w], keys.batch_size);
+    }
     // Gradient accumulation: k - 1 micro-batches of forward and backward before the last.
     const double extra = static_cast<double>(keys.gradient_accumulation - 1);
     job.compute.accumulation = scaled(job.compute.fwd + job.compute.bwd, extra);

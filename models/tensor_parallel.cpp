@@ -159,6 +159,7 @@ Workload tensor_shard(const Workload& w, std::uint32_t t, bool sequence_parallel
                     p.flops *= inv;
                     p.weights *= inv;
                     p.activations *= inv;
+                    p.scores *= inv;
                     p.elements *= inv;
                     p.bytes *= inv;
                     p.gemms_per_sample *= inv;

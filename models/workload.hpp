@@ -82,6 +82,13 @@ struct LayerPart {
     double gemms_per_sample = 0.0;
     /// A GEMM tensor parallelism runs whole on every tensor rank, outside its regions (Tensor::replicated).
     bool replicated = false;
+    /// Attention's core between the projections: Q K^T, the passes over the scores, softmax, the weighted values (or
+    /// the fused FlashAttention kernel): what selective recomputation reruns in backward (Korthikanti et al., arXiv
+    /// 2205.05198, §5).
+    bool attention_core = false;
+    /// Of `activations`, the elements of the s x s attention scores it reads or writes per sample: what selective
+    /// recomputation does not keep (the 5 a s / h term of Korthikanti et al.'s 34 + 5 a s / h bytes per s b h).
+    double scores = 0.0;
     ConvGeometry conv{};  ///< convolutions of the built-in CNNs; output channels are `cols`
 };
 
@@ -233,9 +240,11 @@ struct TransformerConfig {
 [[nodiscard]] std::vector<bool> checkpointed_layers(const Workload& w);
 
 /// The job's `activation_checkpointing`.
-enum class Checkpointing { none, full };
+enum class Checkpointing { none, selective, full };
 inline constexpr sim::EnumEntry<Checkpointing> k_checkpointings[]{
     {Checkpointing::none, "none", "keep every activation for backward"},
+    {Checkpointing::selective, "selective",
+     "keep all but attention's core (scores, softmax, dropout, weighted values), recompute that in backward"},
     {Checkpointing::full, "full", "keep each transformer block's input, recompute its forward in backward"}};
 constexpr std::span<const sim::EnumEntry<Checkpointing>> enum_entries(Checkpointing) {
     return k_checkpointings;

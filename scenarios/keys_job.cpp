@@ -2,6 +2,8 @@
 // reader is beside its entry; the blocks inside a job (architecture, sync, ...) have their own tables.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "models/compression.hpp"
 #include "models/compute.hpp"
 #include "scenarios/key_tables.hpp"
@@ -158,11 +160,26 @@ std::vector<keys::Key<J>> job_key_list() {
             "activation_checkpointing",
             enum_schema(sim::enum_names<models::Checkpointing>(),
                         "full: keep only each transformer block's input (every layer's, for models without blocks) "
-                        "and recompute its forward in backward; none (default): keep every activation"),
+                        "and recompute its forward in backward; selective: keep everything but attention's core "
+                        "(scores, softmax, dropout, weighted values, or the FlashAttention kernel) and recompute that "
+                        "(Korthikanti et al. 2022, Megatron's recompute_granularity selective); none (default): keep "
+                        "every activation"),
             [](J& s, const json& j, const std::string& path) {
-                s.activation_checkpointing = read_enum<models::Checkpointing>(j, path) == models::Checkpointing::full;
+                const auto c = read_enum<models::Checkpointing>(j, path);
+                s.activation_checkpointing = c == models::Checkpointing::full;
+                s.selective_recomputation = c == models::Checkpointing::selective;
+                const auto core = [](const models::Layer& l) {
+                    return std::any_of(l.parts.begin(), l.parts.end(),
+                                       [](const models::LayerPart& p) { return p.attention_core; });
+                };
+                if (s.selective_recomputation && std::none_of(s.workload.layers.begin(), s.workload.layers.end(), core))
+                    throw ScenarioError(path, "selective recomputation reruns attention's core, and the model has "
+                                              "none (a built-in transformer or a \"transformer\" model); expected "
+                                              "\"full\" or \"none\"");
             },
-            [](const J& s) { return json(s.activation_checkpointing ? "full" : "none"); })
+            [](const J& s) {
+                return json(s.activation_checkpointing ? "full" : s.selective_recomputation ? "selective" : "none");
+            })
             .with_default("none"),
         key<J>(
             "bn_group", &J::bn_group,

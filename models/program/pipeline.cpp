@@ -456,6 +456,8 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                  (t > 1 || e > 1 || cp > 1 || flush) && l >= static_cast<std::int64_t>(st.first); --l) {
                 const auto layer = static_cast<std::uint32_t>(l);
                 const bool again_layer = job.activation_checkpointing && recomputed[layer];
+                // Selective recomputation reruns attention's core, and with it the ring's forward exchange.
+                const bool again_core = again_layer || (job.selective_recomputation && recomputed[layer]);
                 if (routed(layer)) {  // the combine's gradient to the experts; recomputation reruns the forward's two
                     run_down_to(l + 1);
                     if (again_layer) {
@@ -469,7 +471,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 std::optional<std::uint32_t> ring_id;
                 if (ringed(layer)) {
                     run_down_to(l + 1);
-                    ring_id = ring(layer, k, again_layer ? 3.0 : 2.0, "key/value ring for");
+                    ring_id = ring(layer, k, again_core ? 3.0 : 2.0, "key/value ring for");
                 }
                 auto ring_done = [&] {
                     if (!ring_id) return;

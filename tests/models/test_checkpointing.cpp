@@ -1,5 +1,5 @@
-// Full activation checkpointing (`activation_checkpointing`: "full"): the recomputed forward in backward and the
-// activations kept, against hand-derived figures.
+// Activation checkpointing (`activation_checkpointing`: "full", "selective"): the recomputed forward in backward and
+// the activations kept, against hand-derived figures and Korthikanti et al.'s formula.
 #include <doctest/doctest.h>
 
 #include "tests/support/approx.hpp"
@@ -67,8 +67,55 @@ TEST_CASE("checkpointing: each further block keeps only its input, 2sbh bytes in
     CHECK(acts(8, "full") < acts(8, "none"));
 }
 
+TEST_CASE("checkpointing: selective recomputation keeps no attention scores and reruns attention's core") {
+    // Korthikanti et al., arXiv 2205.05198, Table 2 / eq. 6: GPT-3 175B (h 12288, a 96, s 2048) with t = 8 and
+    // sequence parallelism keeps s b h / t (34 + 5 a s / h) bytes per block and micro-batch; selective recomputation
+    // drops the 5 a s / h term (the s x s scores, softmax, dropout). 1F1B's first of p = 8 stages keeps p micro-batches
+    // of its 96 / 8 blocks.
+    const double s = 2048, h = 12288, a = 96, t = 8, blocks = 12, in_flight = 8;
+    auto scen = [&](const char* ac, int seq) {
+        json j = {{"workers", 64},
+                  {"model", {{"name", "gpt3_175b"}, {"dtype", "bf16"}, {"seq_len", seq}}},
+                  {"batch_size", 1},
+                  {"gradient_accumulation", 8},
+                  {"activation_checkpointing", ac},
+                  {"optimizer", "adamw"},
+                  {"device", {{"name", "H100"}, {"precision", "bf16"}}},
+                  {"network", {{"topology", "rail_optimized"}, {"node", "dgx_h100"}}},
+                  {"parallelism", {{"tensor", 8}, {"sequence_parallel", true}, {"pipeline", 8}}}};
+        return scenario::load_scenario(j);
+    };
+    auto acts = [&](const char* ac, int seq = 2048) {
+        return scenario::job_memory(scen(ac, seq).jobs.at(0)).activations;
+    };
+    const double sbh_t = s * h / t * blocks * in_flight;
+    const double korthikanti = sbh_t * (34.0 + 5.0 * a * s / h), scores = sbh_t * 5.0 * a * s / h;
+    // Without recomputation: the formula to 5 % (the embedding's and the model's own kernel-level count aside).
+    CHECK(acts("none") == ddlsim::testing::approx(korthikanti).epsilon(0.05));
+    // Selective drops the scores: 4 of the formula's 5 a s / h bytes here (this model counts the softmax's output and
+    // the scores' reads by the GEMMs; the dropout mask's byte per score is not counted), and keeps no s^2 term, so a
+    // sequence twice as long keeps exactly twice the activations, where without recomputation it keeps more.
+    CHECK(acts("none") - acts("selective") == ddlsim::testing::approx(0.8 * scores).epsilon(0.01));
+    CHECK(acts("selective") == ddlsim::testing::approx(2.0 * acts("selective", 1024)).epsilon(1e-9));
+    CHECK(acts("none") > 2.2 * acts("none", 1024));
+    CHECK(acts("full") < acts("selective"));
+    // Compute: selective reruns attention's core only, far less than full's whole forward.
+    auto step = [&](const char* ac) { return scenario::run_scenario(scen(ac, 2048)).jobs.at(0).iteration_time_s; };
+    const double none = step("none"), selective = step("selective"), full = step("full");
+    CHECK(none < selective);
+    CHECK(selective - none < 0.25 * (full - none));
+}
+
 TEST_CASE("checkpointing: bad values are refused at their key") {
-    json j = llama(2, "selective");
+    json cnn = testing::star_scenario({.workers = 1, .model = "resnet50", .batch_size = 2});
+    cnn["activation_checkpointing"] = "selective";  // no attention to recompute
+    try {
+        (void)scenario::load_scenario(cnn);
+        FAIL("accepted");
+    } catch (const scenario::ScenarioError& e) {
+        CHECK(e.path() == "$.activation_checkpointing");
+    }
+    json j = llama(2, "partial");
     try {
         (void)scenario::load_scenario(j);
         FAIL("accepted");
