@@ -421,8 +421,8 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
   ddlsim sweep s.json --vary workers=2..64:x2 --out r.csv --resume      (after an interruption))");
 
     ddlsim::tools::PlanOptions plan_opts;
-    auto* plan = app.add_subcommand(
-        "plan", "search the parallel layouts of a scenario's job by simulation and print the best");
+    auto* plan =
+        app.add_subcommand("plan", "search the parallel layouts of a scenario's job by simulation and print the best");
     plan->add_option("scenario", plan_opts.scenario_file, "scenario JSON file (- reads standard input)")->required();
     plan->add_option("--set", plan_opts.sets, "override a scenario key first: PATH=VALUE (repeatable)")
         ->expected(1)

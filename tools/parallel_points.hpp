@@ -48,7 +48,11 @@ public:
     using Clock = std::chrono::steady_clock;
     Progress(bool enabled, bool terminal, std::size_t total, std::ostream& err, std::string what = "sweep",
              std::string unit = "points")
-        : enabled_(enabled), terminal_(terminal), total_(total), err_(err), what_(std::move(what)),
+        : enabled_(enabled),
+          terminal_(terminal),
+          total_(total),
+          err_(err),
+          what_(std::move(what)),
           unit_(std::move(unit)) {}
     void update(std::size_t done, bool final = false) {
         if (!enabled_) return;

@@ -145,8 +145,8 @@ std::vector<PlanLayout> enumerate_layouts(const scenario::Scenario& s, std::uint
     const bool transformer = w.kv_dim > 0 && w.has_blocks();
     std::vector<std::uint32_t> contexts{1};
     if (transformer && w.tokens_per_sample >= kContextMinTokens) contexts = {1, 2, 4, 8};
-    const std::vector<std::uint32_t> experts = w.experts > 0 ? divisors(static_cast<std::uint64_t>(w.experts))
-                                                              : std::vector<std::uint32_t>{1};
+    const std::vector<std::uint32_t> experts =
+        w.experts > 0 ? divisors(static_cast<std::uint64_t>(w.experts)) : std::vector<std::uint32_t>{1};
     std::vector<PlanLayout> out;
     for (const std::uint32_t t : divisors(workers)) {
         if (t > max_tensor) break;
@@ -189,8 +189,8 @@ json layout_patch(const json& base, const PlanLayout& l) {
     j["batch_size"] = l.micro_batch;
     j["gradient_accumulation"] = l.micro_batches;
     j["activation_checkpointing"] = l.recompute ? "full" : "none";
-    const bool base_stage1 = base.contains("sharding") && base["sharding"].is_object() &&
-                             base["sharding"].value("stage", 0) == 1;
+    const bool base_stage1 =
+        base.contains("sharding") && base["sharding"].is_object() && base["sharding"].value("stage", 0) == 1;
     if (l.sharding == 0)
         j.erase("sharding");
     else if (!base_stage1)
@@ -226,14 +226,14 @@ sweep_detail::Objective plan_objective(const std::string& given, bool sequence_m
         return {sequence_model ? "tokens_per_s" : "throughput_samples_per_s", true};
     sweep_detail::Objective o = sweep_detail::resolve_objective(given, has_training);
     static const std::set<std::string> higher_is_better{"throughput_samples_per_s", "tokens_per_s", "mfu",
-                                                         "scaling_efficiency"};
+                                                        "scaling_efficiency"};
     if (higher_is_better.contains(o.column)) o.maximise = true;
     return o;
 }
 
 PlanSearch plan_search(const PlanOptions& opts, std::ostream& progress) {
-    std::string base_dir = opts.scenario_file == "-" ? std::string(".")
-                                                     : std::filesystem::path(opts.scenario_file).parent_path().string();
+    std::string base_dir =
+        opts.scenario_file == "-" ? std::string(".") : std::filesystem::path(opts.scenario_file).parent_path().string();
     if (base_dir.empty()) base_dir = ".";
     return plan_search(scenario::read_json_file(opts.scenario_file), base_dir, opts, progress);
 }
@@ -249,8 +249,9 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
         scenario::check_key_path(o.substr(0, o.find('=')), "--set " + o);
     }
     if (base.is_object() && base.contains("jobs"))
-        throw scenario::ScenarioError("$.jobs", "ddlsim plan searches the layouts of one job; expected a scenario "
-                                                "without a \"jobs\" list (plan each job on its own)");
+        throw scenario::ScenarioError("$.jobs",
+                                      "ddlsim plan searches the layouts of one job; expected a scenario "
+                                      "without a \"jobs\" list (plan each job on its own)");
     const scenario::Scenario s = scenario::load_scenario(base, base_dir);
     const scenario::JobSpec& job = s.jobs.front();
     plan.workers = job.workers;

@@ -65,10 +65,10 @@ struct PlanCandidate {
     CandidateStatus status = CandidateStatus::failed;
     std::string reason_key;  ///< refused: the JSON path the loader named ("global batch" for the plan's own check)
     std::string reason;      ///< why it was refused, does not fit or failed
-    std::optional<double> memory_bytes;             ///< the estimate per GPU (most loaded stage), once loaded
-    std::map<std::string, nlohmann::json> result;   ///< simulated: the result flattened (sweep's columns)
-    std::optional<double> value;                    ///< the objective's value (simulated, when the result has it)
-    std::size_t rank = 0;                           ///< 1 = best; 0: not ranked
+    std::optional<double> memory_bytes;            ///< the estimate per GPU (most loaded stage), once loaded
+    std::map<std::string, nlohmann::json> result;  ///< simulated: the result flattened (sweep's columns)
+    std::optional<double> value;                   ///< the objective's value (simulated, when the result has it)
+    std::size_t rank = 0;                          ///< 1 = best; 0: not ranked
 };
 
 /// A finished search.
@@ -108,8 +108,7 @@ struct PlanSearch {
 /// Resolves --objective (empty or "throughput": tokens_per_s for sequence models, else throughput_samples_per_s);
 /// columns where higher is better (throughput, tokens/s, MFU, scaling efficiency) rank highest first, "max:NAME"
 /// ranks any column highest first, others lowest first. SweepError (exit 2) for an unknown column.
-[[nodiscard]] sweep_detail::Objective plan_objective(const std::string& given, bool sequence_model,
-                                                     bool has_training);
+[[nodiscard]] sweep_detail::Objective plan_objective(const std::string& given, bool sequence_model, bool has_training);
 
 /// Runs the search on opts.scenario_file (bad input: scenario::ScenarioError or CliError); `progress` gets the
 /// progress line.

@@ -77,11 +77,13 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
     if (unfit > 0) {
         double least = 0.0;
         for (const auto& c : p.candidates)
-            if (c.status == CandidateStatus::does_not_fit && c.memory_bytes && (least == 0.0 || *c.memory_bytes < least))
+            if (c.status == CandidateStatus::does_not_fit && c.memory_bytes &&
+                (least == 0.0 || *c.memory_bytes < least))
                 least = *c.memory_bytes;
-        out += fmt::format("    no fit  {:>6}  more memory per GPU than the device's {:.0f} GB (the least of them "
-                           "{:.1f} GB)\n",
-                           unfit, p.capacity_bytes.value_or(0.0) / 1e9, least / 1e9);
+        out += fmt::format(
+            "    no fit  {:>6}  more memory per GPU than the device's {:.0f} GB (the least of them "
+            "{:.1f} GB)\n",
+            unfit, p.capacity_bytes.value_or(0.0) / 1e9, least / 1e9);
     }
     for (const auto& c : p.candidates)
         if (c.status == CandidateStatus::failed) {
@@ -96,11 +98,12 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
     const bool extra = !shown.contains(p.objective.column);
     out += fmt::format("\n  best {} of {} ranked by {}:\n", std::min(top, p.ranking.size()), p.ranking.size(),
                        p.objective.column);
-    out += fmt::format("  {:>4}  {:>3} {:>3} {:>2} {:>2} {:>2} {:>2} {:>4} {:>4}  {:>5}  {:>9}  {:>10}  {:>12}  {:>5}  "
-                       "{:>6}  {:>7}  {:>6}{}\n",
-                       "rank", "t", "p", "c", "e", "v", "b", "m", "d", "shard", "recompute", "iter (s)",
-                       tokens ? "tokens/s" : "samples/s", "MFU", "mem GB", "exposed", "bubble",
-                       extra ? fmt::format("  {:>12}", p.objective.column) : std::string());
+    out += fmt::format(
+        "  {:>4}  {:>3} {:>3} {:>2} {:>2} {:>2} {:>2} {:>4} {:>4}  {:>5}  {:>9}  {:>10}  {:>12}  {:>5}  "
+        "{:>6}  {:>7}  {:>6}{}\n",
+        "rank", "t", "p", "c", "e", "v", "b", "m", "d", "shard", "recompute", "iter (s)",
+        tokens ? "tokens/s" : "samples/s", "MFU", "mem GB", "exposed", "bubble",
+        extra ? fmt::format("  {:>12}", p.objective.column) : std::string());
     const auto row = [&](const PlanCandidate& c) {
         const PlanLayout& l = c.layout;
         const auto it = number(c, "iteration_time_s");
@@ -115,8 +118,7 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
             c.rank, l.tensor, l.pipeline, l.context, l.expert, l.virtual_stages, l.micro_batch, l.micro_batches, l.data,
             l.sharding, l.recompute ? "full" : "none", cell(it, "{:.4g}"),
             cell(number(c, tokens ? "tokens_per_s" : "throughput_samples_per_s"), "{:.4g}"),
-            cell(scaled(number(c, "mfu"), 100.0), "{:.1f}%"),
-            cell(scaled(c.memory_bytes, 1e-9), "{:.1f}"),
+            cell(scaled(number(c, "mfu"), 100.0), "{:.1f}%"), cell(scaled(c.memory_bytes, 1e-9), "{:.1f}"),
             cell(share("time_breakdown_s.exposed_communication"), "{:.1f}%"),
             cell(share("exposed_communication_by_dimension_s.pipeline"), "{:.1f}%"),
             extra ? fmt::format("  {:>12}", cell(c.value, "{:.5g}")) : std::string(),
@@ -134,10 +136,9 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
         const bool worse = p.objective.maximise ? *mine.value < *best.value : *mine.value > *best.value;
         out += fmt::format("  your configuration ({}): rank {} of {}{}\n", layout_text(mine.layout), mine.rank,
                            p.ranking.size(),
-                           mine.rank == 1 || !worse
-                               ? std::string(", the best found")
-                               : fmt::format(", {} {:.1f} % {} than the best", p.objective.column, 100.0 * std::abs(gap),
-                                             gap < 0 ? "lower" : "higher"));
+                           mine.rank == 1 || !worse ? std::string(", the best found")
+                                                    : fmt::format(", {} {:.1f} % {} than the best", p.objective.column,
+                                                                  100.0 * std::abs(gap), gap < 0 ? "lower" : "higher"));
     } else {
         out += fmt::format("  your configuration ({}): {}{}\n", layout_text(mine.layout), status_name(mine.status),
                            mine.reason.empty() ? std::string() : ": " + shorten(mine.reason));
@@ -146,10 +147,11 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
 }
 
 std::vector<std::string> plan_columns(const PlanSearch& p) {
-    std::vector<std::string> cols{"rank",           "candidate",         "yours",    "status",        "reason_key",
-                                  "reason",         "tensor",            "pipeline", "context",       "expert",
-                                  "virtual_stages", "schedule",          "micro_batch", "micro_batches", "data",
-                                  "sharding",       "recompute",         "sequence_parallel", "objective"};
+    std::vector<std::string> cols{
+        "rank",        "candidate",     "yours",   "status",   "reason_key",     "reason",
+        "tensor",      "pipeline",      "context", "expert",   "virtual_stages", "schedule",
+        "micro_batch", "micro_batches", "data",    "sharding", "recompute",      "sequence_parallel",
+        "objective"};
     std::set<std::string> seen(cols.begin(), cols.end());
     for (const auto& c : result_columns())
         if (c != "wall_time_s" && c != "replay_wall_time_s" && seen.insert(c).second) cols.push_back(c);

@@ -84,8 +84,7 @@ TEST_CASE("plan: the scenario's own layout is a candidate and the best is at lea
 TEST_CASE("plan: the counts add up and every simulated layout keeps the global batch") {
     const tools::PlanSearch& p = search_once();
     CHECK(p.global_batch == 16);  // 1 sequence x 4 micro-batches x 4 replicas
-    const std::size_t total = p.count(tools::CandidateStatus::refused) +
-                              p.count(tools::CandidateStatus::does_not_fit) +
+    const std::size_t total = p.count(tools::CandidateStatus::refused) + p.count(tools::CandidateStatus::does_not_fit) +
                               p.count(tools::CandidateStatus::simulated) + p.count(tools::CandidateStatus::failed);
     CHECK(total == p.candidates.size());
     CHECK(p.count(tools::CandidateStatus::simulated) > 1);
@@ -225,7 +224,7 @@ TEST_CASE("plan: bad input exits 2 with one line") {
     CHECK(key.err.find("tensorr") != std::string::npos);
     one_line(testing::run_ddlsim({"plan", f.file, "--top", "0"}));
     one_line(testing::run_ddlsim({"plan", f.file, "--objective", "speed"}));
-    one_line(testing::run_ddlsim({"plan", f.file, "--objective", "cost"}));  // no training block
+    one_line(testing::run_ddlsim({"plan", f.file, "--objective", "cost"}));           // no training block
     one_line(testing::run_ddlsim({"plan", f.file, "--out", f.dir.path().string()}));  // a directory
     one_line(testing::run_ddlsim({"plan", f.file, "--out", f.file}));                 // the scenario itself
 }
