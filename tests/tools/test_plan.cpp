@@ -21,20 +21,10 @@ namespace testing = ddlsim::testing;
 
 namespace {
 
-// Llama 3 8B (2,048-token sequences: no context parallelism tried) on two DGX H100 nodes, tensor 2 x pipeline 2 x
-// data 4, 4 micro-batches of 1 sequence: a global batch of 1 x 4 x 4 = 16 sequences.
+// tests/tools/plan_llama3_8b_16xH100.json: Llama 3 8B on 2,048-token sequences (no context parallelism tried) on two
+// DGX H100 nodes, tensor 2 x pipeline 2 x data 4, 4 micro-batches of 1 sequence: a global batch of 1 x 4 x 4 = 16.
 json small_scenario() {
-    return json::parse(R"({
-      "workers": 16,
-      "model": {"name": "llama3_8b", "dtype": "bf16", "seq_len": 2048},
-      "batch_size": 1,
-      "gradient_accumulation": 4,
-      "optimizer": "adamw",
-      "device": {"name": "H100", "precision": "bf16"},
-      "network": {"topology": "rail_optimized", "node": "dgx_h100", "spines": 2},
-      "parallelism": {"tensor": 2, "sequence_parallel": true, "pipeline": 2, "schedule": "1f1b"},
-      "iterations": 2
-    })");
+    return json::parse(testing::read_file(std::string(DDLSIM_SOURCE_DIR) + "/tests/tools/plan_llama3_8b_16xH100.json"));
 }
 
 struct Fixture {

@@ -208,16 +208,8 @@ def test_sweep_with_named_variants_is_their_runs():
     assert "$.architecture.kind" in e.value.message
 
 
-SMALL_LLAMA = {
-    "workers": 16,
-    "model": {"name": "llama3_8b", "dtype": "bf16", "seq_len": 2048},
-    "batch_size": 1,
-    "gradient_accumulation": 4,
-    "optimizer": "adamw",
-    "device": {"name": "H100", "precision": "bf16"},
-    "network": {"topology": "rail_optimized", "node": "dgx_h100", "spines": 2},
-    "parallelism": {"tensor": 2, "sequence_parallel": True, "pipeline": 2, "schedule": "1f1b"},
-}
+# Llama 3 8B on 16 H100s, tensor 2 x pipeline 2 x data 4, a global batch of 16 sequences (shared with test_plan.cpp).
+SMALL_LLAMA = os.path.join(ROOT, "tests/tools/plan_llama3_8b_16xH100.json")
 
 
 def test_plan_ranks_every_layout_and_includes_the_scenarios_own():
