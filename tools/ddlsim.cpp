@@ -22,6 +22,7 @@
 #include "scenarios/scenario.hpp"
 #include "tools/compare.hpp"
 #include "tools/output_file.hpp"
+#include "tools/plan.hpp"
 #include "tools/report.hpp"
 #include "tools/run_result.hpp"
 #include "tools/summary.hpp"
@@ -291,8 +292,10 @@ int main(int argc, char** argv) {
   ddlsim run scenarios/examples/resnet50_ring_16xV100.json --set network.bandwidth=100Gbps
   ddlsim compare scenarios/examples/llama2_7b_fsdp_4x8xH100.json --variant 'ddp={"sharding": null}' --variant fsdp={}
   ddlsim sweep scenarios/examples/resnet50_ring_16xV100.json --vary workers=2..64:x2 --out r.csv --plot r.png
+  ddlsim plan scenarios/examples/llama3_8b_pipeline_4x8xH100.json --top 5 --out layouts.csv
   ddlsim check my.json --print
-Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 3 some sweep points failed, 1 internal error.)");
+Scenario keys: ddlsim schema, docs/KEYS.md; exit status 0 success, 2 bad input, 3 some sweep points failed (plan: no
+candidate ranked), 1 internal error.)");
 
     // An output option given an empty name is refused: it would read as "not given" and write nothing.
     const CLI::Validator file_name(
@@ -417,6 +420,42 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
   ddlsim sweep ttt.json --vary batch_size=32,64,128 --out r.csv --objective cost
   ddlsim sweep s.json --vary workers=2..64:x2 --out r.csv --resume      (after an interruption))");
 
+    ddlsim::tools::PlanOptions plan_opts;
+    auto* plan =
+        app.add_subcommand("plan", "search the parallel layouts of a scenario's job by simulation and print the best");
+    plan->add_option("scenario", plan_opts.scenario_file, "scenario JSON file (- reads standard input)")->required();
+    plan->add_option("--set", plan_opts.sets, "override a scenario key first: PATH=VALUE (repeatable)")
+        ->expected(1)
+        ->take_all();
+    plan->add_option("--objective", plan_opts.objective,
+                     "rank by: throughput (default: tokens/s, or samples/s; highest first), time_to_train_s, cost, "
+                     "gpu_hours (with a training block), or any numeric result column (max:COLUMN highest first)");
+    plan->add_option("--top", plan_opts.top, "layouts printed, best first (default 10)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+    plan->add_option("--out", plan_opts.out,
+                     "also write every candidate (its layout, status, reason and result columns) as CSV, or JSON for "
+                     "a .json name (-: standard output; the report then goes to stderr)")
+        ->check(file_name);
+    plan->add_option("--jobs", plan_opts.jobs, "candidates simulated at once (default: the number of CPU threads)")
+        ->check(CLI::Range(1U, 4096U));
+    plan->add_option("--max-tensor", plan_opts.max_tensor,
+                     "largest tensor-parallel degree tried (default: the GPUs of one node of the scenario's fabric)")
+        ->check(CLI::Range(1U, 1U << 20));
+    auto* plan_quiet =
+        plan->add_flag("!--no-progress,!--quiet", plan_opts.progress, "no progress line, even on a terminal");
+    plan->add_flag("--progress", plan_opts.force_progress,
+                   "progress on standard error even when it is not a terminal (a line every 5 s, for logs)")
+        ->excludes(plan_quiet);
+    plan->footer(R"(Fixed: the model, workers, device, network and global batch (sequences per step) of the scenario.
+Tried: tensor t (divisors of the workers, up to --max-tensor), pipeline p (divisors of workers / t), context c
+(1, 2, 4, 8 for transformers on 8,192 tokens or more), expert e (divisors of the routed experts), virtual stages
+v (1, 2, 4 with a pipeline: interleaved 1F1B), micro-batch b (1, 2, 4, 8, with m = global batch / (d b) micro-
+batches), sharding stage 0 or 1, recompute none or full. The loader refuses what does not divide; what does not
+fit the device's memory is dropped; the rest are simulated for one iteration each.
+Examples:
+  ddlsim plan scenarios/examples/llama3_70b_3d_8x4x4xH100.json
+  ddlsim plan s.json --set workers=64 --objective cost --top 5 --out layouts.csv)");
+
     app.add_subcommand("schema", "print the JSON Schema of scenarios");
     app.add_subcommand("models", "list the built-in model workloads and device profiles");
     ddlsim::tools::ValidateCliOptions validate_opts;
@@ -434,8 +473,8 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
         const bool unknown_command = argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty();
         if (unknown_command)
             std::cerr << fmt::format(
-                "error: unknown command \"{}\"; expected run, sweep, compare, check, schema, models, validate or "
-                "calibrate "
+                "error: unknown command \"{}\"; expected run, sweep, compare, plan, check, schema, models, validate "
+                "or calibrate "
                 "(see ddlsim --help)\n",
                 argv[1]);
         else
@@ -451,6 +490,7 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
                                : run_progress ? 1
                                               : 0,
                                !no_flow_classes);
+        if (plan->parsed()) return ddlsim::tools::run_plan(plan_opts, std::cout, std::cerr);
         if (compare->parsed()) return compare_command(compare_files, sets, variants, compare_out, report, compare_jobs);
         if (sweep->parsed()) {
             sweep_opts.extra_keys = [](const ddlsim::scenario::Scenario& s, const ddlsim::scenario::RunResult& r) {

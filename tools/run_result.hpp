@@ -20,6 +20,7 @@
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "sim/trace.hpp"
+#include "tools/parallel_points.hpp"  // parallel_for, which compare and the Python module use
 
 namespace ddlsim::tools {
 
@@ -59,29 +60,5 @@ private:
 [[nodiscard]] std::string duration_text(double seconds);
 /// A quantity with a decimal prefix and 4 significant digits: si_text(9.9e9, "B") = "9.904 GB".
 [[nodiscard]] std::string si_text(double v, const char* unit);
-
-/// Runs fn(i) for every i in [0, n) on up to `jobs` threads (the caller's among them); when some throw, the
-/// exception of the lowest index is rethrown once all have finished.
-template <typename Fn>
-void parallel_for(std::size_t n, unsigned jobs, Fn fn) {
-    std::vector<std::exception_ptr> errors(n);
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-        for (std::size_t i; (i = next++) < n;) {
-            try {
-                fn(i);
-            } catch (...) {
-                errors[i] = std::current_exception();
-            }
-        }
-    };
-    std::vector<std::thread> pool;
-    const std::size_t threads = std::max<std::size_t>(1, std::min<std::size_t>(jobs, n));
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (auto& t : pool) t.join();
-    for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
-}
 
 }  // namespace ddlsim::tools

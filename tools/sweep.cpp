@@ -8,9 +8,7 @@
 
 #include <iostream>
 
-#include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -19,6 +17,7 @@
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
+#include "tools/parallel_points.hpp"
 #include "tools/sweep.hpp"
 #include "tools/sweep_detail.hpp"
 #include "tools/sweep_plot.hpp"
@@ -50,7 +49,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 using sweep_detail::check_resume_identity;
 using sweep_detail::journal_path;
 using sweep_detail::journal_text;
@@ -146,55 +144,15 @@ private:
     int fd_;
 };
 
-// The progress line: points done / total, rate, ETA; rewritten on a terminal, else (forced, for logs) a whole line
-// every 5 s.
-class Progress {
-public:
-    Progress(bool enabled, bool terminal, std::size_t total, std::ostream& err)
-        : enabled_(enabled), terminal_(terminal), total_(total), err_(err) {}
-    void update(std::size_t done, bool final = false) {
-        if (!enabled_) return;
-        const auto now = Clock::now();
-        if (!final && now - last_ < std::chrono::milliseconds(terminal_ ? 100 : 5000)) return;
-        last_ = now;
-        const double elapsed = std::chrono::duration<double>(now - start_).count();
-        const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0;
-        const std::string eta =
-            rate > 0 ? fmt::format("{:.0f}s", static_cast<double>(total_ - done) / rate) : std::string("?");
-        err_ << fmt::format("{}sweep: {}/{} points, {:.1f} points/s, {} {}{}", terminal_ ? "\r" : "", done, total_,
-                            rate, final ? "took" : "ETA", final ? fmt::format("{:.1f}s", elapsed) : eta,
-                            terminal_ ? "\033[K" : "\n")
-             << (final && terminal_ ? "\n" : "") << std::flush;
-    }
-
-private:
-    bool enabled_, terminal_;
-    std::size_t total_;
-    std::ostream& err_;
-    Clock::time_point start_ = Clock::now();
-    Clock::time_point last_{};
-};
-
 // Runs `todo` on `threads` threads; `sink` is called under a lock as each point finishes.
 template <class Sink>
 void run_points(const Plan& plan, const std::vector<std::size_t>& todo, unsigned threads, Sink&& sink) {
-    std::atomic<std::size_t> next{0};
     std::mutex mu;
-    auto worker = [&] {
-        for (std::size_t i; (i = next.fetch_add(1)) < todo.size();) {
-            PointResult pr = compute_point(plan, todo[i]);
-            const std::lock_guard lock(mu);
-            sink(std::move(pr));
-        }
-    };
-    const unsigned n =
-        std::max(1U, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, todo.size()))));
-    if (n == 1) {
-        worker();
-        return;
-    }
-    std::vector<std::jthread> pool;
-    for (unsigned t = 0; t < n; ++t) pool.emplace_back(worker);
+    parallel_for(todo.size(), threads, [&](std::size_t i) {
+        PointResult pr = compute_point(plan, todo[i]);
+        const std::lock_guard lock(mu);
+        sink(std::move(pr));
+    });
 }
 
 void check_out_path(const std::string& out) {

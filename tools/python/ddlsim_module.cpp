@@ -7,13 +7,16 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "scenarios/resolved.hpp"
 #include "scenarios/run.hpp"
 #include "scenarios/scenario.hpp"
 #include "tools/compare.hpp"
+#include "tools/plan.hpp"
 #include "tools/run_result.hpp"
 #include "tools/summary.hpp"
 #include "tools/sweep.hpp"
@@ -185,6 +188,31 @@ PYBIND11_MODULE(_ddlsim, m) {
         },
         py::arg("text"), py::arg("base_dir"), py::arg("file"), py::arg("sets"), py::arg("vary"), py::arg("variants"),
         py::arg("jobs"));
+
+    // `ddlsim plan`: every candidate's row (as --out writes them, ranked first) as JSON text, and the report.
+    m.def(
+        "plan",
+        [](const std::string& text, const std::string& base_dir, const std::string& file,
+           const std::vector<std::string>& sets, const std::string& objective, std::size_t top, unsigned jobs,
+           std::uint32_t max_tensor) {
+            const auto in = input(text, base_dir, file);
+            return guarded(file, [&] {
+                tl::PlanOptions o;
+                o.scenario_file = file;
+                o.sets = sets;
+                o.objective = objective;
+                o.top = top;
+                o.jobs = jobs;
+                o.max_tensor = max_tensor;
+                o.progress = false;
+                std::ostringstream quiet;
+                const tl::PlanSearch p = tl::plan_search(scenario_json(in), in.base_dir, o, quiet);
+                return std::tuple<std::string, std::vector<std::string>, std::string>(
+                    json(tl::plan_rows(p)).dump(), tl::plan_columns(p), tl::plan_report(p, top));
+            });
+        },
+        py::arg("text"), py::arg("base_dir"), py::arg("file"), py::arg("sets"), py::arg("objective"), py::arg("top"),
+        py::arg("jobs"), py::arg("max_tensor"));
 
     // Cases: (name, text, base_dir, file); variants: (name, patch JSON text).
     m.def(

@@ -206,3 +206,30 @@ def test_sweep_with_named_variants_is_their_runs():
     with pytest.raises(ddlsim.ScenarioError) as e:
         ddlsim.sweep(small(), variants={"bad": {"architecture": {"kind": "nope"}}})
     assert "$.architecture.kind" in e.value.message
+
+
+# Llama 3 8B on 16 H100s, tensor 2 x pipeline 2 x data 4, a global batch of 16 sequences (shared with test_plan.cpp).
+SMALL_LLAMA = os.path.join(ROOT, "tests/tools/plan_llama3_8b_16xH100.json")
+
+
+def test_plan_ranks_every_layout_and_includes_the_scenarios_own():
+    frame = ddlsim.plan(SMALL_LLAMA, max_tensor=2, top=3)
+    # Every candidate has a status; the counts add up to the rows.
+    assert set(frame["status"]) <= {"simulated", "refused", "does-not-fit", "failed"}
+    simulated = frame[frame["status"] == "simulated"]
+    assert len(simulated) > 1
+    # The global batch (1 x 4 x 4 = 16 sequences) is kept by every simulated layout.
+    assert ((simulated["micro_batch"] * simulated["micro_batches"] * simulated["data"]) == 16).all()
+    # Ranked best first by tokens/s; the scenario's own layout is one of them and no better than the best.
+    assert frame.iloc[0]["rank"] == 1
+    assert frame.iloc[0]["tokens_per_s"] == simulated["tokens_per_s"].max()
+    mine = frame[frame["yours"]]
+    assert len(mine) == 1
+    assert mine.iloc[0]["tensor"] == 2 and mine.iloc[0]["pipeline"] == 2
+    assert mine.iloc[0]["tokens_per_s"] <= frame.iloc[0]["tokens_per_s"]
+    # Its row is the run of that layout (one iteration).
+    direct = ddlsim.run(SMALL_LLAMA, set={"iterations": 1})
+    assert mine.iloc[0]["iteration_time_s"] == pytest.approx(direct["iteration_time_s"], rel=1e-12)
+    assert "your configuration" in frame.attrs["report"]
+    with pytest.raises(ddlsim.ScenarioError):
+        ddlsim.plan(SMALL_LLAMA, set={"parallelism.tensorr": 2})

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ddlsim
 
-__all__ = ["ScenarioError", "run", "summary", "check", "sweep", "compare", "schema", "models"]
+__all__ = ["ScenarioError", "run", "summary", "check", "sweep", "compare", "plan", "schema", "models"]
 
 Scenario = Union[Mapping[str, Any], str, "os.PathLike[str]"]
 Sets = Union[None, Mapping[str, Any], Sequence[str]]
@@ -182,6 +182,34 @@ def compare(scenarios: Union[Scenario, Sequence[Scenario], Mapping[str, Scenario
     frame = frame[[c for c in ("name", "job", "scheme") if c in frame] + list(_ddlsim.compare_columns())]
     frame = frame.set_index(["name", "job"] if "job" in frame else "name")
     frame.attrs["table"] = table
+    return frame
+
+
+def plan(scenario: Scenario, set: Sets = None, objective: Optional[str] = None, top: Optional[int] = None,
+         jobs: Optional[int] = None, max_tensor: Optional[int] = None) -> "pandas.DataFrame":
+    """Searches the parallel layouts of the scenario's job by simulation, as ``ddlsim plan``: the model, workers,
+    device, network and global batch stay; tensor, pipeline, context, expert, virtual stages, micro-batch, sharding
+    stage and recompute vary. Returns one row per candidate, the columns of ``ddlsim plan --out``: ``rank`` (1 =
+    best, None when not ranked), ``candidate``, ``yours`` (the scenario's own layout), ``status`` ("simulated",
+    "refused", "does-not-fit", "failed"), ``reason_key``, ``reason``, the layout (``tensor``, ``pipeline``,
+    ``context``, ``expert``, ``virtual_stages``, ``schedule``, ``micro_batch``, ``micro_batches``, ``data``,
+    ``sharding``, ``recompute``, ``sequence_parallel``), ``objective`` and the result columns of :func:`sweep`;
+    ranked rows first, best first. ``objective``: None or "throughput" (tokens/s, highest first),
+    "time_to_train_s", "cost", "gpu_hours" (with a ``training`` block), or a result column ("max:COLUMN" highest
+    first). ``top`` sets how many rows the printed report in ``frame.attrs["report"]`` ranks (default 10);
+    ``max_tensor`` the largest tensor-parallel degree (default: the GPUs of one node)."""
+    import pandas
+
+    if top is not None and top < 1:
+        raise ValueError("top: expected at least 1")
+    if max_tensor is not None and max_tensor < 1:
+        raise ValueError("max_tensor: expected at least 1")
+    text, base, file = _source(scenario)
+    rows, columns, report = _ddlsim.plan(text, base, file, _sets(set), objective or "", int(top or 10), _jobs(jobs),
+                                         int(max_tensor or 0))
+    frame = pandas.DataFrame(json.loads(rows))
+    frame = frame[[c for c in columns if c in frame]]
+    frame.attrs["report"] = report
     return frame
 
 
