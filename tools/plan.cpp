@@ -132,7 +132,9 @@ PlanLayout layout_of(const scenario::JobSpec& job) {
     l.micro_batches = job.gradient_accumulation;
     l.data = p.data(job.workers);
     l.sharding = job.sharding.stage;
-    l.recompute = job.activation_checkpointing;
+    l.recompute = job.activation_checkpointing  ? models::Checkpointing::full
+                  : job.selective_recomputation ? models::Checkpointing::selective
+                                                : models::Checkpointing::none;
     l.sequence_parallel = p.sequence_parallel;
     return l;
 }
@@ -159,7 +161,9 @@ std::vector<PlanLayout> enumerate_layouts(const scenario::Scenario& s, std::uint
                         if (p == 1 && v > 1) continue;
                         for (const std::uint32_t b : {1U, 2U, 4U, 8U})
                             for (const std::uint32_t sharding : {0U, 1U})
-                                for (const bool recompute : {false, true}) {
+                                for (const models::Checkpointing recompute :
+                                     {models::Checkpointing::none, models::Checkpointing::selective,
+                                      models::Checkpointing::full}) {
                                     PlanLayout l;
                                     l.tensor = t;
                                     l.pipeline = p;
@@ -188,7 +192,7 @@ json layout_patch(const json& base, const PlanLayout& l) {
     j["iterations"] = 1;
     j["batch_size"] = l.micro_batch;
     j["gradient_accumulation"] = l.micro_batches;
-    j["activation_checkpointing"] = l.recompute ? "full" : "none";
+    j["activation_checkpointing"] = std::string(sim::enum_name(l.recompute));
     const bool base_stage1 =
         base.contains("sharding") && base["sharding"].is_object() && base["sharding"].value("stage", 0) == 1;
     if (l.sharding == 0)

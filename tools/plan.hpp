@@ -47,7 +47,7 @@ struct PlanLayout {
     std::uint32_t micro_batches = 1;  ///< micro-batches per step: gradient_accumulation
     std::uint32_t data = 1;           ///< replicas: workers / (tensor x pipeline x context)
     std::uint32_t sharding = 0;       ///< sharding.stage (1: Megatron's distributed optimizer)
-    bool recompute = false;           ///< activation_checkpointing "full"
+    models::Checkpointing recompute = models::Checkpointing::none;  ///< activation_checkpointing
     bool sequence_parallel = false;
 
     auto operator<=>(const PlanLayout&) const = default;
@@ -101,7 +101,8 @@ struct PlanSearch {
 /// tensor t dividing the workers, pipeline p dividing workers / t, context c in {1, 2, 4, 8} dividing workers /
 /// (t p) (1 unless the model is a transformer on at least 8,192 tokens), expert e dividing the model's routed
 /// experts (1 for a dense model), virtual stages v in {1, 2, 4} (1 without a pipeline), micro-batch b in
-/// {1, 2, 4, 8} with m = G / (d b) (m = 0 where G does not split so), sharding 0 or 1, recompute off or on.
+/// {1, 2, 4, 8} with m = G / (d b) (m = 0 where G does not split so), sharding 0 or 1, recompute none, selective or
+/// full.
 [[nodiscard]] std::vector<PlanLayout> enumerate_layouts(const scenario::Scenario& s, std::uint32_t max_tensor);
 /// The scenario JSON `base` with `layout` applied (and "iterations": 1).
 [[nodiscard]] nlohmann::json layout_patch(const nlohmann::json& base, const PlanLayout& layout);

@@ -40,7 +40,7 @@ std::string layout_text(const PlanLayout& l) {
                                 l.virtual_stages, l.micro_batch, l.micro_batches, l.data);
     if (!l.schedule.empty() && l.schedule != "1f1b" && l.schedule != "interleaved_1f1b") s += " " + l.schedule;
     s += l.sharding > 0 ? fmt::format(" zero-{}", l.sharding) : "";
-    s += l.recompute ? " recompute" : "";
+    s += l.recompute != models::Checkpointing::none ? fmt::format(" recompute {}", sim::enum_name(l.recompute)) : "";
     return s;
 }
 
@@ -116,7 +116,7 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
             "  {:>4}  {:>3} {:>3} {:>2} {:>2} {:>2} {:>2} {:>4} {:>4}  {:>5}  {:>9}  {:>10}  {:>12}  {:>5}  {:>6}  "
             "{:>7}  {:>6}{}{}\n",
             c.rank, l.tensor, l.pipeline, l.context, l.expert, l.virtual_stages, l.micro_batch, l.micro_batches, l.data,
-            l.sharding, l.recompute ? "full" : "none", cell(it, "{:.4g}"),
+            l.sharding, std::string(sim::enum_name(l.recompute)), cell(it, "{:.4g}"),
             cell(number(c, tokens ? "tokens_per_s" : "throughput_samples_per_s"), "{:.4g}"),
             cell(scaled(number(c, "mfu"), 100.0), "{:.1f}%"), cell(scaled(c.memory_bytes, 1e-9), "{:.1f}"),
             cell(share("time_breakdown_s.exposed_communication"), "{:.1f}%"),
@@ -188,7 +188,7 @@ std::vector<json> plan_rows(const PlanSearch& p) {
         r["micro_batches"] = l.micro_batches;
         r["data"] = l.data;
         r["sharding"] = l.sharding;
-        r["recompute"] = l.recompute;
+        r["recompute"] = std::string(sim::enum_name(l.recompute));
         r["sequence_parallel"] = l.sequence_parallel;
         r["objective"] = c.value ? json(*c.value) : json(nullptr);
         for (const auto& [k, v] : c.result) r[k] = v;

@@ -151,7 +151,7 @@ TEST_CASE("plan: the layouts enumerated follow the rules") {
     l.micro_batch = 1;
     l.micro_batches = 4;
     l.sharding = 1;
-    l.recompute = true;
+    l.recompute = models::Checkpointing::full;
     l.sequence_parallel = true;
     const json j = tools::layout_patch(small_scenario(), l);
     CHECK(j["iterations"] == 1);
