@@ -63,6 +63,8 @@
 #include <iterator>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 namespace ddlsim::models {
 namespace {
@@ -332,6 +334,31 @@ std::uint64_t compute_profiles_built() {
     return g_profiles_built.load(std::memory_order_relaxed);
 }
 
+namespace {
+
+// The shares of a layer's forward its first and last runs of GEMMs with weights take (part_seconds, as
+// add_selective_recomputation weighs attention's core), a block's norm before and its residual add after them
+// aside: attention's Q, K, V projections and its output projection, the MLP's first and second GEMMs. The last run
+// is a run after the first one.
+std::pair<double, double> gemm_shares(const Layer& l, const DeviceSpec& d, std::uint32_t batch) {
+    const auto weighted = [](const LayerPart& p) { return p.kind == PartKind::matmul && p.weights > 0.0; };
+    const auto seconds = [&](std::size_t i) { return part_seconds(l.parts[i], d, batch, false); };
+    double all = 0.0;
+    for (std::size_t i = 0; i < l.parts.size(); ++i) all += seconds(i);
+    if (all <= 0.0) return {0.0, 0.0};
+    const std::size_t n = l.parts.size();
+    std::size_t a = 0;
+    while (a < n && !weighted(l.parts[a])) ++a;
+    double head = 0.0, tail = 0.0;
+    for (; a < n && weighted(l.parts[a]); ++a) head += seconds(a);
+    std::size_t b = n;
+    while (b > a && !weighted(l.parts[b - 1])) --b;
+    for (; b > a && weighted(l.parts[b - 1]); --b) tail += seconds(b - 1);
+    return {head / all, tail / all};
+}
+
+}  // namespace
+
 ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint32_t batch, double bytes_per_param,
                                Optimizer optimizer) {
     g_profiles_built.fetch_add(1, std::memory_order_relaxed);
@@ -339,6 +366,7 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
         double fwd, bwd, update;
         bool fwd_fixed, bwd_fixed, update_fixed;
         double wgrad_share;  ///< of bwd
+        double head, tail;   ///< LayerTimes::head, tail
     };
     ComputeProfile p;
     const double update_bytes = optimizer_bytes_per_param(optimizer, d.precision, bytes_per_param);
@@ -390,6 +418,7 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
                 bwd = std::max(bwd, bwd_kernels * host);
             }
             Seconds s{};
+            std::tie(s.head, s.tail) = gemm_shares(l, d, b);
             s.fwd_fixed = l.fwd_time.has_value();
             s.fwd = s.fwd_fixed ? l.fwd_time->seconds() : fwd;
             s.bwd_fixed = l.bwd_time.has_value();
@@ -434,9 +463,12 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
     p.scale = scale;
     for (const Seconds& s : raw) {
         const sim::Time bwd = sim::Time::seconds(s.bwd_fixed ? s.bwd : s.bwd * scale);
-        const LayerTimes lt{sim::Time::seconds(s.fwd_fixed ? s.fwd : s.fwd * scale), bwd,
+        const LayerTimes lt{sim::Time::seconds(s.fwd_fixed ? s.fwd : s.fwd * scale),
+                            bwd,
                             sim::Time::seconds(s.update_fixed ? s.update : s.update * scale),
-                            sim::Time::seconds(bwd.seconds() * s.wgrad_share)};
+                            sim::Time::seconds(bwd.seconds() * s.wgrad_share),
+                            s.head,
+                            s.tail};
         p.fwd += lt.fwd;
         p.bwd += lt.bwd;
         p.update += lt.update;

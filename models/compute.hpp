@@ -45,6 +45,10 @@ struct LayerTimes {
     /// its input gradient and its weight gradient in two kernels of its forward's FLOPs, the rest of a backward is
     /// input gradients; a custom layer's backward splits in even halves.
     sim::Time wgrad;
+    /// Of fwd (and of bwd), the shares of the layer's leading and trailing GEMMs with weights (a transformer block's
+    /// column- and row-parallel GEMMs, which tensor parallelism's overlapped collectives run beside; 0 where the
+    /// layer's kernels are not known or it starts or ends otherwise).
+    double head = 0.0, tail = 0.0;
 };
 
 /// What one kind of part costs per iteration (before samples_per_s scaling): for the visible assumptions.

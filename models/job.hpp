@@ -210,6 +210,9 @@ constexpr std::span<const sim::EnumEntry<PipelineSchedule>> enum_entries(Pipelin
 struct ParallelismSpec {
     std::uint32_t tensor = 1;  ///< ranks splitting each layer (1: none)
     bool sequence_parallel = false;
+    /// Each sequence-parallel all-gather and reduce-scatter runs beside the GEMM that consumes or produces it
+    /// (TransformerEngine's userbuffers, Megatron's --tp-comm-overlap; models/program/pipeline.cpp).
+    bool tensor_overlap = false;
     std::uint32_t pipeline = 1;  ///< stages (1: none)
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
     /// Transformer blocks on the first and on the last (virtual) stage (none: as many as on the others).
@@ -222,6 +225,9 @@ struct ParallelismSpec {
     std::uint32_t expert = 1;
     /// The busiest expert's tokens over the mean (1: balanced routing).
     double expert_imbalance = 1.0;
+    /// The distributed optimizer's all-gather of each bucket of updated parameters runs beside the next step's
+    /// forward, waited for before the bucket's first layer (Megatron's --overlap-param-gather).
+    bool overlap_param_gather = false;
 
     /// The model chunks each stage holds (1 unless interleaved).
     [[nodiscard]] std::uint32_t chunks() const {

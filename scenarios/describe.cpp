@@ -56,7 +56,11 @@ std::string describe_compression(const JobSpec& j) {
 std::string describe_parallelism(const JobSpec& j) {
     const models::ParallelismSpec& p = j.parallelism;
     std::string out;
-    if (p.tensor > 1) out += fmt::format("tensor {}{} x ", p.tensor, p.sequence_parallel ? " (sequence parallel)" : "");
+    if (p.tensor > 1)
+        out += fmt::format("tensor {}{} x ", p.tensor,
+                           p.tensor_overlap      ? " (sequence parallel, overlapped with its GEMMs)"
+                           : p.sequence_parallel ? " (sequence parallel)"
+                                                 : "");
     if (p.context > 1) out += fmt::format("context {} x ", p.context);
     if (p.pipeline > 1) out += fmt::format("pipeline {} x ", p.pipeline);
     out += fmt::format("data {}", p.data(j.workers));

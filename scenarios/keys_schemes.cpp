@@ -159,6 +159,15 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
                 "each all-reduce a reduce-scatter and an all-gather of the same bytes (default false)")
                 .when([](const P& p) { return p.tensor > 1; }, "applies to tensor > 1 only")
                 .with_default(false),
+            key("tp_overlap", &P::tensor_overlap,
+                "tensor-parallel communication overlapped with the GEMMs that produce and consume it "
+                "(TransformerEngine's userbuffers, Megatron's --tp-comm-overlap, torchtitan's async TP): each "
+                "all-gather runs beside the column GEMM it feeds, each reduce-scatter beside the row GEMM that "
+                "produces it, those GEMMs slowed by overlap.compute_slowdown meanwhile (default false; needs "
+                "sequence_parallel, as Megatron does)")
+                .when([](const P& p) { return p.tensor > 1 && p.sequence_parallel; },
+                      "applies to tensor > 1 with sequence_parallel only (Megatron asserts it)")
+                .with_default(false),
             key("pipeline", &P::pipeline,
                 "pipeline stages: the model's transformer blocks (or layers) split evenly into this many stages, "
                 "the embedding on the first and the head on the last, each stage's workers / (pipeline x tensor) "
@@ -225,6 +234,14 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
                     }
                 })
                 .with_default("tp-cp-ep-dp-pp"),
+            key("overlap_param_gather", &P::overlap_param_gather,
+                "Megatron's --overlap-param-gather: with the distributed optimizer (sharding stage 1) and overlapped "
+                "gradient buckets (overlap wfbp with fusion \"buffer\"), each bucket's updated parameters are "
+                "all-gathered beside the next step's forward, which waits for a bucket only at its first layer "
+                "(default false: the all-gathers run after the update)")
+                .when([](const P& p) { return p.any(); },
+                      "applies with model parallelism only (tensor, pipeline, context or expert > 1)")
+                .with_default(false),
             key("expert_imbalance", &P::expert_imbalance,
                 "the busiest expert's tokens over the mean (default 1: balanced routing; at most experts / "
                 "experts_per_token): its rank runs more expert work and receives more tokens (an uneven all-to-all), "

@@ -316,6 +316,11 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
     if (job.overlap.fusion == models::Fusion::mgwfbp || job.overlap.priority)
         refuse("overlap wfbp only (Megatron's overlapped gradient reduction, per layer or in fusion buffers)");
     if (job.bn_group > 1) refuse("no SyncBatchNorm (bn_group) yet");
+    if (p.overlap_param_gather && (sh.stage != 1 || !job.overlap.wfbp || job.overlap.fusion != models::Fusion::buffer))
+        throw ScenarioError(r.path("overlap_param_gather"),
+                            "Megatron overlaps the distributed optimizer's parameter all-gathers in the gradient "
+                            "buckets (it asserts --overlap-grad-reduce); expected sharding stage 1 and overlap "
+                            "{\"fusion\": \"buffer\"} with it");
     return p;
 }
 

@@ -209,10 +209,15 @@ json layout_patch(const json& base, const PlanLayout& l) {
     p["pipeline"] = l.pipeline;
     p["context"] = l.context;
     p["expert"] = l.expert;
-    if (l.sequence_parallel)
+    if (l.sequence_parallel) {
         p["sequence_parallel"] = true;
-    else
+    } else {
         p.erase("sequence_parallel");
+        p.erase("tp_overlap");  // the scenario's TP overlap, where this layout has sequence parallelism to overlap
+    }
+    // The scenario's overlap_param_gather, where this layout has a distributed optimizer and model parallelism.
+    if (l.sharding != 1 || (l.tensor == 1 && l.pipeline == 1 && l.context == 1 && l.expert == 1))
+        p.erase("overlap_param_gather");
     if (l.pipeline > 1)
         p["schedule"] = l.schedule;
     else

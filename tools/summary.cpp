@@ -92,12 +92,18 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     }
     out += fmt::format("  scheme        {}, sync {}\n", scenario::describe_architecture(spec),
                        scenario::describe_sync(spec));
-    if (spec.parallelism.any())
-        out += fmt::format(
-            "  parallelism   {}, {} micro-batch{} per step; each stage's data ranks all-reduce its gradients after "
-            "the drain\n",
-            scenario::describe_parallelism(spec), spec.gradient_accumulation,
-            spec.gradient_accumulation == 1 ? "" : "es");
+    if (spec.parallelism.any()) {
+        // What each stage's data ranks do with its gradients (models/program/pipeline.cpp).
+        const bool dist_opt = spec.sharding.stage == 1;
+        std::string sync =
+            fmt::format("each stage's data ranks {} its gradients {}", dist_opt ? "reduce-scatter" : "all-reduce",
+                        spec.overlap.wfbp ? "during the last micro-batch's backward" : "after the drain");
+        if (dist_opt)
+            sync += spec.parallelism.overlap_param_gather ? ", all-gather the parameters beside the next forward"
+                                                          : ", all-gather the parameters after the update";
+        out += fmt::format("  parallelism   {}, {} micro-batch{} per step; {}\n", scenario::describe_parallelism(spec),
+                           spec.gradient_accumulation, spec.gradient_accumulation == 1 ? "" : "es", sync);
+    }
     out += fmt::format("  compression   {}; overlap {}\n", scenario::describe_compression(spec),
                        scenario::describe_overlap(spec));
     for (const auto& p : j.algorithm_picks)

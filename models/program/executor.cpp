@@ -106,19 +106,25 @@ sim::Time Executor::duration(std::uint32_t w, const Compute& c) const {
         case ComputeKind::backward:
         case ComputeKind::backward_input:
         case ComputeKind::backward_weight:
-            for (std::uint32_t l = c.first; l <= c.last; ++l) d += pass_time(cp.layers[l], c.kind);
+            for (std::uint32_t l = c.first; l <= c.last; ++l) d += pass_time(cp.layers[l], c.kind, c.pieces);
             break;
     }
     return d;
 }
 
-sim::Time Executor::pass_time(const LayerTimes& t, ComputeKind kind) {
+sim::Time Executor::pass_time(const LayerTimes& t, ComputeKind kind, std::uint8_t pieces) {
+    sim::Time whole;
     switch (kind) {
-        case ComputeKind::forward: return t.fwd;
-        case ComputeKind::backward_input: return t.bwd - t.wgrad;
-        case ComputeKind::backward_weight: return t.wgrad;
-        default: return t.bwd;
+        case ComputeKind::forward: whole = t.fwd; break;
+        case ComputeKind::backward_input: whole = t.bwd - t.wgrad; break;
+        case ComputeKind::backward_weight: whole = t.wgrad; break;
+        default: whole = t.bwd; break;
     }
+    if (pieces == Compute::kWhole) return whole;
+    const double share = ((pieces & Compute::kHead) != 0 ? t.head : 0.0) +
+                         ((pieces & Compute::kBody) != 0 ? std::max(0.0, 1.0 - t.head - t.tail) : 0.0) +
+                         ((pieces & Compute::kTail) != 0 ? t.tail : 0.0);
+    return scaled(whole, share);
 }
 
 void Executor::begin_iteration(std::uint32_t w) {
@@ -178,7 +184,7 @@ void Executor::span_compute(std::uint32_t w, const Compute& c, sim::Time start, 
     const char* prefix = fwd ? "fwd " : c.kind == ComputeKind::backward_weight ? "wgrad " : "bwd ";
     for (std::uint32_t k = c.first; k <= c.last; ++k) {
         const std::uint32_t l = fwd ? k : c.last - (k - c.first);  // backward runs from the last layer
-        const sim::Time d = layer_time(pass_time(cp.layers[l], c.kind), w, slowed);
+        const sim::Time d = layer_time(pass_time(cp.layers[l], c.kind, c.pieces), w, slowed);
         timeline_.span(
             detail::Timeline::compute(w), [&] { return prefix + job_.workload.layers[l].name + suffix; }, cat, start,
             start + d);
@@ -197,7 +203,8 @@ sim::Time Executor::step_time(std::uint32_t w, const Compute& c, bool slowed) co
     if (!c.per_layer) return layer_time(duration(w, c), w, slowed);
     const ComputeProfile& cp = job_.compute_of(w);
     sim::Time d;
-    for (std::uint32_t l = c.first; l <= c.last; ++l) d += layer_time(pass_time(cp.layers[l], c.kind), w, slowed);
+    for (std::uint32_t l = c.first; l <= c.last; ++l)
+        d += layer_time(pass_time(cp.layers[l], c.kind, c.pieces), w, slowed);
     return d;
 }
 
@@ -248,8 +255,17 @@ void Executor::advance(std::uint32_t w) {
         const bool slowed = c.slowable && c.kind != ComputeKind::codec && job_.overlap_slowdown > 0.0 && comm_active(w);
         const sim::Time d = step_time(w, c, slowed);
         const sim::Time now = engine_.now();
-        span_compute(w, c, now, slowed);
         clocks_[w].busy += d;
+        if (c.pieces != Compute::kWhole) {
+            // A layer's GEMMs beside their tensor-parallel collective: slowed while the rank communicates, at full
+            // speed once it stops (piece_unslowed); drawn when it ends.
+            s.piece_start = now;
+            s.piece_until = now + d;
+            s.piece_slowed = slowed;
+            s.piece_end = engine_.at(now + d, [this, w] { compute_done(w); });
+            return;
+        }
+        span_compute(w, c, now, slowed);
         engine_.at(now + d, [this, w] { compute_done(w); });
         return;
     }
@@ -263,8 +279,35 @@ void Executor::advance(std::uint32_t w) {
 }
 
 void Executor::compute_done(std::uint32_t w) {
-    ++ws_[w].pc;
+    W& s = ws_[w];
+    const Program& prog = set_.programs[s.program];
+    if (const Compute& c = prog.computes[prog.instrs[s.pc].index]; c.pieces != Compute::kWhole) {
+        timeline_.span(
+            detail::Timeline::compute(w),
+            [&] {
+                return std::string(c.kind == ComputeKind::forward ? "fwd " : "bwd ") +
+                       job_.workload.layers[c.first].name + (s.piece_slowed ? " (slowed by communication)" : "");
+            },
+            c.kind == ComputeKind::forward ? "forward" : "backward", s.piece_start, engine_.now());
+        s.piece_slowed = false;
+        s.piece_end = {};
+    }
+    ++s.pc;
     advance(w);
+}
+
+// Rank w's communication stopped: a piece running slowed beside it runs its rest at full speed.
+void Executor::piece_unslowed(std::uint32_t w) {
+    W& s = ws_[w];
+    if (!s.piece_slowed || comm_active(w)) return;
+    const sim::Time now = engine_.now();
+    const sim::Time left = s.piece_until - now;
+    const sim::Time fast = scaled(left, 1.0 / (1.0 + job_.overlap_slowdown));
+    if (!engine_.cancel(s.piece_end)) return;
+    clocks_[w].busy -= left - fast;
+    s.piece_until = now + fast;
+    s.piece_slowed = false;
+    s.piece_end = engine_.at(s.piece_until, [this, w] { compute_done(w); });
 }
 
 void Executor::end_iteration(std::uint32_t w) {
@@ -382,6 +425,7 @@ void Executor::call_done(std::uint32_t w, std::uint32_t call) {
     s.done[call] = true;
     --s.calls_left;
     pump(w, c.stream);
+    piece_unslowed(w);
     if (hooks_.called) hooks_.called(w, s.iter, call);
     if (s.idle) advance(w);
 }
@@ -400,6 +444,7 @@ void Executor::send(std::uint32_t w, const Instr& in) {
             "communication", start, engine_.now());
         arrived_[{i, w, to, tag}] = 1;
         --sender.sends_left;
+        piece_unslowed(w);
         if (sender.idle) advance(w);
         if (to != w && ws_[to].idle) advance(to);
     });

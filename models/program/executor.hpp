@@ -63,7 +63,7 @@ public:
     static constexpr std::uint32_t kReceives = 16;
     [[nodiscard]] sim::Time waited(std::uint32_t w, std::uint32_t stream) const;
     /// One layer's time in a pass of `kind` (forward, backward, or a backward's input or weight gradients).
-    [[nodiscard]] static sim::Time pass_time(const LayerTimes& t, ComputeKind kind);
+    [[nodiscard]] static sim::Time pass_time(const LayerTimes& t, ComputeKind kind, std::uint8_t pieces);
 
 private:
     static constexpr std::uint8_t kNothing = 255;
@@ -88,6 +88,11 @@ private:
 
         Lane& lane(std::uint8_t stream) { return stream == 0 ? lane0 : lanes[stream - 1U]; }
         std::vector<sim::Time> call_start;  ///< per call, when it started (only with a timeline)
+        /// A piece of a layer (Compute::pieces) runs slowed beside communication only while that lasts: its end
+        /// event, its start and end, and whether it still runs slowed.
+        sim::EventId piece_end{};
+        sim::Time piece_start, piece_until;
+        bool piece_slowed = false;
     };
     struct RoundState {
         std::unique_ptr<sim::Round> runner;
@@ -100,6 +105,7 @@ private:
 
     void advance(std::uint32_t w);
     void compute_done(std::uint32_t w);
+    void piece_unslowed(std::uint32_t w);
     void end_iteration(std::uint32_t w);
     void issue(std::uint32_t w, std::uint32_t call);
     void pump(std::uint32_t w, std::uint8_t stream);

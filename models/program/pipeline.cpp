@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -182,15 +183,22 @@ StageParams stage_params(const Workload& w, const std::vector<StageLayers>& chun
 }
 
 // Puts the call of `op` on `prog`, issued and waited for at once, and counts its bytes and itself.
-void blocking_call(ProgramSet& set, Program& prog, Planner& planner, const CommOp& op, Call c, double& wire,
-                   double& machine, double& calls) {
+// Issues `c` with its one phase `op` on the rank's program and counts its bytes and itself; returns the call.
+std::uint32_t issued_call(ProgramSet& set, Program& prog, Planner& planner, const CommOp& op, Call c, double& wire,
+                          double& machine, double& calls) {
     c.phases.push_back(op);
     const std::uint32_t call = set.add_call(std::move(c));
     prog.issue(call);
-    prog.wait(call);
     wire += planner.wire_bytes(op);
     machine += planner.machine_bytes(op);
     calls += 1.0;
+    return call;
+}
+
+// The same, and the compute stream waits for it.
+void blocking_call(ProgramSet& set, Program& prog, Planner& planner, const CommOp& op, Call c, double& wire,
+                   double& machine, double& calls) {
+    prog.wait(issued_call(set, prog, planner, op, std::move(c), wire, machine, calls));
 }
 
 }  // namespace
@@ -203,6 +211,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
     const std::uint32_t e = job.workload.experts > 0 ? par.expert : 1, cp = par.context, dc = d * cp;
     const std::uint32_t m = job.gradient_accumulation;
     const bool sp = t > 1 && par.sequence_parallel;
+    const bool tp_overlap = sp && par.tensor_overlap;
     const std::vector<StageLayers> stages = pipeline_stages(job.workload, par);
     const std::vector<TensorRegion> regions = tensor_regions(job.workload);
     const std::vector<bool> recomputed = checkpointed_layers(job.workload);
@@ -336,16 +345,38 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             if (order[i].pass == Pass::backward || order[i].pass == Pass::weight) last_backward[order[i].chunk] = i;
         std::size_t at_op = 0;
         Program prog;
-        auto compute = [&](ComputeKind kind, std::uint32_t first, std::uint32_t last, std::uint32_t k) {
+        // overlap_param_gather: the last update's parameters all-gathered bucket by bucket as the step starts (on the
+        // data stream, ahead of the gradients' reductions), each waited for by the first forward reaching its lowest
+        // layer (Megatron's DDP starts the next bucket's all-gather from that forward pre-hook; issuing them all at
+        // once on the one stream runs them in the same order).
+        const bool gather_early = dist_opt && par.overlap_param_gather;
+        std::vector<std::map<std::uint32_t, std::uint32_t>> gathers(v);  // per chunk: its buckets' lowest layer -> call
+        if (gather_early)
+            for (std::uint32_t j = 0; j < v; ++j)
+                for (auto b = buckets[j].rbegin(); b != buckets[j].rend(); ++b) {
+                    const CommOp op =
+                        CommOp::of(CollectiveKind::all_gather, data_group, b->params * job.bytes_per_param);
+                    Call call;
+                    call.verb = "sync ";
+                    call.label = fmt::format("stage {} {} parameters from {} ({:.3g} MB)", s,
+                                             v > 1 ? fmt::format("chunk {}", j) : std::string("bucket"),
+                                             job.workload.layers[b->lo].name, op.bytes / 1e6);
+                    gathers[j][b->lo] = issued_call(set, prog, planner, op, std::move(call), totals.wire,
+                                                    totals.machine, totals.collectives);
+                }
+        auto compute = [&](ComputeKind kind, std::uint32_t first, std::uint32_t last, std::uint32_t k,
+                           std::uint8_t pieces = Compute::kWhole) {
             Compute c;
             c.kind = kind;
             c.first = first;
             c.last = last;
             c.micro_batch = k;
             c.per_layer = true;
+            c.pieces = pieces;
             // Without overlap nothing of the stage's own data-parallel traffic runs before the pipeline drains; with it
-            // the buckets' reductions share the GPU with the backward (and the rings with attention).
-            c.slowable = overlap;
+            // the buckets' reductions share the GPU with the backward (and the rings with attention); a GEMM beside
+            // its overlapped tensor-parallel collective shares it too.
+            c.slowable = overlap || pieces != Compute::kWhole;
             c.label = fmt::format("{} stage {} mb{}",
                                   kind == ComputeKind::forward           ? "fwd"
                                   : kind == ComputeKind::backward_weight ? "wgrad"
@@ -362,6 +393,15 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             c.stream = kTensorStream;
             blocking_call(set, prog, planner, CommOp::of(kind, tensor_group, tp_bytes), std::move(c),
                           totals.tensor_wire, totals.tensor_machine, totals.tensor_collectives);
+        };
+        // The same, issued to run beside the compute that follows (tp_overlap); the caller waits for it.
+        auto tensor_beside = [&](CollectiveKind kind, std::uint32_t layer, std::uint32_t k, const char* what) {
+            Call c;
+            c.verb = "tp ";
+            c.label = fmt::format("{} {} mb{} ({:.3g} MB)", what, job.workload.layers[layer].name, k, tp_bytes / 1e6);
+            c.stream = kTensorStream;
+            return issued_call(set, prog, planner, CommOp::of(kind, tensor_group, tp_bytes), std::move(c),
+                               totals.tensor_wire, totals.tensor_machine, totals.tensor_collectives);
         };
         // An expert all-to-all the compute stream waits for (on its own communicator).
         auto expert = [&](CollectiveKind kind, std::uint32_t layer, std::uint32_t k, const char* what) {
@@ -382,15 +422,15 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             call.label =
                 fmt::format("{} {} mb{} ({:.3g} MB)", what, job.workload.layers[layer].name, k, op.bytes / 1e6);
             call.stream = kContextStream;
-            call.phases.push_back(op);
-            const std::uint32_t id = set.add_call(std::move(call));
-            prog.issue(id);
-            totals.context_wire += planner.wire_bytes(op);
-            totals.context_machine += planner.machine_bytes(op);
-            totals.context_collectives += 1.0;
-            return id;
+            return issued_call(set, prog, planner, op, std::move(call), totals.context_wire, totals.context_machine,
+                               totals.context_collectives);
         };
         auto ringed = [&](std::uint32_t l) { return cp > 1 && attends(job.workload.layers[l]); };
+        // Layers whose tensor-parallel collectives run beside their GEMMs (not the routed experts' layers: their
+        // dispatch and combine sit between).
+        auto overlapped = [&](std::uint32_t l) {
+            return tp_overlap && (regions[l].starts || regions[l].ends) && !routed(l);
+        };
         const CollectiveKind reduce = sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
         // Tags: micro-batch k's activations from virtual stage u to u + 1 are 2 (k V + u), their gradients that + 1.
         auto forward = [&](std::uint32_t k, std::uint32_t j) {
@@ -403,7 +443,39 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 if (from < last_plus_one) compute(ComputeKind::forward, from, last_plus_one - 1, k);
                 from = last_plus_one;
             };
-            for (std::uint32_t l = st.first; (t > 1 || e > 1 || cp > 1) && l <= st.last; ++l) {
+            for (std::uint32_t l = st.first; (t > 1 || e > 1 || cp > 1 || !gathers[j].empty()) && l <= st.last; ++l) {
+                if (const auto g = gathers[j].find(l); g != gathers[j].end()) {  // its bucket's parameters first
+                    run_up_to(l);
+                    prog.wait(g->second);
+                    gathers[j].erase(g);
+                }
+                if (overlapped(l)) {
+                    // tp_overlap: the all-gather beside the column GEMMs it feeds, the reduce-scatter beside the row
+                    // GEMMs whose partial sums it reduces (TransformerEngine splits both into chunks pipelined with
+                    // the GEMM's: the pair takes about the longer of the two); the ring beside the attention between.
+                    run_up_to(l);
+                    const TensorRegion& r = regions[l];
+                    const std::optional<std::uint32_t> ring_id =
+                        ringed(l) ? std::optional{ring(l, k, 1.0, "key/value ring for")} : std::nullopt;
+                    std::uint8_t left = Compute::kWhole;
+                    if (r.starts) {
+                        const std::uint32_t id = tensor_beside(CollectiveKind::all_gather, l, k, "all-gather beside");
+                        compute(ComputeKind::forward, l, l, k, Compute::kHead);
+                        prog.wait(id);
+                        left &= static_cast<std::uint8_t>(~Compute::kHead);
+                    }
+                    if (r.ends) left &= static_cast<std::uint8_t>(~Compute::kTail);
+                    compute(ComputeKind::forward, l, l, k, left);
+                    if (ring_id) prog.wait(*ring_id);
+                    if (r.ends) {
+                        const std::uint32_t id =
+                            tensor_beside(CollectiveKind::reduce_scatter, l, k, "reduce-scatter beside");
+                        compute(ComputeKind::forward, l, l, k, Compute::kTail);
+                        prog.wait(id);
+                    }
+                    from = l + 1;
+                    continue;
+                }
                 if (routed(l)) {
                     run_up_to(l);
                     expert(CollectiveKind::dispatch, l, k, "dispatch to");
@@ -492,6 +564,34 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 // Before layer l's backward: full recomputation reruns its forward's collectives, and with sequence
                 // parallelism the gradient of a region's closing reduce-scatter is an all-gather.
                 const bool again = job.activation_checkpointing && recomputed[layer] && (r.ends || (sp && r.starts));
+                if (overlapped(layer)) {
+                    // tp_overlap: the output gradient's all-gather beside the row GEMMs' backward it feeds, the input
+                    // gradient's reduce-scatter beside the column GEMMs' backward (TransformerEngine overlaps it with
+                    // their weight gradient); recomputation's collectives wait as without it.
+                    run_down_to(l + 1);
+                    if (again && r.starts) tensor(CollectiveKind::all_gather, layer, k, "recompute");
+                    if (again && r.ends) tensor(reduce, layer, k, "recompute");
+                    std::uint8_t left = Compute::kWhole;
+                    if (r.ends) {
+                        const std::uint32_t id =
+                            tensor_beside(CollectiveKind::all_gather, layer, k, "all-gather beside");
+                        compute(kind, layer, layer, k, Compute::kTail);
+                        prog.wait(id);
+                        left &= static_cast<std::uint8_t>(~Compute::kTail);
+                    }
+                    if (r.starts) left &= static_cast<std::uint8_t>(~Compute::kHead);
+                    compute(kind, layer, layer, k, left);
+                    to = l - 1;
+                    ring_done();
+                    if (r.starts) {
+                        const std::uint32_t id =
+                            tensor_beside(CollectiveKind::reduce_scatter, layer, k, "reduce-scatter beside");
+                        compute(kind, layer, layer, k, Compute::kHead);
+                        prog.wait(id);
+                    }
+                    bucket_after(l);
+                    continue;
+                }
                 if (again || (sp && r.ends)) {
                     run_down_to(l + 1);
                     if (again && sp && r.starts) tensor(CollectiveKind::all_gather, layer, k, "recompute");
@@ -559,7 +659,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
         u.label = fmt::format("update stage {}", s);
         prog.compute(std::move(u));
         if (dist_opt) {  // the updated parameters back to every data rank (bf16 working copies)
-            sync("data", CollectiveKind::all_gather, data_group, dense);
+            if (!gather_early) sync("data", CollectiveKind::all_gather, data_group, dense);
             sync("expert data", CollectiveKind::all_gather, expert_group_data, params.experts);
         }
         set.programs.push_back(std::move(prog));

@@ -154,9 +154,20 @@ std::unique_ptr<topo::Collective> Planner::build(const CommOp& op) {
                 return topo::make_shard_collective(topo::ShardCollective::replica_allreduce,
                                                    groups_[static_cast<std::size_t>(g.across)].parts, ranks_, bytes,
                                                    ctx_);
+            // As NCCL runs it (topologies/allreduce_algorithms.cpp, make_ring): a part spread over several
+            // nodes runs one ring per NIC its node's ranks use (topo::ring_channels), each on a share of the bytes.
             const auto size = static_cast<std::uint32_t>(g.parts.front().size());
-            return std::make_unique<topo::RingCollective>(ranks_, g.parts, bytes / std::max(size, 1U),
-                                                          size < 2 ? 0 : 2 * (size - 1));
+            const std::uint32_t steps = size < 2 ? 0 : 2 * (size - 1);
+            auto rings = ctx_ == nullptr ? std::vector<Partition>{g.parts}
+                                         : topo::ring_channels(g.parts, ctx_->node_of, ctx_->ring_channels);
+            if (rings.size() == 1)
+                return std::make_unique<topo::RingCollective>(ranks_, g.parts, bytes / std::max(size, 1U), steps);
+            const double c = static_cast<double>(rings.size());
+            std::vector<std::unique_ptr<topo::Collective>> parts;
+            for (auto& channel : rings)
+                parts.push_back(
+                    std::make_unique<topo::RingCollective>(ranks_, std::move(channel), bytes / c / size, steps));
+            return std::make_unique<topo::ParallelCollective>(std::move(parts));
         }
         case CollectiveKind::hierarchical_all_to_all:
             return topo::make_hierarchical_all_to_all(groups_.at(op.group).parts, ranks_, bytes, sim::Bytes{op.bytes2});

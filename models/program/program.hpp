@@ -56,6 +56,10 @@ struct Compute {
     bool per_layer = false;
     /// Stretched by (1 + overlap_slowdown) when it starts while the rank communicates (false: never).
     bool slowable = true;
+    /// Forward, backward of one layer (first == last): which of its pieces it runs, a mask of kHead (its leading
+    /// GEMMs, LayerTimes::head of its time), kBody (the rest) and kTail (its trailing GEMMs, LayerTimes::tail).
+    std::uint8_t pieces = kWhole;
+    static constexpr std::uint8_t kHead = 1, kBody = 2, kTail = 4, kWhole = 7;
     CodecWork work;  ///< codec: the kernel's work
 };
 

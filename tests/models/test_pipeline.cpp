@@ -115,6 +115,22 @@ TEST_CASE("pipeline: each stage's data-parallel group all-reduces its own layers
           ddlsim::testing::approx(2.0 * one.iteration_time_s / two.iteration_time_s).epsilon(1e-9));
 }
 
+TEST_CASE("pipeline: a data-parallel group across nodes runs NCCL's ring per NIC, each on its share of the bytes") {
+    // Two stages of 8 replicas on two DGX H100 nodes (a 400 Gbit/s NIC per GPU, one rail each), ranks in Llama 3's
+    // order (each replica's two stages side by side): each stage's 8 data ranks sit 4 on each node. As NCCL builds
+    // them (topologies/allreduce_algorithms.cpp, make_ring), 4 rings of S / 4 leave each node by 4 NICs: 2 (8 - 1)
+    // steps of S / 32, each as long as its node-crossing transfer at 50 GB/s, for the stage's S = 4 layers x 1 M fp32
+    // gradients (one ring through one NIC: 4 times as long). The last stage-0 backward ends the drain; its ring is
+    // what the step waits for.
+    json j = pinned(2, 8, 4, "1f1b");
+    j["parallelism"]["order"] = "tp-cp-pp-dp";
+    j["network"] = {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"latency", "1ns"}, {"transport", "ideal"}};
+    const models::JobResult r = testing::run_first_job(j);
+    REQUIRE(r.exposed_by_dimension.has_value());
+    const double S = 4 * 1e6 * 4, steps = 2 * 7;
+    CHECK(r.exposed_by_dimension->data == ddlsim::testing::approx(steps * S / 32 / 50e9).epsilon(0.01));
+}
+
 TEST_CASE("pipeline: overlapped buckets leave only the last one after the drain, and the distributed optimizer") {
     // Two ranks per stage, 1 M fp32 parameters per layer: buckets of 4 MB are one layer each. The last micro-batch's
     // backward issues the upper layer's bucket while the lower layer's 2 ms backward runs; only the lower one's ring
@@ -149,6 +165,32 @@ TEST_CASE("pipeline: overlapped buckets leave only the last one after the drain,
     // ZeRO-2 and -3 are not modelled with stages: refused at the key, not ignored.
     j["sharding"] = {{"stage", 3}};
     CHECK(testing::refused_at(j) == "$.parallelism.pipeline");
+}
+
+TEST_CASE("pipeline: overlap_param_gather moves the distributed optimizer's all-gathers under the next forwards") {
+    // Two ranks per stage, buckets of one layer (4 MB of fp32 gradients): each stage reduce-scatters the upper
+    // layer's bucket beside the lower one's last backward and the lower one's after it (1 step of 2 MB each), updates,
+    // then all-gathers the whole stage (1 step of 4 MB). With overlap_param_gather the all-gathers start the step,
+    // each bucket's waited for by the first forward of its layer: the lower layer's (1 step of 2 MB) before anything
+    // can run, the upper one's beside the lower one's 1 ms forward, hidden. The step is shorter by exactly that
+    // hidden one, with the same bytes.
+    json j = pinned(4, 2, 8, "1f1b");
+    j["overlap"] = {{"wfbp", true}, {"fusion", "buffer"}, {"bucket_size", "4MB"}};
+    j["sharding"] = {{"stage", 1}};
+    const models::JobResult after = testing::run_first_job(j);
+    j["parallelism"]["overlap_param_gather"] = true;
+    const models::JobResult beside = testing::run_first_job(j);
+    CHECK(beside.bytes_on_wire_per_iteration == after.bytes_on_wire_per_iteration);
+    CHECK(after.iteration_time_s - beside.iteration_time_s ==
+          ddlsim::testing::approx(2e-9 + 2e6 / 450e9).epsilon(1e-3));
+    // Each bucket's all-gather is a collective of its own: 2 buckets per stage instead of one all-gather.
+    CHECK(beside.collectives_per_iteration == after.collectives_per_iteration + 1.0);
+    // Megatron asserts --overlap-grad-reduce for it, and it needs the distributed optimizer: refused otherwise.
+    j.erase("overlap");
+    CHECK(testing::refused_at(j) == "$.parallelism.overlap_param_gather");
+    j["overlap"] = {{"wfbp", true}, {"fusion", "buffer"}, {"bucket_size", "4MB"}};
+    j.erase("sharding");
+    CHECK(testing::refused_at(j) == "$.parallelism.overlap_param_gather");
 }
 
 TEST_CASE("pipeline: a stage boundary sends the activations forward and their gradients back as flows") {

@@ -171,6 +171,42 @@ TEST_CASE("tensor parallelism: on an idle fabric each collective costs its ring'
     }
 }
 
+TEST_CASE(
+    "tensor parallelism: tp_overlap hides each all-gather and reduce-scatter behind the GEMM it feeds or drains") {
+    // Hidden 4096 over t = 4 ranks of one node at 900 GB/s: every collective (t - 1 steps of B / t, B = s h x 2
+    // bytes) is shorter than the column or row GEMMs beside it, so with tp_overlap only the collectives with no GEMM
+    // beside them stay exposed: the embedding lookup's reduce-scatter forward and its all-gather backward, 2 per
+    // micro-batch. With compute_slowdown 0 the compute is unchanged; the collectives are the same bytes.
+    const double t = 4, m = 2, B = 4096.0 * 4096.0 * 2.0, fast = 900e9;
+    const double one = (t - 1) * (2e-9 + B / t / fast);  // one all-gather or reduce-scatter on the idle node
+    json j = job(2, 4, true, "900GBps", 1, 1, 4096);
+    j["overlap"] = {{"compute_slowdown", 0.0}};
+    const models::JobResult plain = testing::run_first_job(j);
+    j["parallelism"]["tp_overlap"] = true;
+    const models::JobResult over = testing::run_first_job(j);
+    REQUIRE(plain.exposed_by_dimension.has_value());
+    REQUIRE(over.exposed_by_dimension.has_value());
+    CHECK(over.bytes_by_dimension->tensor == plain.bytes_by_dimension->tensor);
+    CHECK(over.collectives_per_iteration == plain.collectives_per_iteration);
+    CHECK(over.breakdown->compute == ddlsim::testing::approx(plain.breakdown->compute).epsilon(1e-9));
+    CHECK(plain.exposed_by_dimension->tensor ==
+          ddlsim::testing::approx(plain.collectives_per_iteration * one).epsilon(1e-6));
+    CHECK(over.exposed_by_dimension->tensor == ddlsim::testing::approx(m * 2 * one).epsilon(1e-6));
+    CHECK(plain.iteration_time_s - over.iteration_time_s ==
+          ddlsim::testing::approx((plain.collectives_per_iteration - m * 2) * one).epsilon(1e-6));
+    // Beside its collective a GEMM runs 1 + sigma times slower, and at full speed once the collective is done: each
+    // overlapped collective of C seconds adds C sigma / (1 + sigma) of compute (C / 6 for sigma = 0.2), the
+    // embedding's two, waited for before anything runs, nothing.
+    j["overlap"] = {{"compute_slowdown", 0.2}};
+    const models::JobResult slowed = testing::run_first_job(j);
+    CHECK(slowed.breakdown->compute - over.breakdown->compute ==
+          ddlsim::testing::approx((plain.collectives_per_iteration - m * 2) * one * 0.2 / 1.2).epsilon(1e-6));
+    // Megatron asserts sequence parallelism for --tp-comm-overlap: without it the key is refused, not ignored.
+    j = job(2, 4, false);
+    j["parallelism"]["tp_overlap"] = true;
+    CHECK(testing::refused_at(j) == "$.parallelism.tp_overlap");
+}
+
 TEST_CASE("tensor parallelism: a smaller share of the work per GPU and of its memory") {
     // Large enough for the GEMMs to outweigh eager PyTorch's kernel launches (4096 x 4096 activations).
     const models::JobResult one = testing::run_first_job(job(2, 1, false, "450GBps", 1, 1, 4096));
