@@ -191,6 +191,9 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
                                              {"data", j.bytes_by_dimension->data},
                                              {"expert", j.bytes_by_dimension->expert},
                                              {"context", j.bytes_by_dimension->context}};
+    // The pipeline's bubble (and its sends) as a share of the iteration.
+    if (j.exposed_by_dimension && spec.parallelism.pipeline > 1 && j.iteration_time_s > 0.0)
+        out["bubble_fraction"] = j.exposed_by_dimension->pipeline / j.iteration_time_s;
     if (j.exposed_by_dimension)
         out["exposed_communication_by_dimension_s"] = {{"tensor", j.exposed_by_dimension->tensor},
                                                        {"pipeline", j.exposed_by_dimension->pipeline},
@@ -218,6 +221,8 @@ nlohmann::json job_json(const Scenario& s, const JobSpec& spec, const models::Jo
     if (const auto t = token_rates(spec, j)) {
         out["tokens_per_s"] = t->tokens_per_s;
         out["mfu"] = t->mfu;
+        out["tflops_per_gpu"] = t->tflops_per_gpu;
+        out["hfu"] = t->hfu;
     }
     {
         // Where the iteration goes; the four add up to iteration_time_s.
@@ -372,8 +377,7 @@ models::MemoryEstimate job_memory(const JobSpec& j) {
     models::MemoryEstimate m = models::memory_per_gpu(job, j.optimizer);
     // With pipeline stages, the most loaded stage (the first keeps the most micro-batches, the last the head).
     for (std::uint32_t s = 1; s < j.parallelism.pipeline; ++s) {
-        const models::MemoryEstimate e =
-            models::memory_per_gpu(job, j.optimizer, j.parallelism.rank(s, 0, 0, 0));
+        const models::MemoryEstimate e = models::memory_per_gpu(job, j.optimizer, j.parallelism.rank(s, 0, 0, 0));
         if (e.total() > m.total()) m = e;
     }
     return m;
@@ -418,6 +422,21 @@ std::optional<TokenRates> token_rates(const JobSpec& spec, const models::JobResu
     for (std::uint32_t k = 0; k < spec.workers; ++k)
         peak += (spec.worker_devices.empty() ? spec.device : spec.worker_devices[k]).peak.per_s();
     t.mfu = peak > 0.0 ? t.tokens_per_s * w.model_flops_per_token / peak : 0.0;
+    t.tflops_per_gpu = t.tokens_per_s * w.model_flops_per_token / std::max<std::uint32_t>(1, spec.workers) / 1e12;
+    // The hardware's FLOPs: the model's forward and backward (3 x the forwards' FLOPs) and what is recomputed.
+    double forward = 0.0, again = 0.0;
+    const std::vector<bool> recomputed = models::checkpointed_layers(w);
+    for (std::size_t l = 0; l < w.layers.size(); ++l) {
+        forward += w.layers[l].fwd_flops;
+        if (!recomputed[l]) continue;
+        if (spec.activation_checkpointing) {
+            again += w.layers[l].fwd_flops;
+        } else if (spec.selective_recomputation) {
+            for (const models::LayerPart& part : w.layers[l].parts)
+                if (part.attention_core) again += part.flops;
+        }
+    }
+    t.hfu = forward > 0.0 ? t.mfu * (1.0 + again / (3.0 * forward)) : t.mfu;
     return t;
 }
 

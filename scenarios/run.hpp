@@ -108,10 +108,15 @@ struct RunResult {
 
 /// Sequence models (a workload with tokens_per_sample): tokens per second of the cluster and the model-FLOPs
 /// utilisation, tokens/s x model_flops_per_token (6N + 12 L d s, models/workload.hpp) over the sum of the workers'
-/// dense peaks at their precision. Result keys `tokens_per_s` and `mfu`; nullopt for other models.
+/// dense peaks at their precision; the model FLOPs per second each GPU delivers (what Megatron-LM and NeMo report as
+/// TFLOP/s per GPU); and the hardware FLOPs utilisation, which counts the recomputed forwards too (full: every
+/// checkpointed layer's forward again; selective: attention's core again; Korthikanti et al., arXiv 2205.05198, §6).
+/// Result keys `tokens_per_s`, `mfu`, `tflops_per_gpu`, `hfu`; nullopt for other models.
 struct TokenRates {
     double tokens_per_s = 0.0;
     double mfu = 0.0;
+    double tflops_per_gpu = 0.0;
+    double hfu = 0.0;
 };
 [[nodiscard]] std::optional<TokenRates> token_rates(const JobSpec& spec, const models::JobResult& j);
 

@@ -50,6 +50,9 @@ std::vector<json> rows_of(const std::string& name, const json& result) {
         row["speedup"] = nullptr;  // set once every row is known
         row["tokens_per_s"] = number_or_null(flat, "tokens_per_s");
         row["mfu"] = number_or_null(flat, "mfu");
+        row["tflops_per_gpu"] = number_or_null(flat, "tflops_per_gpu");
+        row["hfu"] = number_or_null(flat, "hfu");
+        row["bubble_fraction"] = number_or_null(flat, "bubble_fraction");
         row["compute_time_s"] = number_or_null(flat, "time_breakdown_s.compute");
         row["exposed_communication_time_s"] = number_or_null(flat, "exposed_communication_time_s");
         row["exposed_fraction"] = t > 0.0 ? json(job.value("exposed_communication_time_s", 0.0) / t) : json(nullptr);
@@ -141,6 +144,9 @@ const std::vector<std::string>& compare_columns() {
                                                   "speedup",
                                                   "tokens_per_s",
                                                   "mfu",
+                                                  "tflops_per_gpu",
+                                                  "hfu",
+                                                  "bubble_fraction",
                                                   "compute_time_s",
                                                   "exposed_communication_time_s",
                                                   "exposed_fraction",
@@ -165,6 +171,12 @@ std::string compare_table(const std::vector<json>& rows) {
         {"speed-up over the first", "speedup", [](const json& v) { return fmt::format("{:.3f}x", v.get<double>()); }},
         {"tokens", "tokens_per_s", [](const json& v) { return count_text(v.get<double>(), "tokens/s"); }},
         {"MFU", "mfu", [](const json& v) { return fmt::format("{:.1f} %", 100.0 * v.get<double>()); }},
+        {"model TFLOP/s per GPU", "tflops_per_gpu",
+         [](const json& v) { return fmt::format("{:.1f}", v.get<double>()); }},
+        {"HFU (with recomputation)", "hfu",
+         [](const json& v) { return fmt::format("{:.1f} %", 100.0 * v.get<double>()); }},
+        {"pipeline bubble", "bubble_fraction",
+         [](const json& v) { return fmt::format("{:.1f} % of the step", 100.0 * v.get<double>()); }},
         {"compute (with overlap slowdown)", "compute_time_s",
          [](const json& v) { return duration_text(v.get<double>()); }},
         {"exposed communication", "exposed_communication_time_s",

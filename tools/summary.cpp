@@ -176,6 +176,10 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
                            t->tokens_per_s >= 1e4 ? fmt::format("{:.0f} tokens/s", t->tokens_per_s)
                                                   : fmt::format("{:.4g} tokens/s", t->tokens_per_s));
         out += fmt::format("  {:<34}{:>16}\n", "model FLOPs utilisation", fmt::format("{:.1f} %", 100.0 * t->mfu));
+        out += fmt::format("  {:<34}{:>16}\n", "model TFLOP/s per GPU", fmt::format("{:.1f}", t->tflops_per_gpu));
+        if (t->hfu > t->mfu * (1.0 + 1e-9))
+            out += fmt::format("  {:<34}{:>16}   (recomputation included)\n", "hardware FLOPs utilisation",
+                               fmt::format("{:.1f} %", 100.0 * t->hfu));
     }
     if (j.has_staleness)
         out += fmt::format("  {:<34}{:>16}\n", "staleness (mean / max)",

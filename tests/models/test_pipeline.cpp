@@ -66,6 +66,10 @@ TEST_CASE("pipeline: the bubble emerges, (m + p - 1)(f + b) for GPipe and 1F1B o
     CHECK(r.exposed_by_dimension->pipeline == r.breakdown->exposed_communication);
     CHECK(r.exposed_by_dimension->tensor == 0.0);
     CHECK(r.exposed_by_dimension->data == 0.0);
+    // The result's bubble fraction: (p - 1) / (m + p - 1) of the step, 3 / 11.
+    const auto sc = scenario::load_scenario(pinned(4, 1, 8, "1f1b"));
+    const json out = scenario::result_json(sc, scenario::run_scenario(sc));
+    CHECK(out.at("bubble_fraction").get<double>() == ddlsim::testing::approx(3.0 / 11.0).epsilon(1e-3));
 }
 
 TEST_CASE("pipeline: zero bubble (ZB-H1) leaves (p - 1)(F + B - W) of bubble on an idle fabric") {

@@ -141,6 +141,30 @@ TEST_CASE("transformer: tokens/s and MFU from the throughput and the dense peak"
     CHECK_FALSE(scenario::token_rates(cnn.jobs[0], scenario::run_scenario(cnn).jobs.at(0)).has_value());
 }
 
+TEST_CASE("transformer: TFLOP/s per GPU and hardware FLOPs utilisation, which counts the recomputed forwards") {
+    nlohmann::json j = scenario_of("llama2_7b", 8, "H100");
+    const auto rates = [](const nlohmann::json& scenario) {
+        const auto sc = scenario::load_scenario(scenario);
+        return *scenario::token_rates(sc.jobs[0], scenario::run_scenario(sc).jobs.at(0));
+    };
+    const auto none = rates(j);
+    // The same model FLOPs per second, per GPU rather than over the peak: MFU x 989.5 TFLOPS.
+    CHECK(none.tflops_per_gpu == ddlsim::testing::approx(none.mfu * 989.5).epsilon(1e-9));
+    CHECK(none.hfu == none.mfu);  // nothing recomputed
+    // Full recomputation runs every block's forward again: of the 3F a step's model FLOPs are, the blocks' F again,
+    // nearly all of F (the embedding's lookup and the head are not recomputed): HFU / MFU just under 4/3 (Korthikanti
+    // et al., arXiv 2205.05198, §6: 8N / 6N).
+    j["activation_checkpointing"] = "full";
+    const auto full = rates(j);
+    CHECK(full.hfu / full.mfu <= 4.0 / 3.0);
+    CHECK(full.hfu / full.mfu > 1.28);
+    // Selective recomputation reruns attention's core only: more than nothing, far less than the blocks.
+    j["activation_checkpointing"] = "selective";
+    const auto selective = rates(j);
+    CHECK(selective.hfu > selective.mfu);
+    CHECK(selective.hfu / selective.mfu - 1.0 < 0.5 * (full.hfu / full.mfu - 1.0));
+}
+
 TEST_CASE("transformer: seq_len of a built-in model changes its sequence, not its parameters") {
     // GPT-2 keeps its 1024-position table; per token the model FLOPs are 6N + 12 L d s (PaLM, Appendix B).
     const auto full = *models::builtin_workload("gpt2");
