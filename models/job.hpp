@@ -204,6 +204,21 @@ constexpr std::span<const sim::EnumEntry<PipelineSchedule>> enum_entries(Pipelin
     return k_pipeline_schedules;
 }
 
+/// How context parallelism exchanges what attention needs (models/context_parallel.hpp).
+enum class ContextAlgorithm { ring, all_to_all };
+
+inline constexpr sim::EnumEntry<ContextAlgorithm> k_context_algorithms[]{
+    {ContextAlgorithm::ring, "ring",
+     "ring attention (Megatron-Core's cp_comm_type \"p2p\"): the key/value blocks passed around the ring beside the "
+     "blockwise attention"},
+    {ContextAlgorithm::all_to_all, "all_to_all",
+     "DeepSpeed-Ulysses (Jacobs et al., arXiv 2309.14509; Megatron-Core's cp_comm_type \"a2a\"): an all-to-all turns "
+     "the sequence-split queries, keys and values into head-split ones over the whole sequence before attention, and "
+     "another turns its output back; the compute stream waits for both"}};
+constexpr std::span<const sim::EnumEntry<ContextAlgorithm>> enum_entries(ContextAlgorithm) {
+    return k_context_algorithms;
+}
+
 /// The `parallelism` block: model parallelism around data parallelism (models/program/pipeline.hpp,
 /// models/tensor_parallel.hpp). Ranks are laid out in Megatron's default order, tensor innermost and the pipeline
 /// outermost: rank r = (stage x data + data rank) x tensor + tensor rank.
@@ -221,6 +236,7 @@ struct ParallelismSpec {
     std::optional<std::uint32_t> virtual_stages;
     /// Ranks each sequence splits over (models/context_parallel.hpp; 1: none).
     std::uint32_t context = 1;
+    ContextAlgorithm context_algorithm = ContextAlgorithm::ring;
     /// Ranks of the data-parallel dimension the routed experts split over (models/expert_parallel.hpp; 1: none).
     std::uint32_t expert = 1;
     /// The busiest expert's tokens over the mean (1: balanced routing).

@@ -61,7 +61,9 @@ std::string describe_parallelism(const JobSpec& j) {
                            p.tensor_overlap      ? " (sequence parallel, overlapped with its GEMMs)"
                            : p.sequence_parallel ? " (sequence parallel)"
                                                  : "");
-    if (p.context > 1) out += fmt::format("context {} x ", p.context);
+    if (p.context > 1)
+        out += fmt::format("context {}{} x ", p.context,
+                           p.context_algorithm == models::ContextAlgorithm::all_to_all ? " (all-to-all, Ulysses)" : "");
     if (p.pipeline > 1) out += fmt::format("pipeline {} x ", p.pipeline);
     out += fmt::format("data {}", p.data(j.workers));
     if (p.expert > 1)

@@ -211,6 +211,13 @@ const KeyTable<models::ParallelismSpec>& parallelism_keys() {
                 "tensor), and 2 x context the sequence)",
                 {1, 1024})
                 .with_default(1),
+            key("context_algorithm", &P::context_algorithm,
+                "how the context ranks exchange what attention needs: ring (default; ring attention, the key/value "
+                "blocks around the ring beside attention) or all_to_all (DeepSpeed-Ulysses: queries, keys and values "
+                "all-to-all'd from a split sequence to split heads before attention and the output back after it, "
+                "forward and backward; heads and key/value heads must divide by tensor x context)")
+                .when([](const P& p) { return p.context > 1; }, "applies to context > 1 only")
+                .with_default("ring"),
             key("expert", &P::expert,
                 "expert-parallel ranks: each mixture-of-experts block's routed experts split over this many "
                 "consecutive data-parallel ranks, tokens dispatched to them and combined back by all-to-alls (2 in "

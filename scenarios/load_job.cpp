@@ -251,6 +251,15 @@ models::ParallelismSpec read_parallelism(const json& j, const std::string& path,
                                                  "holds two chunks of seq / (2 x context), Megatron's load balance), "
                                                  "got {}",
                                                  w.tokens_per_sample, p.context));
+        const std::int64_t split = static_cast<std::int64_t>(p.tensor) * p.context;
+        const std::int64_t kv_heads = w.kv_heads > 0 ? w.kv_heads : w.heads;
+        if (p.context_algorithm == models::ContextAlgorithm::all_to_all &&
+            (w.heads % split != 0 || kv_heads % split != 0))
+            throw ScenarioError(r.path("context_algorithm"),
+                                fmt::format("the all-to-all splits the attention heads over tensor x context = {} "
+                                            "ranks; expected it to divide the {} heads and {} key/value heads "
+                                            "(\"ring\" has no such rule)",
+                                            split, w.heads, kv_heads));
     }
     if (p.expert > 1) {
         const std::string eat = r.path("expert");

@@ -215,6 +215,7 @@ json layout_patch(const json& base, const PlanLayout& l) {
         p.erase("sequence_parallel");
         p.erase("tp_overlap");  // the scenario's TP overlap, where this layout has sequence parallelism to overlap
     }
+    if (l.context == 1) p.erase("context_algorithm");  // the scenario's, where this layout splits the sequence
     // The scenario's overlap_param_gather, where this layout has a distributed optimizer and model parallelism.
     if (l.sharding != 1 || (l.tensor == 1 && l.pipeline == 1 && l.context == 1 && l.expert == 1))
         p.erase("overlap_param_gather");

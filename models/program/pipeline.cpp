@@ -225,6 +225,16 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
     // One context-parallel ring: every rank's key/value block (of its s / c tokens and its t-th of the heads), passed
     // around the c ranks: an all-gather of c blocks; backward the blocks and their gradients.
     const double cp_bytes = context_block_bytes_per_sample(job.workload, element_bytes) * job.batch_size * cp;
+    // DeepSpeed-Ulysses (context_algorithm all_to_all): each rank's queries, keys and values of its s / c tokens and
+    // its t-th of the heads go out by one all-to-all before attention, the output (hidden / t wide) comes back by
+    // another after it (their gradients the other way in backward).
+    const bool ulysses_mode = cp > 1 && par.context_algorithm == ContextAlgorithm::all_to_all;
+    const double q_width = static_cast<double>(job.workload.hidden) / t;
+    const double ulysses_in = static_cast<double>(job.workload.tokens_per_sample) *
+                              (q_width + 2.0 * static_cast<double>(job.workload.kv_dim)) * element_bytes *
+                              job.batch_size;
+    const double ulysses_out =
+        static_cast<double>(job.workload.tokens_per_sample) * q_width * element_bytes * job.batch_size;
     // Megatron's DDP (megatron/core/distributed/distributed_data_parallel.py): with overlap (wfbp) each bucket of
     // gradients is reduced as soon as the last micro-batch's backward has produced it; with the distributed optimizer
     // (sharding stage 1, megatron/core/optimizer/distrib_optimizer.py) reduce-scattered, each rank updating its
@@ -425,11 +435,21 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             return issued_call(set, prog, planner, op, std::move(call), totals.context_wire, totals.context_machine,
                                totals.context_collectives);
         };
-        auto ringed = [&](std::uint32_t l) { return cp > 1 && attends(job.workload.layers[l]); };
+        auto ringed = [&](std::uint32_t l) { return cp > 1 && !ulysses_mode && attends(job.workload.layers[l]); };
+        auto ulysses = [&](std::uint32_t l) { return ulysses_mode && attends(job.workload.layers[l]); };
+        // One of Ulysses' all-to-alls the compute stream waits for (on the context communicator).
+        auto a2a = [&](double bytes, std::uint32_t layer, std::uint32_t k, const char* what) {
+            Call c;
+            c.verb = "cp ";
+            c.label = fmt::format("{} {} mb{} ({:.3g} MB)", what, job.workload.layers[layer].name, k, bytes / 1e6);
+            c.stream = kContextStream;
+            blocking_call(set, prog, planner, CommOp::of(CollectiveKind::dispatch, context_group, bytes, 1.0),
+                          std::move(c), totals.context_wire, totals.context_machine, totals.context_collectives);
+        };
         // Layers whose tensor-parallel collectives run beside their GEMMs (not the routed experts' layers: their
         // dispatch and combine sit between).
         auto overlapped = [&](std::uint32_t l) {
-            return tp_overlap && (regions[l].starts || regions[l].ends) && !routed(l);
+            return tp_overlap && (regions[l].starts || regions[l].ends) && !routed(l) && !ulysses(l);
         };
         const CollectiveKind reduce = sp ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce;
         // Tags: micro-batch k's activations from virtual stage u to u + 1 are 2 (k V + u), their gradients that + 1.
@@ -448,6 +468,22 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                     run_up_to(l);
                     prog.wait(g->second);
                     gathers[j].erase(g);
+                }
+                if (ulysses(l)) {
+                    // Ulysses: the projections on the rank's tokens, the all-to-all to its heads over the whole
+                    // sequence, attention, the all-to-all back, the output projection (the tensor-parallel
+                    // collectives around them as without it).
+                    run_up_to(l);
+                    if (t > 1 && sp && regions[l].starts) tensor(CollectiveKind::all_gather, l, k, "all-gather before");
+                    compute(ComputeKind::forward, l, l, k, Compute::kHead);
+                    a2a(ulysses_in, l, k, "all-to-all to heads for");
+                    compute(ComputeKind::forward, l, l, k, Compute::kBody);
+                    a2a(ulysses_out, l, k, "all-to-all to tokens after");
+                    compute(ComputeKind::forward, l, l, k, Compute::kTail);
+                    from = l + 1;
+                    if (t > 1 && regions[l].ends)
+                        tensor(reduce, l, k, sp ? "reduce-scatter after" : "all-reduce after");
+                    continue;
                 }
                 if (overlapped(l)) {
                     // tp_overlap: the all-gather beside the column GEMMs it feeds, the reduce-scatter beside the row
@@ -530,6 +566,29 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 const bool again_layer = job.activation_checkpointing && recomputed[layer];
                 // Selective recomputation reruns attention's core, and with it the ring's forward exchange.
                 const bool again_core = again_layer || (job.selective_recomputation && recomputed[layer]);
+                if (ulysses(layer)) {
+                    // Ulysses backward: the output gradient to heads, attention's backward, the input gradients back
+                    // to tokens; full recomputation reruns the forward's two all-to-alls first, selective the first.
+                    const TensorRegion& r = regions[static_cast<std::size_t>(l)];
+                    run_down_to(l + 1);
+                    if (t > 1) {
+                        const bool again = again_layer && (r.ends || (sp && r.starts));
+                        if (again && sp && r.starts) tensor(CollectiveKind::all_gather, layer, k, "recompute");
+                        if (again && r.ends) tensor(reduce, layer, k, "recompute");
+                        if (sp && r.ends) tensor(CollectiveKind::all_gather, layer, k, "all-gather before");
+                    }
+                    if (again_core) a2a(ulysses_in, layer, k, "recompute all-to-all to heads for");
+                    if (again_layer) a2a(ulysses_out, layer, k, "recompute all-to-all to tokens after");
+                    compute(kind, layer, layer, k, Compute::kTail);
+                    a2a(ulysses_out, layer, k, "all-to-all to heads, gradient of");
+                    compute(kind, layer, layer, k, Compute::kBody);
+                    a2a(ulysses_in, layer, k, "all-to-all to tokens, gradients of");
+                    compute(kind, layer, layer, k, Compute::kHead);
+                    to = l - 1;
+                    if (t > 1 && r.starts) tensor(reduce, layer, k, sp ? "reduce-scatter after" : "all-reduce after");
+                    bucket_after(l);
+                    continue;
+                }
                 if (routed(layer)) {  // the combine's gradient to the experts; recomputation reruns the forward's two
                     run_down_to(l + 1);
                     if (again_layer) {

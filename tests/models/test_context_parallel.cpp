@@ -73,6 +73,37 @@ TEST_CASE("context parallelism: each attention layer rings c - 1 blocks forward 
     CHECK(two.exposed_by_dimension->context == doctest::Approx(0.0));
 }
 
+TEST_CASE("context parallelism: Ulysses all-to-alls queries, keys and values to heads and the output back") {
+    // c = 4 ranks of 256 tokens each: before each attention a rank sends (c - 1) / c of its queries, keys and values
+    // (256 x (1024 + 2 x 512) bf16 values) and after it (c - 1) / c of the output (256 x 1024); backward the same
+    // bytes as gradients. m = 2 micro-batches, one attention layer per block, 4 ranks.
+    const double m = 2, c = 4, in = 256.0 * (1024 + 2 * 512) * 2, out = 256.0 * 1024 * 2;
+    json j = job(2, 4);
+    j["parallelism"]["context_algorithm"] = "all_to_all";
+    const models::JobResult two = testing::run_first_job(j);
+    j["model"]["transformer"]["layers"] = 3;
+    const models::JobResult three = testing::run_first_job(j);
+    REQUIRE(two.bytes_by_dimension.has_value());
+    CHECK(three.bytes_by_dimension->context - two.bytes_by_dimension->context ==
+          ddlsim::testing::approx(m * 2 * (in + out) * (c - 1) / c * c).epsilon(1e-12));
+    // The same compute as the ring (1/c of every kernel), the weights' gradients over the same ranks.
+    const models::JobResult ring = testing::run_first_job(job(2, 4));
+    CHECK(two.compute_time_s == ddlsim::testing::approx(ring.compute_time_s).epsilon(1e-9));
+    CHECK(two.bytes_by_dimension->data == ring.bytes_by_dimension->data);
+    // The compute stream waits for each all-to-all: on the idle node a rank's c - 1 transfers of in / c (out / c)
+    // share its 450 GB/s link, behind 2 links of 1 ns; per block and micro-batch both forward and both backward.
+    REQUIRE(two.exposed_by_dimension.has_value());
+    CHECK(two.exposed_by_dimension->context ==
+          ddlsim::testing::approx(m * 2 * 2 * ((c - 1) / c * (in + out) / 450e9 + 2 * 2e-9)).epsilon(1e-3));
+    // The heads split over tensor x context: 16 heads and 8 key/value heads do not split over 16 ranks.
+    j = job(2, 16);
+    j["parallelism"]["context_algorithm"] = "all_to_all";
+    CHECK(testing::refused_at(j) == "$.parallelism.context_algorithm");
+    j = job(2, 1);
+    j["parallelism"]["context_algorithm"] = "all_to_all";  // no context parallelism to choose for
+    CHECK(testing::refused_at(j) == "$.parallelism.context_algorithm");
+}
+
 TEST_CASE("context parallelism: 1/c of the compute per rank, the same samples per step") {
     // Large enough for the GEMMs to outweigh the kernels' launches: 8 layers of hidden 4096 over 8,192 tokens.
     auto big = [](std::uint32_t c) {

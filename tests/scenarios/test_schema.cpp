@@ -280,6 +280,10 @@ std::vector<json> default_contexts() {
          {"parallelism", {{"tensor", 2}, {"sequence_parallel", true}}}});  // tp_overlap applies
     add({{"model",
           {{"name", nullptr},
+           {"transformer", {{"layers", 2}, {"hidden", 256}, {"heads", 4}, {"seq_len", 128}, {"vocab", 1000}}}}},
+         {"parallelism", {{"context", 2}}}});  // context_algorithm applies
+    add({{"model",
+          {{"name", nullptr},
            {"transformer",
             {{"layers", 2},
              {"hidden", 256},
