@@ -65,6 +65,7 @@
 #include <stdexcept>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace ddlsim::models {
 namespace {
@@ -342,18 +343,18 @@ namespace {
 // is a run after the first one.
 std::pair<double, double> gemm_shares(const Layer& l, const DeviceSpec& d, std::uint32_t batch) {
     const auto weighted = [](const LayerPart& p) { return p.kind == PartKind::matmul && p.weights > 0.0; };
-    const auto seconds = [&](std::size_t i) { return part_seconds(l.parts[i], d, batch, false); };
-    double all = 0.0;
-    for (std::size_t i = 0; i < l.parts.size(); ++i) all += seconds(i);
-    if (all <= 0.0) return {0.0, 0.0};
     const std::size_t n = l.parts.size();
+    std::vector<double> seconds(n);
+    double all = 0.0;
+    for (std::size_t i = 0; i < n; ++i) all += seconds[i] = part_seconds(l.parts[i], d, batch, false);
+    if (all <= 0.0) return {0.0, 0.0};
     std::size_t a = 0;
     while (a < n && !weighted(l.parts[a])) ++a;
     double head = 0.0, tail = 0.0;
-    for (; a < n && weighted(l.parts[a]); ++a) head += seconds(a);
+    for (; a < n && weighted(l.parts[a]); ++a) head += seconds[a];
     std::size_t b = n;
     while (b > a && !weighted(l.parts[b - 1])) --b;
-    for (; b > a && weighted(l.parts[b - 1]); --b) tail += seconds(b - 1);
+    for (; b > a && weighted(l.parts[b - 1]); --b) tail += seconds[b - 1];
     return {head / all, tail / all};
 }
 

@@ -261,6 +261,7 @@ void Executor::advance(std::uint32_t w) {
             // speed once it stops (piece_unslowed); drawn when it ends.
             s.piece_start = now;
             s.piece_until = now + d;
+            s.piece_running = true;
             s.piece_slowed = slowed;
             s.piece_end = engine_.at(now + d, [this, w] { compute_done(w); });
             return;
@@ -280,8 +281,9 @@ void Executor::advance(std::uint32_t w) {
 
 void Executor::compute_done(std::uint32_t w) {
     W& s = ws_[w];
-    const Program& prog = set_.programs[s.program];
-    if (const Compute& c = prog.computes[prog.instrs[s.pc].index]; c.pieces != Compute::kWhole) {
+    if (s.piece_running) {
+        const Program& prog = set_.programs[s.program];
+        const Compute& c = prog.computes[prog.instrs[s.pc].index];
         timeline_.span(
             detail::Timeline::compute(w),
             [&] {
@@ -289,7 +291,7 @@ void Executor::compute_done(std::uint32_t w) {
                        job_.workload.layers[c.first].name + (s.piece_slowed ? " (slowed by communication)" : "");
             },
             c.kind == ComputeKind::forward ? "forward" : "backward", s.piece_start, engine_.now());
-        s.piece_slowed = false;
+        s.piece_running = s.piece_slowed = false;
         s.piece_end = {};
     }
     ++s.pc;

@@ -89,10 +89,10 @@ private:
         Lane& lane(std::uint8_t stream) { return stream == 0 ? lane0 : lanes[stream - 1U]; }
         std::vector<sim::Time> call_start;  ///< per call, when it started (only with a timeline)
         /// A piece of a layer (Compute::pieces) runs slowed beside communication only while that lasts: its end
-        /// event, its start and end, and whether it still runs slowed.
+        /// event, its start and end, whether one runs and whether it still runs slowed.
         sim::EventId piece_end{};
         sim::Time piece_start, piece_until;
-        bool piece_slowed = false;
+        bool piece_running = false, piece_slowed = false;
     };
     struct RoundState {
         std::unique_ptr<sim::Round> runner;

@@ -182,7 +182,6 @@ StageParams stage_params(const Workload& w, const std::vector<StageLayers>& chun
     return p;
 }
 
-// Puts the call of `op` on `prog`, issued and waited for at once, and counts its bytes and itself.
 // Issues `c` with its one phase `op` on the rank's program and counts its bytes and itself; returns the call.
 std::uint32_t issued_call(ProgramSet& set, Program& prog, Planner& planner, const CommOp& op, Call c, double& wire,
                           double& machine, double& calls) {
@@ -333,14 +332,16 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                     }
                 }
             }
-        auto issue_bucket = [&](std::uint32_t j, const Bucket& b) {
-            const CommOp op = CommOp::of(grad_kind, data_group, b.params * job.bytes_per_param);
+        // A bucket's call: its gradients' reduction, or (`kind` all-gather) its updated parameters' gathering.
+        auto bucket_call = [&](std::uint32_t j, const Bucket& b, CollectiveKind kind) {
+            const CommOp op = CommOp::of(kind, data_group, b.params * job.bytes_per_param);
+            const bool gradients = kind != CollectiveKind::all_gather;
             Call call;
             call.verb = "sync ";
-            call.label = fmt::format("stage {} {} gradients from {} ({:.3g} MB)", s,
-                                     v > 1 ? fmt::format("chunk {}", j) : std::string("bucket"),
-                                     job.workload.layers[b.lo].name, op.bytes / 1e6);
-            call.gradient = true;
+            call.label = fmt::format(
+                "stage {} {} {} from {} ({:.3g} MB)", s, v > 1 ? fmt::format("chunk {}", j) : std::string("bucket"),
+                gradients ? "gradients" : "parameters", job.workload.layers[b.lo].name, op.bytes / 1e6);
+            call.gradient = gradients;
             call.phases.push_back(op);
             const std::uint32_t id = set.add_call(std::move(call));
             totals.wire += planner.wire_bytes(op);
@@ -364,15 +365,9 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
         if (gather_early)
             for (std::uint32_t j = 0; j < v; ++j)
                 for (auto b = buckets[j].rbegin(); b != buckets[j].rend(); ++b) {
-                    const CommOp op =
-                        CommOp::of(CollectiveKind::all_gather, data_group, b->params * job.bytes_per_param);
-                    Call call;
-                    call.verb = "sync ";
-                    call.label = fmt::format("stage {} {} parameters from {} ({:.3g} MB)", s,
-                                             v > 1 ? fmt::format("chunk {}", j) : std::string("bucket"),
-                                             job.workload.layers[b->lo].name, op.bytes / 1e6);
-                    gathers[j][b->lo] = issued_call(set, prog, planner, op, std::move(call), totals.wire,
-                                                    totals.machine, totals.collectives);
+                    const std::uint32_t id = bucket_call(j, *b, CollectiveKind::all_gather);
+                    prog.issue(id);
+                    gathers[j][b->lo] = id;
                 }
         auto compute = [&](ComputeKind kind, std::uint32_t first, std::uint32_t last, std::uint32_t k,
                            std::uint8_t pieces = Compute::kWhole) {
@@ -394,17 +389,9 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                                   s, k);
             prog.compute(std::move(c));
         };
-        // A tensor-parallel collective the compute stream waits for (on its own communicator): each one a call of
-        // its own, since a call is joined once per step.
-        auto tensor = [&](CollectiveKind kind, std::uint32_t layer, std::uint32_t k, const char* what) {
-            Call c;
-            c.verb = "tp ";
-            c.label = fmt::format("{} {} mb{} ({:.3g} MB)", what, job.workload.layers[layer].name, k, tp_bytes / 1e6);
-            c.stream = kTensorStream;
-            blocking_call(set, prog, planner, CommOp::of(kind, tensor_group, tp_bytes), std::move(c),
-                          totals.tensor_wire, totals.tensor_machine, totals.tensor_collectives);
-        };
-        // The same, issued to run beside the compute that follows (tp_overlap); the caller waits for it.
+        // A tensor-parallel collective on its own communicator, each one a call of its own (a call is joined once per
+        // step): issued to run beside the compute that follows (tp_overlap; the caller waits for it), or waited for
+        // at once.
         auto tensor_beside = [&](CollectiveKind kind, std::uint32_t layer, std::uint32_t k, const char* what) {
             Call c;
             c.verb = "tp ";
@@ -412,6 +399,9 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
             c.stream = kTensorStream;
             return issued_call(set, prog, planner, CommOp::of(kind, tensor_group, tp_bytes), std::move(c),
                                totals.tensor_wire, totals.tensor_machine, totals.tensor_collectives);
+        };
+        auto tensor = [&](CollectiveKind kind, std::uint32_t layer, std::uint32_t k, const char* what) {
+            prog.wait(tensor_beside(kind, layer, k, what));
         };
         // An expert all-to-all the compute stream waits for (on its own communicator).
         auto expert = [&](CollectiveKind kind, std::uint32_t layer, std::uint32_t k, const char* what) {
@@ -555,7 +545,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                 if (!flush) return;
                 while (next_bucket < buckets[j].size() && buckets[j][next_bucket].lo == l) {
                     run_down_to(l);
-                    const std::uint32_t id = issue_bucket(j, buckets[j][next_bucket++]);
+                    const std::uint32_t id = bucket_call(j, buckets[j][next_bucket++], grad_kind);
                     prog.issue(id);
                     issued_buckets.push_back(id);
                 }
@@ -682,7 +672,7 @@ ProgramSet compile_pipeline(const TrainingJob& job, Planner& planner, double ele
                     compute(ComputeKind::backward_weight, st.first, st.last, op.micro_batch);
                     if (at_op == last_backward[op.chunk])  // zero bubble: the chunk's gradients are all there
                         for (const Bucket& b : buckets[op.chunk]) {
-                            const std::uint32_t id = issue_bucket(op.chunk, b);
+                            const std::uint32_t id = bucket_call(op.chunk, b, grad_kind);
                             prog.issue(id);
                             issued_buckets.push_back(id);
                         }
