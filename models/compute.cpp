@@ -4,7 +4,8 @@
 // costs, forward,
 //   GEMM parts (conv, matmul, attention):
 //       t = max( F_p b / (peak[precision] x e x q),  B_p / (memory bandwidth x e_memory) )
-//       (e = e_conv for convolutions, e_matmul for attention, e_matmul x g for matmul: g the large-GEMM gain below)
+//       (e = e_conv for convolutions, e_matmul for attention (under FP8 at BF16's rate, as Transformer Engine runs
+//       it: device.cpp), e_matmul x g for matmul: g the large-GEMM gain below)
 //   memory-bound parts (norm, elementwise, embedding, pooling):
 //       t = B_p / (memory bandwidth x e_memory)
 // with F_p the part's forward FLOPs per sample, B_p = activations_p x b x s + weights_p x s_w the bytes it moves
@@ -319,6 +320,7 @@ double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t ba
         rate = d.vector_peak.per_s() * d.fp32_measured.value_or(Efficiency{}).matmul;
     } else {
         rate = d.peak.per_s() * (part.kind == PartKind::conv ? d.conv_efficiency() : d.matmul_efficiency());
+        if (part.kind == PartKind::attention) rate *= d.attention_speed;  // BF16 attention under FP8 (device.hpp)
     }
     if (part.kind == PartKind::matmul && d.uses_measured() && part.rows_per_sample > 0.0 && part.cols > 0.0)
         rate *= large_gemm_factor(part.flops * batch / 2.0);  // a GEMM of known shape (custom layers have none)

@@ -69,9 +69,22 @@
 //        tensorflow/tensorflow third_party/xla (commit 372d578bb861cc5804e56d37d93aec931a59762c), XLA's measured
 //        table of cuBLAS GEMM rates on sm_90 (batch 1-4, M, N, K 256-4096): of its 65 GEMMs with b·M·N·K >= 1.5e10
 //        (DeepBench's selection above) the median is 730.1 TFLOPS BF16 (of 989.5) and 301.9 "f32", which XLA runs
-//        in TF32 on sm_90 (of 494.5); the table's largest BF16 rate, 808.7, is an SXM part's. FP8 is assumed to
-//        reach BF16's fraction of its own peak (no measurement found; Luo et al., arXiv:2501.12084, abstract: "FP8
-//        delivers nearly double the performance of FP16", consistent with equal fractions).
+//        in TF32 on sm_90 (of 494.5); the table's largest BF16 rate, 808.7, is an SXM part's (that table has no
+//        FP8 column for sm_90).
+//  matmul, H100 FP8: 0.613 — deepseek-ai/DeepGEMM README.md (commit 55ab91f72f76e8a6db0e86282c3169a88d93df1b),
+//        "Performance": FP8 GEMMs measured on H800 SXM5 (the H100 SXM's 132 SMs, clocks and 1,979 TFLOPS FP8; only
+//        its NVLink is cut) with NVCC 12.8. Of its training-layout tables ("Normal GEMMs for dense models" and
+//        "Grouped GEMMs for MoE models (contiguous layout)"; the masked layout is decoding's), the 11 GEMMs with
+//        b·M·N·K >= 1.5e10 (DeepBench's selection above) run at 645-1,426 TFLOPS, median 1,214 (of 1,979). These
+//        are block-scaled GEMMs, 1.1-1.4x the same shapes in the authors' CUTLASS 3.6 kernels (its "Speedup"
+//        column); Transformer Engine's per-tensor-scaled cuBLAS GEMMs are taken to run as fast (an assumption: no
+//        per-tensor sm_90 table found). FP8 so sustains 1.66x BF16's rate, not 2x (until 2026-12-07 FP8 took
+//        BF16's fraction of its own peak: 2x).
+//  attention under FP8: the attention core (scores and weighted values, FlashAttention or not) stays in BF16 —
+//        Transformer Engine's recipes default to fp8_dpa = False (NVIDIA/TransformerEngine
+//        transformer_engine/common/recipe/__init__.py, DelayedScaling, commit
+//        799cf76be3c1bb0a9d7995614a1af5a2a77a9e10): only the Linear layers' GEMMs run in FP8. Its parts run at the
+//        BF16 peak x the BF16 fraction (DeviceSpec::attention_speed).
 //  matmul, H200: H100's fractions — the same GH100 SMs and clocks (datasheets above); XLA's table keys on sm_90.
 //  matmul, parts with only a "maximum achievable" figure: BF16 "Maximum Achievable Matmul FLOPS comparison table" of
 //        stas00/ml-engineering compute/accelerator/README.md (commit 744d01e18b79512572f64a6bbd8b5f4a725203a7), taken
@@ -81,7 +94,8 @@
 //        0.470; MI325X 784.9 of 1300 x 0.919 = 0.552; MI355X 1565.0 of 2500 x 0.919 = 0.575 (AMD parts take an
 //        NVIDIA part's ratio: an assumption). No figure there for H100 PCIe, H100 NVL and L40S: H100 SXM's
 //        fractions are assumed (the same GH100 die; the Ada part has Hopper-class tensor cores without TMA, an
-//        assumption). TF32 takes BF16's fraction x H100's TF32/BF16 ratio (0.610 / 0.738), FP8 BF16's, as on H100.
+//        assumption). TF32 takes BF16's fraction x H100's TF32/BF16 ratio (0.610 / 0.738), FP8 BF16's fraction x H100's
+//        FP8/BF16 ratio (0.613 / 0.738).
 //        Memory on the new parts: gpu-stream's "scale" kernel
 //        (te42kyfo/gpu-benches, commit 1c36d509ee717dca9215c27135fa1e611bb03ed1): H100 PCIe 1704 of 2000 GB/s =
 //        0.85 (h100_pcie.txt), L40 770 of 864 GB/s = 0.89 (l40.txt: the L40S has the L40's memory system); the
@@ -128,11 +142,13 @@ constexpr double kA100Fp16 = 230.0 * kMliToMedian / 312.0;
 constexpr double kA100Tf32 = 116.0 * kMliToMedian / 156.0;
 constexpr double kH100Bf16 = 730.064 / 989.5;
 constexpr double kH100Tf32 = 301.870 / 494.5;
+constexpr double kH100Fp8 = 1214.0 / 1979.0;  // DeepGEMM's H800 median (above)
 // A "maximum achievable" figure (stas00's table, BF16 TFLOPS over the peak) taken to its median as on the measured
 // sibling: H100's median over its figure (794.5), A100's over its figure (271.2).
 constexpr double kMedianOverMaxH100 = 730.064 / 794.5;
 constexpr double kMedianOverMaxA100 = 230.0 * kMliToMedian / 271.2;
 constexpr double kTf32OverBf16 = kH100Tf32 / kH100Bf16;  // H100's, for parts without a TF32 measurement
+constexpr double kFp8OverBf16 = kH100Fp8 / kH100Bf16;    // H100's, for every part's FP8 (the only FP8 measurement)
 constexpr double kA100PcieBf16 = 252.9 / 312.0 * kMedianOverMaxA100;
 constexpr double kB200Bf16 = 1745.0 / 2250.0 * kMedianOverMaxH100;
 constexpr double kGb200Bf16 = 1822.0 / 2500.0 * kMedianOverMaxH100;
@@ -215,7 +231,10 @@ sim::FlopRate DeviceProfile::peak(Precision p) const {
 Efficiency DeviceProfile::efficiency(Precision p) const {
     // Tensor cores run everything but FP32, and TF32 only where the part has a TF32 rate above FP32's.
     const bool tensor = tensor_cores && p != Precision::fp32 && !(p == Precision::tf32 && tf32.per_s() == fp32.per_s());
-    const double matmul = !tensor ? matmul_cuda_cores : p == Precision::tf32 ? matmul_tf32 : matmul_tensor;
+    const double matmul = !tensor                ? matmul_cuda_cores
+                          : p == Precision::tf32 ? matmul_tf32
+                          : p == Precision::fp8  ? matmul_tensor * kFp8OverBf16
+                                                 : matmul_tensor;
     return {matmul, memory_efficiency, matmul * (tensor ? kConvOnTensorCores : kConvOnCudaCores),
             tensor ? 0 : winograd_tile};
 }

@@ -65,6 +65,10 @@ void set_precision(DeviceSpec& d, std::optional<models::Precision> given, const 
         // PyTorch's default on Ampere and later: TF32 convolutions, FP32 matmuls (models/device.cpp).
         d.tf32_convolutions_only = !given && precision == models::Precision::tf32;
         d.memory_capacity = p.memory_capacity.value();
+        // Transformer Engine's FP8 runs the Linear layers' GEMMs in FP8 and attention in BF16 (models/device.cpp).
+        if (precision == models::Precision::fp8)
+            d.attention_speed = p.peak(models::Precision::bf16).per_s() * p.efficiency(models::Precision::bf16).matmul /
+                                (p.peak(precision).per_s() * d.measured->matmul);
     }
 }
 
@@ -109,11 +113,11 @@ const KeyTable<DeviceSpec>& device_keys() {
             // Read in every case: the precision fixes the peaks and fractions the keys below override.
             keys::custom<D>(
                 "precision",
-                enum_schema(
-                    sim::enum_names<models::Precision>(),
-                    "arithmetic: fp32, tf32, fp16/bf16 (AMP), fp8 (on the parts with an FP8 rate: `ddlsim models`); "
-                    "default: tf32 convolutions with fp32 matmuls on NVIDIA parts from A100 on (PyTorch's "
-                    "default), fp32 on P100/V100 and AMD parts (ROCm's TF32 is opt-in)"),
+                enum_schema(sim::enum_names<models::Precision>(),
+                            "arithmetic: fp32, tf32, fp16/bf16 (AMP), fp8 (Transformer Engine's: the GEMMs in FP8, "
+                            "attention in BF16; on the parts with an FP8 rate: `ddlsim models`); "
+                            "default: tf32 convolutions with fp32 matmuls on NVIDIA parts from A100 on (PyTorch's "
+                            "default), fp32 on P100/V100 and AMD parts (ROCm's TF32 is opt-in)"),
                 [](D& d, const json& j, const std::string& path) {
                     set_precision(d, read_enum<models::Precision>(j, path), path);
                 },

@@ -82,8 +82,11 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
             : std::string(),
         spec.device.name);
     {
-        const std::string precision =
-            c.fp32_matmuls ? fmt::format("{} convolutions, fp32 matmuls", c.precision) : c.precision;
+        // Transformer Engine's FP8 leaves attention in BF16 (models/device.cpp).
+        const std::string precision = c.fp32_matmuls ? fmt::format("{} convolutions, fp32 matmuls", c.precision)
+                                      : spec.device.attention_speed != 1.0
+                                          ? fmt::format("{} GEMMs, bf16 attention", c.precision)
+                                          : c.precision;
         out += fmt::format(
             "  compute       {} ({}), optimizer {} ({}), {} kernels; matmul {:.3g} of {:.4g} TFLOPS, memory {:.2g} "
             "of {:.4g} GB/s ({}); effective {:.3g} TFLOPS\n",
