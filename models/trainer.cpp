@@ -523,11 +523,16 @@ FlowRun simulate_once(const topo::Fabric& fabric, const std::vector<TrainingJob>
         if (options.trace != nullptr) {
             options.trace->name_process(env.timeline.pid, fmt::format("job{} workers", job.index),
                                         static_cast<int>(job.index));
+            // Tracks are the simulation's ranks; a model-parallel rank is named by the worker its placement puts it
+            // on (and a pipeline's by its stage), as the results name it.
+            const models::ParallelismSpec& par = job.parallelism;
+            const std::vector<std::uint32_t> at = par.any() ? par.placement(job.workers) : std::vector<std::uint32_t>{};
             for (std::uint32_t w = 0; w < job.workers; ++w) {
-                options.trace->name_track(env.timeline.pid, detail::Timeline::compute(w),
-                                          fmt::format("worker {} compute", w));
-                options.trace->name_track(env.timeline.pid, detail::Timeline::comm(w),
-                                          fmt::format("worker {} communication", w));
+                const std::string who = at.empty()         ? fmt::format("worker {}", w)
+                                        : par.pipeline > 1 ? fmt::format("worker {} (stage {})", at[w], par.stage_of(w))
+                                                           : fmt::format("worker {}", at[w]);
+                options.trace->name_track(env.timeline.pid, detail::Timeline::compute(w), who + " compute");
+                options.trace->name_track(env.timeline.pid, detail::Timeline::comm(w), who + " communication");
             }
         }
         trainers.push_back(sync_scheme(job.sync.kind).make_trainer(env));

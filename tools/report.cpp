@@ -77,8 +77,31 @@ std::string links_table(const json& links) {
         100.0 * links.value("mean_utilization", 0.0), rows);
 }
 
-// The first iteration of the trace: up to 8 tracks of the workers and 4 of the links, one row each.
-std::string timeline_svg(const std::string& trace_json, double iteration) {
+// A pipeline's tracks for the timeline: one row per stage (tensor, context and data rank 0 of each), its compute
+// and, for up to 8 stages, its communication (the sends and receives between stages), labelled with the stage;
+// empty for jobs without a pipeline or scenarios with several jobs.
+struct Track {
+    std::pair<long, long> key;  ///< (pid, tid) in the trace: job 0's ranks are pid 1, rank r's compute tid 2r
+    std::string label;
+};
+std::vector<Track> pipeline_tracks(const scenario::Scenario& s) {
+    if (s.jobs.size() != 1 || s.jobs.front().parallelism.pipeline <= 1) return {};
+    const auto& job = s.jobs.front();
+    const models::ParallelismSpec& par = job.parallelism;
+    const std::vector<std::uint32_t> at = par.placement(job.workers);
+    const std::uint32_t stages = std::min<std::uint32_t>(par.pipeline, 16);
+    std::vector<Track> out;
+    for (std::uint32_t st = 0; st < stages; ++st) {
+        const std::uint32_t r = par.rank(st, 0, 0, 0);
+        out.push_back({{1L, 2L * r}, fmt::format("stage {} (worker {}) compute", st, at[r])});
+        if (par.pipeline <= 8) out.push_back({{1L, 2L * r + 1}, fmt::format("stage {} communication", st)});
+    }
+    return out;
+}
+
+// The first iteration of the trace: the tracks given (a pipeline's stages), or else up to 8 tracks of the workers
+// and 4 of the links, one row each.
+std::string timeline_svg(const std::string& trace_json, double iteration, const std::vector<Track>& wanted = {}) {
     if (trace_json.empty() || !(iteration > 0.0)) return "";
     const json t = json::parse(trace_json, nullptr, false);
     if (t.is_discarded() || !t.contains("traceEvents")) return "";
@@ -98,11 +121,17 @@ std::string timeline_svg(const std::string& trace_json, double iteration) {
         if (e.value("ph", "") == "X" && e.value("ts", 0.0) < end_us)
             tracks[{e.value("pid", 0L), e.value("tid", 0L)}].push_back(&e);
     std::vector<std::pair<long, long>> chosen;
+    for (const Track& want : wanted)
+        if (tracks.contains(want.key)) {
+            chosen.push_back(want.key);
+            names[want.key] = want.label;
+        }
     int workers = 0, links = 0;
-    for (const auto& [key, _] : tracks) {
-        const bool link = key.first >= 1000000;
-        if (link ? links++ < 4 : workers++ < 8) chosen.push_back(key);
-    }
+    if (chosen.empty())
+        for (const auto& [key, _] : tracks) {
+            const bool link = key.first >= 1000000;
+            if (link ? links++ < 4 : workers++ < 8) chosen.push_back(key);
+        }
     static const std::map<std::string, std::string> colours{{"forward", "#4c78a8"},  {"backward", "#72b7b2"},
                                                             {"update", "#54a24b"},   {"communication", "#e45756"},
                                                             {"transfer", "#f58518"}, {"codec", "#b279a2"}};
@@ -125,18 +154,36 @@ std::string timeline_svg(const std::string& trace_json, double iteration) {
     std::string legend;
     for (const auto& [cat, colour] : colours)
         legend += fmt::format("<span><i class=\"sw\" style=\"background:{}\"></i>{}</span>", colour, cat);
-    const double h = row * static_cast<double>(chosen.size());
+    // A time axis under the tracks: the window's start, quarters and end.
+    const double top = row * static_cast<double>(chosen.size());
+    svg += fmt::format("<line x1=\"{0:.0f}\" y1=\"{1:.0f}\" x2=\"{2:.0f}\" y2=\"{1:.0f}\" stroke=\"#555\"/>", label_w,
+                       top + 2, label_w + width);
+    for (int q = 0; q <= 4; ++q) {
+        const double x = label_w + width * q / 4.0;
+        svg += fmt::format(
+            "<line x1=\"{0:.1f}\" y1=\"{1:.0f}\" x2=\"{0:.1f}\" y2=\"{2:.0f}\" stroke=\"#555\"/>"
+            "<text x=\"{0:.1f}\" y=\"{3:.0f}\" font-size=\"11\" text-anchor=\"{4}\">{5}</text>",
+            x, top + 2, top + 6, top + 18,
+            q == 0   ? "start"
+            : q == 4 ? "end"
+                     : "middle",
+            q == 0 ? std::string("0 s") : duration_text(end_us / 1e6 * q / 4.0));
+    }
+    const double h = top + 22;
     const std::string window = end_us < iteration * 1e6
                                    ? fmt::format(
                                          "The first {} of the first iteration (of {}; the excerpt keeps 200,000 "
                                          "spans)",
                                          duration_text(end_us / 1e6), duration_text(iteration))
                                    : fmt::format("The first iteration ({})", duration_text(iteration));
+    const bool stages = !wanted.empty() && !chosen.empty() && names[chosen.front()] == wanted.front().label;
     return fmt::format(
-        "<h2>Timeline excerpt</h2>\n<p>{}, {} tracks; the whole timeline is "
+        "<h2>{}</h2>\n<p>{}, {} tracks{}; the whole timeline is "
         "<code>ddlsim run --trace</code>'s, for Perfetto.</p>\n<svg width=\"{:.0f}\" height=\"{:.0f}\" "
         "viewBox=\"0 0 {:.0f} {:.0f}\">{}</svg>\n<p class=\"legend\">{}</p>\n",
-        window, chosen.size(), label_w + width, h, label_w + width, h, svg, legend);
+        stages ? "Pipeline timeline" : "Timeline excerpt", window, chosen.size(),
+        stages ? ", one row per stage (its tensor, context and data rank 0): the gaps are the bubble" : "",
+        label_w + width, h, label_w + width, h, svg, legend);
 }
 
 // The assumptions behind a job's figures and where each came from.
@@ -242,7 +289,7 @@ std::string run_report_html(const std::string& title, const scenario::Scenario& 
     }
     body += links_table(result.value("links", json::object()));
     const json& first = multi ? result["jobs"][0] : result;
-    body += timeline_svg(trace_json, first.value("iteration_time_s", 0.0));
+    body += timeline_svg(trace_json, first.value("iteration_time_s", 0.0), pipeline_tracks(s));
     return page(title, body);
 }
 

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/support.hpp"
@@ -246,6 +248,35 @@ TEST_CASE("run --report writes a self-contained page, a bad --report path is ref
     CHECK(r.err.find("expected a file name ending in .html") != std::string::npos);
     r = testing::run_ddlsim({"run", file, "--report", dir.file("r.html"), "--out", dir.file("r.html")});
     CHECK(r.code == 2);
+}
+
+TEST_CASE("run --report draws a pipeline's stages one row each, the trace names each rank by its worker and stage") {
+    // 32 H100s, pipeline 4 x data 8 in Megatron's order (data inside pipeline): stage s of replica 0 is rank s and
+    // sits on worker 8 s.
+    const TempDir dir;
+    const std::string file = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/examples/llama3_8b_pipeline_4x8xH100.json";
+    auto r = testing::run_ddlsim({"run", file, "--report", dir.file("r.html"), "--trace", dir.file("t.json")});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const std::string html = testing::read_file(dir.file("r.html"));
+    CHECK(html.find("<h2>Pipeline timeline</h2>") != std::string::npos);
+    for (int st = 0; st < 4; ++st)
+        CHECK(html.find(fmt::format("stage {} (worker {}) compute", st, 8 * st)) != std::string::npos);
+    // The staircase: each stage's first forward starts after the one before it has sent its first activations.
+    const json trace = json::parse(testing::read_file(dir.file("t.json")));
+    std::map<long, std::string> names;
+    std::map<long, double> first;
+    for (const auto& e : trace["traceEvents"]) {
+        if (e.value("pid", 0L) != 1) continue;
+        if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name")
+            names[e.value("tid", 0L)] = e["args"].value("name", "");
+        if (e.value("ph", "") == "X" && e.value("cat", "") == "forward" && !first.contains(e.value("tid", 0L)))
+            first[e.value("tid", 0L)] = e.value("ts", 0.0);
+    }
+    for (long rank = 0; rank < 4; ++rank) {
+        CHECK(names[2 * rank] == fmt::format("worker {} (stage {}) compute", 8 * rank, rank));
+        if (rank > 0) CHECK(first[2 * rank] > first[2 * (rank - 1)]);
+    }
 }
 
 TEST_CASE("analytic model: --trace changes nothing in the result, events included") {
