@@ -316,7 +316,8 @@ Workload gpt2(const Gpt2Config& config) {
                                    .activations = tokens + logits,
                                    .weights = static_cast<double>(vocab * d),
                                    .rows_per_sample = static_cast<double>(seq),
-                                   .cols = static_cast<double>(vocab)});
+                                   .cols = static_cast<double>(vocab),
+                                   .bf16_under_fp8 = true});
     // The language-modelling loss over the logits (GPT2LMHeadModel with labels): the shifted copy (2), the cast
     // to FP32 and log_softmax (2 + 2, FP32 under autocast), nll_loss (1).
     add_memory(head, PartKind::norm, 7.0, logits, true);
@@ -441,6 +442,7 @@ Workload llama(const TransformerConfig& c) {
     add_vector(head, "model.norm.weight", d);
     add_memory(head, PartKind::norm, 2.0, tokens, true);
     add_linear_no_bias(head, "lm_head", d, vocab, seq);
+    head.parts.back().bf16_under_fp8 = true;  // Megatron's output layer (models/device.cpp)
     add_memory(head, PartKind::norm, 7.0, static_cast<double>(seq * vocab), true);  // the loss, as GPT-2's
     workload.layers.push_back(std::move(head));
     set_model_flops(workload, c.layers, (qk_width + v_width) / 2, seq);

@@ -217,6 +217,30 @@ EagerExtra eager_extra_kernels(const std::vector<LayerPart>& parts, const Device
     return out;
 }
 
+// Transformer Engine's FP8 casts (models/device.cpp cites the kernels): per GEMM with weights in FP8, one kernel
+// forward casting its input to FP8 with its transpose (read 2 bytes, write 1 + 1 per element: rows x K, K =
+// F / (2 rows cols)) and one backward doing the same to its output gradient (rows x cols). A GEMM of unknown shape
+// (a custom layer's) pays nothing.
+struct Fp8Casts {
+    double kernels = 0.0;             ///< forward, and as many backward
+    double fwd_s = 0.0, bwd_s = 0.0;  ///< the casts' memory traffic
+};
+
+Fp8Casts fp8_casts(const std::vector<LayerPart>& parts, std::uint32_t batch, double bandwidth) {
+    constexpr double kCastBytes = 2.0 + 1.0 + 1.0;  // read BF16, write FP8 and its FP8 transpose
+    Fp8Casts out;
+    for (const LayerPart& part : parts) {
+        if (part.kind != PartKind::matmul || part.weights <= 0.0 || part.bf16_under_fp8 ||
+            part.rows_per_sample <= 0.0 || part.cols <= 0.0)
+            continue;
+        const double rows = part.rows_per_sample * batch, k = part.flops / (2.0 * part.rows_per_sample * part.cols);
+        out.kernels += 1.0;
+        out.fwd_s += kCastBytes * rows * k / bandwidth;
+        out.bwd_s += kCastBytes * rows * part.cols / bandwidth;
+    }
+    return out;
+}
+
 bool fusible(const LayerPart& p) {
     return (p.kind == PartKind::norm || p.kind == PartKind::elementwise) && p.elements > 0.0 && p.bytes == 0.0 &&
            p.weights == 0.0;
@@ -320,7 +344,8 @@ double part_seconds(const LayerPart& part, const DeviceSpec& d, std::uint32_t ba
         rate = d.vector_peak.per_s() * d.fp32_measured.value_or(Efficiency{}).matmul;
     } else {
         rate = d.peak.per_s() * (part.kind == PartKind::conv ? d.conv_efficiency() : d.matmul_efficiency());
-        if (part.kind == PartKind::attention) rate *= d.attention_speed;  // BF16 attention under FP8 (device.hpp)
+        // Attention and the output layer in BF16 under FP8 (device.hpp).
+        if (part.kind == PartKind::attention || part.bf16_under_fp8) rate *= d.bf16_speed;
     }
     if (part.kind == PartKind::matmul && d.uses_measured() && part.rows_per_sample > 0.0 && part.cols > 0.0)
         rate *= large_gemm_factor(part.flops * batch / 2.0);  // a GEMM of known shape (custom layers have none)
@@ -412,6 +437,13 @@ ComputeProfile compute_profile(const Workload& w, const DeviceSpec& d, std::uint
                     bwd += extra.bwd * kDeviceGap + extra.bwd_s;
                     fwd_kernels += extra.fwd;
                     bwd_kernels += extra.bwd;
+                }
+                if (d.precision == Precision::fp8) {  // Transformer Engine's casts (above)
+                    const Fp8Casts c = fp8_casts(l.parts, b, bandwidth);
+                    fwd += c.fwd_s + c.kernels * kDeviceGap;
+                    bwd += c.bwd_s + c.kernels * kDeviceGap;
+                    fwd_kernels += c.kernels;
+                    bwd_kernels += c.kernels;
                 }
                 // The host launches each kernel itself except under CUDA graphs; it cannot launch faster.
                 const double host = d.software == Software::optimized  ? 0.0

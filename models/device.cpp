@@ -83,8 +83,17 @@
 //  attention under FP8: the attention core (scores and weighted values, FlashAttention or not) stays in BF16 —
 //        Transformer Engine's recipes default to fp8_dpa = False (NVIDIA/TransformerEngine
 //        transformer_engine/common/recipe/__init__.py, DelayedScaling, commit
-//        799cf76be3c1bb0a9d7995614a1af5a2a77a9e10): only the Linear layers' GEMMs run in FP8. Its parts run at the
-//        BF16 peak x the BF16 fraction (DeviceSpec::attention_speed).
+//        799cf76be3c1bb0a9d7995614a1af5a2a77a9e10): only the Linear layers' GEMMs run in FP8. So does a language
+//        model's output layer: Megatron-Core builds it from its own tensor_parallel.ColumnParallelLinear, a
+//        Transformer Engine module only for MXFP8 with fp8_output_proj (NVIDIA/Megatron-LM
+//        megatron/core/models/gpt/gpt_model.py, commit d98e8a64ddf34856e74b24714e3bedb2f5a39553). Both run at the
+//        BF16 peak x the BF16 fraction (DeviceSpec::bf16_speed).
+//  casts under FP8: Transformer Engine casts each FP8 GEMM's input to FP8 with its transpose for the weight
+//        gradient (fp8_cast_transpose_fused: read 2 bytes, write 1 + 1 per element) and, in backward, the output
+//        gradient the same way (grad_output_preprocess: cast, transpose and bias gradient) — NVIDIA/TransformerEngine
+//        transformer_engine/pytorch/module/linear.py and base.py at v1.8 (3ec998e96c82bc30247560ced6170c4221ca2b5a),
+//        the release NeMo 24.07 shipped around. models/compute.cpp charges one such kernel forward and one backward
+//        per GEMM with weights, 4 bytes per element of its input and of its output gradient.
 //  matmul, H200: H100's fractions — the same GH100 SMs and clocks (datasheets above); XLA's table keys on sm_90.
 //  matmul, parts with only a "maximum achievable" figure: BF16 "Maximum Achievable Matmul FLOPS comparison table" of
 //        stas00/ml-engineering compute/accelerator/README.md (commit 744d01e18b79512572f64a6bbd8b5f4a725203a7), taken

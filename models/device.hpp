@@ -122,10 +122,11 @@ struct DeviceSpec {
     std::optional<Efficiency> fp32_measured;             ///< the profile's FP32 fractions (tf32_convolutions_only)
     Source efficiency_source = Source::builtin_default;  ///< scenario / calibration profile: `efficiency` rules
     int sms = 0;                                         ///< streaming multiprocessors; 0: no wave quantization
-    /// The attention core's FLOP rate over the GEMMs' (attention parts run at peak x fraction x this): under FP8 a
-    /// built-in profile's BF16 rate over its FP8 rate, since Transformer Engine keeps dot-product attention in BF16
-    /// (models/device.cpp); 1 otherwise.
-    double attention_speed = 1.0;
+    /// The FLOP rate of what FP8 training keeps in BF16 over the GEMMs' rate (attention parts and a language model's
+    /// output layer run at peak x fraction x this): under FP8 a built-in profile's BF16 rate over its FP8 rate, since
+    /// Transformer Engine keeps dot-product attention in BF16 and Megatron's output layer is no Transformer Engine
+    /// module (models/device.cpp); 1 otherwise.
+    double bf16_speed = 1.0;
     sim::FlopRate vector_peak;  ///< CUDA-core FP32 peak (codec kernels, FP32 matmuls); 0: use `peak`
     /// Measured compute slowdown beside communication (`ddlsim calibrate`); the default of
     /// overlap.compute_slowdown for jobs on this device.

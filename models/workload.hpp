@@ -89,6 +89,9 @@ struct LayerPart {
     /// Of `activations`, the elements of the s x s attention scores it reads or writes per sample: what selective
     /// recomputation does not keep (the 5 a s / h term of Korthikanti et al.'s 34 + 5 a s / h bytes per s b h).
     double scores = 0.0;
+    /// A language model's output layer: under FP8 it stays in BF16, as Megatron-Core builds it from its own
+    /// ColumnParallelLinear, not a Transformer Engine module (models/device.cpp).
+    bool bf16_under_fp8 = false;
     ConvGeometry conv{};  ///< convolutions of the built-in CNNs; output channels are `cols`
 };
 

@@ -84,7 +84,7 @@ std::string job_block(const scenario::Scenario& s, const scenario::JobSpec& spec
     {
         // Transformer Engine's FP8 leaves attention in BF16 (models/device.cpp).
         const std::string precision = c.fp32_matmuls ? fmt::format("{} convolutions, fp32 matmuls", c.precision)
-                                      : spec.device.attention_speed != 1.0
+                                      : spec.device.bf16_speed != 1.0
                                           ? fmt::format("{} GEMMs, bf16 attention", c.precision)
                                           : c.precision;
         out += fmt::format(

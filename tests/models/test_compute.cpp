@@ -530,8 +530,8 @@ TEST_CASE("compute: under FP8 the Linear GEMMs run at FP8's rate and attention a
             .device;
     };
     const models::DeviceSpec fp8 = device("fp8"), bf16 = device("bf16");
-    CHECK(fp8.attention_speed == ddlsim::testing::approx((989.5 * 730.064 / 989.5) / 1214.0).epsilon(1e-9));
-    CHECK(bf16.attention_speed == 1.0);
+    CHECK(fp8.bf16_speed == ddlsim::testing::approx((989.5 * 730.064 / 989.5) / 1214.0).epsilon(1e-9));
+    CHECK(bf16.bf16_speed == 1.0);
     // Flash attention over 8 heads of 4096 x 4096 x 128 (whole waves of tiles on 132 SMs are not needed: q is the
     // same at both precisions).
     const models::LayerPart attention{.kind = models::PartKind::attention,
@@ -550,6 +550,21 @@ TEST_CASE("compute: under FP8 the Linear GEMMs run at FP8's rate and attention a
                                    .cols = 1024};
     CHECK(models::part_seconds(matmul, bf16, 1, false) / models::part_seconds(matmul, fp8, 1, false) ==
           ddlsim::testing::approx(1214.0 / 730.064).epsilon(1e-9));
+    // A language model's output layer is Megatron's own ColumnParallelLinear: BF16 under FP8, as attention.
+    models::LayerPart head = matmul;
+    head.bf16_under_fp8 = true;
+    CHECK(models::part_seconds(head, fp8, 1, false) ==
+          ddlsim::testing::approx(models::part_seconds(head, bf16, 1, false)).epsilon(1e-9));
+    for (const char* name : {"llama3_8b", "gpt3_175b"}) {
+        CAPTURE(name);
+        const models::Workload w = *models::builtin_workload(name);
+        int flagged = 0;
+        for (const auto& l : w.layers)
+            for (const auto& p : l.parts) flagged += p.bf16_under_fp8 ? 1 : 0;
+        CHECK(flagged == 1);
+        CHECK(std::any_of(w.layers.back().parts.begin(), w.layers.back().parts.end(),
+                          [](const models::LayerPart& p) { return p.bf16_under_fp8; }));
+    }
 }
 
 TEST_CASE("compute: default predictions vs published single-GPU throughputs (a check, not a fit)") {

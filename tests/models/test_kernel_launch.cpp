@@ -225,3 +225,36 @@ TEST_CASE("kernels: device.software is read, echoed and refused at its path") {
     j["device"]["software"] = "graphs";
     CHECK(testing::refused_at(j) == "$.device.software");
 }
+
+TEST_CASE("kernels: under FP8 each GEMM with weights pays Transformer Engine's casts, the output layer none") {
+    // A custom fp8 device (1 TFLOPS, 1 GB/s, no host launches): a GEMM of 64 rows x 32 columns x K = 128 per sample
+    // pays, beside its own kernel and gap, one cast forward of its input (64 x 128 elements, 4 bytes each: read BF16,
+    // write FP8 and its transpose) and one backward of its output gradient (64 x 32 elements), each with a gap. The
+    // same GEMM marked as a language model's output layer (BF16 under FP8) pays neither.
+    auto d = slow_device(models::Software::optimized);
+    d.precision = models::Precision::fp8;
+    const auto layer = [](bool output_layer) {
+        models::Workload w;
+        w.name = "t";
+        models::Layer l{"l", {{"l.w", 4096}}, 2.0 * 64 * 32 * 128, std::nullopt, std::nullopt, std::nullopt, {}};
+        l.parts.push_back(models::LayerPart{.kind = models::PartKind::matmul,
+                                            .flops = 2.0 * 64 * 32 * 128,
+                                            .activations = 64.0 * (128 + 32),
+                                            .weights = 32.0 * 128,
+                                            .rows_per_sample = 64,
+                                            .cols = 32,
+                                            .bf16_under_fp8 = output_layer});
+        w.layers.push_back(l);
+        return w;
+    };
+    const std::uint32_t b = 8;
+    const double gemm_fwd = models::part_seconds(layer(false).layers[0].parts[0], d, b, false);
+    const double gemm_bwd = models::part_seconds(layer(false).layers[0].parts[0], d, b, true);
+    CHECK(fwd_s(layer(false), d, b) == ddlsim::testing::approx(gemm_fwd + kGap + 4.0 * 64 * 128 * b / 1e9 + kGap));
+    CHECK(bwd_s(layer(false), d, b) == ddlsim::testing::approx(gemm_bwd + 2 * kGap + 4.0 * 64 * 32 * b / 1e9 + kGap));
+    CHECK(fwd_s(layer(true), d, b) == ddlsim::testing::approx(gemm_fwd + kGap));
+    CHECK(bwd_s(layer(true), d, b) == ddlsim::testing::approx(gemm_bwd + 2 * kGap));
+    // In BF16 nobody casts.
+    d.precision = models::Precision::bf16;
+    CHECK(fwd_s(layer(false), d, b) == ddlsim::testing::approx(gemm_fwd + kGap));
+}
