@@ -28,6 +28,7 @@ Python 3 standard library only. Exit 0, except: 1 when --check-table finds the d
 --strict, when a row does not load; 2 on a malformed row file or a missing ddlsim binary.
 """
 import argparse
+import re
 import concurrent.futures
 import json
 import os
@@ -41,6 +42,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "validate", "published")
 TABLE_DOC = os.path.join(ROOT, "docs", "ACCURACY.md")  # holds the generated table
 BEGIN, END = "<!-- published:begin -->", "<!-- published:end -->"
+README = os.path.join(ROOT, "README.md")  # states the model-parallel rows' median in prose, kept by the table's run
+README_FIGURE = re.compile(r"The (\d+) published model-parallel rows(\s+)\(Megatron-LM, NeMo, Megatron-Bridge\)"
+                           r"(\s+)come within ([\d.]+) % median")
 KINDS = ("single_gpu", "scaling_given_single_gpu", "end_to_end", "collective", "time_to_train", "speedup")
 METRICS = {  # result-JSON key -> how to print it
     "throughput_samples_per_s": ("samples/s", 1.0),
@@ -86,6 +90,14 @@ def summarise(rows, key):
 
 def self_test():
     """Checks of the arithmetic, derived by hand."""
+    # The README's model-parallel sentence: the rows with a parallelism block (3 of 4), median of 0.1, 0.3, 0.2.
+    fake = [{"error": e, "doc": {"scenario": {"parallelism": {}} if p else {}}}
+            for e, p in ((0.1, True), (-0.3, True), (0.5, False), (0.2, True))]
+    assert model_parallel(fake) == (3, 20.0)
+    assert readme_figure("x The 9 published model-parallel rows\n  (Megatron-LM, NeMo, Megatron-Bridge) come within "
+                         "1.0 % median y", fake) == ("x The 3 published model-parallel rows\n  (Megatron-LM, NeMo, "
+                                                    "Megatron-Bridge) come within 20.0 % median y")
+    assert readme_figure("no such sentence", fake) is None
     assert abs(signed_error(110.0, 100.0) - 0.10) < 1e-12      # 110 / 100 - 1 = +10 %
     assert abs(signed_error(0.09, 0.1) + 0.10) < 1e-12         # 0.09 / 0.1 - 1 = -10 %
     assert signed_error(5.0, 5.0) == 0.0
@@ -346,6 +358,22 @@ def markdown(rows):
     return "\n".join(out)
 
 
+def model_parallel(rows):
+    """The rows whose scenario has a `parallelism` block, and their median |error| in %."""
+    ok = [r for r in rows if r["error"] is not None and "parallelism" in r["doc"].get("scenario", {})]
+    return len(ok), (median([abs(r["error"]) for r in ok]) * 100 if ok else 0.0)
+
+
+def readme_figure(text, rows):
+    """README.md with its model-parallel sentence stating these rows' count and median (None: no such sentence)."""
+    n, med = model_parallel(rows)
+    m = README_FIGURE.search(text)
+    if m is None:
+        return None
+    return (text[:m.start()] + f"The {n} published model-parallel rows{m.group(2)}(Megatron-LM, NeMo, "
+            f"Megatron-Bridge){m.group(3)}come within {med:.1f} % median" + text[m.end():])
+
+
 def table_block(text):
     try:
         i, j = text.index(BEGIN), text.index(END)
@@ -359,9 +387,9 @@ def main():
     ap.add_argument("--ddlsim", default=os.path.join(ROOT, "build", "ddlsim"))
     ap.add_argument("--markdown", action="store_true", help="print the docs table instead of the text report")
     ap.add_argument("--update-table", "--update-readme", dest="update_table", action="store_true",
-                    help="rewrite the table between the markers of docs/ACCURACY.md")
+                    help="rewrite the table between the markers of docs/ACCURACY.md and README.md's model-parallel median")
     ap.add_argument("--check-table", "--check-readme", dest="check_table", action="store_true",
-                    help="exit 1 when the table of docs/ACCURACY.md is stale")
+                    help="exit 1 when the table of docs/ACCURACY.md or README.md's model-parallel median is stale")
     ap.add_argument("--only", help="run only rows whose id contains this string")
     ap.add_argument("--drop", action="append", default=[], metavar="KEY.PATH",
                     help="remove this key from every scenario first (before/after of one term)")
@@ -417,8 +445,23 @@ def main():
                 fh.write(text[:i] + "\n" + md + "\n" + text[j:])
             os.replace(TABLE_DOC + ".tmp", TABLE_DOC)
             print("published_report: docs/ACCURACY.md table updated", file=sys.stderr)
-        elif current != md.strip("\n"):
+        with open(README, encoding="utf-8") as fh:
+            readme = fh.read()
+        fixed = readme_figure(readme, rows)
+        if fixed is None:
+            print("published_report: README.md states no model-parallel rows' median", file=sys.stderr)
+            return 1
+        if args.update_table and fixed != readme:
+            with open(README + ".tmp", "w", encoding="utf-8") as fh:
+                fh.write(fixed)
+            os.replace(README + ".tmp", README)
+            print("published_report: README.md's model-parallel median updated", file=sys.stderr)
+        if args.check_table and current != md.strip("\n"):
             print("published_report: the table of docs/ACCURACY.md differs from a fresh run; "
+                  "rerun tools/published_report.py --update-table", file=sys.stderr)
+            return 1
+        if args.check_table and fixed != readme:
+            print("published_report: README.md's model-parallel median differs from a fresh run; "
                   "rerun tools/published_report.py --update-table", file=sys.stderr)
             return 1
     return 0
