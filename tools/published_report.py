@@ -387,9 +387,11 @@ def main():
     ap.add_argument("--ddlsim", default=os.path.join(ROOT, "build", "ddlsim"))
     ap.add_argument("--markdown", action="store_true", help="print the docs table instead of the text report")
     ap.add_argument("--update-table", "--update-readme", dest="update_table", action="store_true",
-                    help="rewrite the table between the markers of docs/ACCURACY.md and README.md's model-parallel median")
+                    help="rewrite the table between the markers of docs/ACCURACY.md and README.md's "
+                    "model-parallel median")
     ap.add_argument("--check-table", "--check-readme", dest="check_table", action="store_true",
-                    help="exit 1 when the table of docs/ACCURACY.md or README.md's model-parallel median is stale")
+                    help="exit 1 when the table of docs/ACCURACY.md or README.md's model-parallel median is "
+                    "stale")
     ap.add_argument("--only", help="run only rows whose id contains this string")
     ap.add_argument("--drop", action="append", default=[], metavar="KEY.PATH",
                     help="remove this key from every scenario first (before/after of one term)")
