@@ -9,9 +9,11 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <set>
 
+#include "models/program/pipeline.hpp"
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "sim/enum_info.hpp"
@@ -38,8 +40,46 @@ bool wall_clock_key(const std::string& k) {
     return k == "wall_time_s" || k == "replay_wall_time_s";
 }
 
+// A lower bound of one step of `job` (models/program/executor.cpp runs each compute op for at least its profile's
+// time, one op at a time per rank, and an op waits for the ops it depends on): the longest chain of compute.
+// Without a pipeline every rank runs every layer for all its micro-batches (accumulation + fwd + bwd). With one, rank
+// s runs its chunks' layers forward and backward for each of the m micro-batches; before its first forward the
+// first micro-batch has gone forward through virtual stages 0 .. s - 1 (ranks 0 .. s - 1's first chunks), and after
+// its last backward (the last micro-batch through its first chunk, virtual stage s) that micro-batch's input
+// gradients still go back through virtual stages s - 1 .. 0 (the weight gradients may wait: zero bubble). Every
+// schedule (GPipe, 1F1B, interleaved, zero bubble) keeps those orders. 0 where the ranks' devices differ or
+// stragglers may speed one up.
+double step_bound_s(const models::TrainingJob& job) {
+    if (!job.worker_compute.empty() || job.stragglers.any()) return 0.0;
+    const models::ComputeProfile& cp = job.compute;
+    const models::ParallelismSpec& par = job.parallelism;
+    if (par.pipeline <= 1) return (cp.accumulation + cp.fwd + cp.bwd).seconds();
+    const auto stages = models::program::pipeline_stages(job.workload, par);
+    const auto seconds = [&](const models::program::StageLayers& chunk, bool fwd, bool bwd_input) {
+        double t = 0.0;
+        for (std::uint32_t l = chunk.first; l <= chunk.last; ++l) {
+            const models::LayerTimes& x = cp.layers[l];
+            t += ((fwd ? x.fwd : sim::Time{}) + (bwd_input ? x.bwd - x.wgrad : sim::Time{})).seconds();
+        }
+        return t;
+    };
+    double busiest = 0.0, before_fwd = 0.0, after_bwd = 0.0;  // over virtual stages 0 .. s - 1
+    for (std::uint32_t s = 0; s < par.pipeline; ++s) {
+        double per_micro_batch = 0.0;
+        for (const auto& chunk : models::program::stage_chunks(stages, par.pipeline, s))
+            for (std::uint32_t l = chunk.first; l <= chunk.last; ++l)
+                per_micro_batch += (cp.layers[l].fwd + cp.layers[l].bwd).seconds();
+        busiest = std::max(busiest, before_fwd + per_micro_batch * job.gradient_accumulation + after_bwd);
+        before_fwd += seconds(stages[s], true, false);
+        after_bwd += seconds(stages[s], false, true);
+    }
+    return busiest;
+}
+
+// Loads the layout's scenario and checks its memory; `simulate`: runs it too (else a loaded candidate that fits is
+// left "failed" with its bound, for the caller to simulate or bound).
 PlanCandidate evaluate(const json& base, const std::string& base_dir, const PlanLayout& layout, bool yours,
-                       std::uint64_t global, const sweep_detail::Objective& objective) {
+                       std::uint64_t global, const sweep_detail::Objective& objective, bool simulate) {
     PlanCandidate c;
     c.layout = layout;
     c.yours = yours;
@@ -61,6 +101,8 @@ PlanCandidate evaluate(const json& base, const std::string& base_dir, const Plan
             c.reason = fmt::format("needs {:.1f} GB per GPU of {:.0f} GB", mem.total() / 1e9, *mem.capacity / 1e9);
             return c;
         }
+        c.bound_s = step_bound_s(s.resolved->jobs.front());
+        if (!simulate) return c;
         const scenario::RunResult run = scenario::run_scenario(s);
         const auto rows = flatten_result(scenario::result_json(s, run));
         for (const auto& [k, v] : rows.front())
@@ -88,6 +130,7 @@ std::string status_name(CandidateStatus s) {
         case CandidateStatus::refused: return "refused";
         case CandidateStatus::does_not_fit: return "does-not-fit";
         case CandidateStatus::failed: return "failed";
+        case CandidateStatus::bounded: return "bounded";
     }
     return "failed";
 }
@@ -285,13 +328,80 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
                       "plan", "candidates");
     std::size_t done = 0;
     std::mutex mu;
+    // Every layout loaded and its memory checked; those that fit keep their bound (status "failed" until simulated).
     parallel_for(layouts.size(), opts.jobs, [&](std::size_t i) {
-        PlanCandidate c = evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective);
+        PlanCandidate c =
+            evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective, false);
         c.index = i;
         const std::lock_guard lock(mu);
         plan.candidates[i] = std::move(c);
-        progress.update(++done);
+        if (plan.candidates[i].status != CandidateStatus::failed || !plan.candidates[i].reason.empty())
+            progress.update(++done);
     });
+    // Then the ones that fit, in order of their bound (the scenario's own first, always simulated): a wave of --jobs at
+    // a time, until the next bound exceeds the threshold, the top-th best step simulated. Each candidate left is
+    // slower than that, so the top is that of simulating everything (the own rank may then count fewer above it: the
+    // report says how many bounded ones might). With a step-time objective only (throughput or the iteration time:
+    // the global batch is fixed); --exhaustive simulates all.
+    const std::string& col = plan.objective.column;
+    const bool boundable =
+        !opts.exhaustive && (col == "tokens_per_s" || col == "throughput_samples_per_s" || col == "iteration_time_s");
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < plan.candidates.size(); ++i)
+        if (plan.candidates[i].status == CandidateStatus::failed && plan.candidates[i].reason.empty())
+            order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const PlanCandidate &x = plan.candidates[a], &y = plan.candidates[b];
+        if (x.yours != y.yours) return x.yours;
+        return x.bound_s < y.bound_s;
+    });
+    const auto step = [&](const PlanCandidate& c) -> std::optional<double> {
+        const auto it = c.result.find("iteration_time_s");
+        if (c.status != CandidateStatus::simulated || it == c.result.end() || !it->second.is_number())
+            return std::nullopt;
+        return it->second.get<double>();
+    };
+    const auto threshold = [&]() {
+        std::vector<double> steps;
+        for (const std::size_t i : order)
+            if (const auto t = step(plan.candidates[i])) steps.push_back(*t);
+        if (steps.size() < opts.top) return std::numeric_limits<double>::infinity();
+        std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(opts.top - 1), steps.end());
+        return steps[opts.top - 1];
+    };
+    std::size_t next = 0;
+    while (next < order.size()) {
+        const double limit = boundable ? threshold() : std::numeric_limits<double>::infinity();
+        std::vector<std::size_t> wave;
+        while (next < order.size() && wave.size() < opts.jobs &&
+               (plan.candidates[order[next]].yours || plan.candidates[order[next]].bound_s <= limit))
+            wave.push_back(order[next++]);
+        if (wave.empty()) break;
+        parallel_for(wave.size(), opts.jobs, [&](std::size_t w) {
+            const std::size_t i = wave[w];
+            PlanCandidate c =
+                evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective, true);
+            c.index = i;
+            const std::lock_guard lock(mu);
+            plan.candidates[i] = std::move(c);
+            progress.update(++done);
+        });
+    }
+    // What was not simulated, and what a wave simulated past the final threshold (so that --jobs changes nothing):
+    // bounded, with the figures that rule it out.
+    const double limit = boundable ? threshold() : std::numeric_limits<double>::infinity();
+    for (const std::size_t i : order) {
+        PlanCandidate& c = plan.candidates[i];
+        if (c.yours || c.bound_s <= limit || (c.status != CandidateStatus::simulated && !c.reason.empty())) continue;
+        c.status = CandidateStatus::bounded;
+        c.result.clear();
+        c.value.reset();
+        c.reason_key = "bound";
+        c.reason = fmt::format(
+            "its busiest rank computes {:.4g} s per step, more than the slowest of the best {} "
+            "steps ({:.4g} s)",
+            c.bound_s, opts.top, limit);
+    }
     progress.update(done, true);
 
     // The ranking: by the objective, ties by the layout (then the scenario's own first), so equal input gives

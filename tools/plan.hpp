@@ -37,6 +37,9 @@ struct PlanOptions {
     std::uint32_t max_tensor = 0;  ///< largest tensor-parallel degree (0: the GPUs of one node of the fabric)
     bool progress = true;          ///< progress line on stderr when it is a terminal
     bool force_progress = false;   ///< progress on stderr even when it is not a terminal (a line every 5 s)
+    /// Simulate every candidate that fits. By default a candidate whose busiest rank's compute alone exceeds the
+    /// step of the `top`-th best simulated is not simulated ("bounded"): it cannot rank among them.
+    bool exhaustive = false;
 };
 
 /// One parallel layout of the job: what the search varies.
@@ -53,9 +56,10 @@ struct PlanLayout {
     auto operator<=>(const PlanLayout&) const = default;
 };
 
-enum class CandidateStatus { simulated, refused, does_not_fit, failed };
+enum class CandidateStatus { simulated, refused, does_not_fit, failed, bounded };
 
-/// "simulated", "refused", "does-not-fit", "failed".
+/// "simulated", "refused", "does-not-fit", "failed", "bounded" (not simulated: its compute alone is slower than the
+/// top's steps).
 [[nodiscard]] std::string status_name(CandidateStatus s);
 
 struct PlanCandidate {
@@ -65,7 +69,10 @@ struct PlanCandidate {
     CandidateStatus status = CandidateStatus::failed;
     std::string reason_key;  ///< refused: the JSON path the loader named ("global batch" for the plan's own check)
     std::string reason;      ///< why it was refused, does not fit or failed
-    std::optional<double> memory_bytes;            ///< the estimate per GPU (most loaded stage), once loaded
+    std::optional<double> memory_bytes;  ///< the estimate per GPU (most loaded stage), once loaded
+    /// A lower bound of its step, once loaded: the busiest rank's forward and backward compute over the step, which
+    /// the simulation only lengthens (waits, communication, the slowdown beside it). 0: none known.
+    double bound_s = 0.0;
     std::map<std::string, nlohmann::json> result;  ///< simulated: the result flattened (sweep's columns)
     std::optional<double> value;                   ///< the objective's value (simulated, when the result has it)
     std::size_t rank = 0;                          ///< 1 = best; 0: not ranked

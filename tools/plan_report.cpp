@@ -50,7 +50,7 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
     std::string out = fmt::format("ddlsim plan {}\n", p.file);
     const bool tokens = p.tokens_per_sample > 0;
     out += fmt::format(
-        "  fixed: {} workers ({} per node), {}{}, global batch {} {} per step; every candidate simulated for one "
+        "  fixed: {} workers ({} per node), {}{}, global batch {} {} per step; each candidate simulated for one "
         "iteration\n",
         p.workers, p.gpus_per_node, p.device,
         p.capacity_bytes ? fmt::format(" ({:.0f} GB)", *p.capacity_bytes / 1e9) : std::string(), p.global_batch,
@@ -59,9 +59,16 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
                        p.objective.maximise ? "highest first" : "lowest first", p.max_tensor,
                        p.max_tensor == p.gpus_per_node ? " (one node; --max-tensor for more)" : "");
     const std::size_t refused = p.count(CandidateStatus::refused), unfit = p.count(CandidateStatus::does_not_fit),
-                      simulated = p.count(CandidateStatus::simulated), failed = p.count(CandidateStatus::failed);
-    out += fmt::format("  {} candidates: {} refused, {} do not fit in memory, {} simulated, {} failed ({:.1f} s)\n",
-                       p.candidates.size(), refused, unfit, simulated, failed, p.wall_time_s);
+                      simulated = p.count(CandidateStatus::simulated), failed = p.count(CandidateStatus::failed),
+                      bounded = p.count(CandidateStatus::bounded);
+    out += fmt::format(
+        "  {} candidates: {} refused, {} do not fit in memory, {} simulated, {} failed, {} bounded ({:.1f} s)\n",
+        p.candidates.size(), refused, unfit, simulated, failed, bounded, p.wall_time_s);
+    if (bounded > 0)
+        out += fmt::format(
+            "    bounded {:>6}  not simulated: each one's busiest rank computes longer than the slowest of the best {} "
+            "steps simulated, so none could rank among them (--exhaustive simulates them)\n",
+            bounded, top);
     // The refusals grouped by the key the loader named, most frequent first, each with its first message.
     std::map<std::string, std::pair<std::size_t, std::string>> by_key;
     for (const auto& c : p.candidates)
@@ -134,11 +141,22 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
     if (mine.rank > 0) {
         const double gap = *best.value != 0.0 ? (*mine.value - *best.value) / std::abs(*best.value) : 0.0;
         const bool worse = p.objective.maximise ? *mine.value < *best.value : *mine.value > *best.value;
-        out += fmt::format("  your configuration ({}): rank {} of {}{}\n", layout_text(mine.layout), mine.rank,
+        // Bounded layouts whose bound is below this step were not simulated and might rank above it.
+        const auto step = mine.result.find("iteration_time_s");
+        const double own_step =
+            step != mine.result.end() && step->second.is_number() ? step->second.get<double>() : 0.0;
+        const auto unsure = std::count_if(p.candidates.begin(), p.candidates.end(), [&](const PlanCandidate& c) {
+            return c.status == CandidateStatus::bounded && c.bound_s < own_step;
+        });
+        out += fmt::format("  your configuration ({}): rank {} of {}{}{}\n", layout_text(mine.layout), mine.rank,
                            p.ranking.size(),
                            mine.rank == 1 || !worse ? std::string(", the best found")
                                                     : fmt::format(", {} {:.1f} % {} than the best", p.objective.column,
-                                                                  100.0 * std::abs(gap), gap < 0 ? "lower" : "higher"));
+                                                                  100.0 * std::abs(gap), gap < 0 ? "lower" : "higher"),
+                           unsure > 0 ? fmt::format(" ({} bounded layouts not simulated might rank above it: "
+                                                    "--exhaustive for its exact rank)",
+                                                    unsure)
+                                      : std::string());
     } else {
         out += fmt::format("  your configuration ({}): {}{}\n", layout_text(mine.layout), status_name(mine.status),
                            mine.reason.empty() ? std::string() : ": " + shorten(mine.reason));

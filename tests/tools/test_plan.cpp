@@ -75,7 +75,8 @@ TEST_CASE("plan: the counts add up and every simulated layout keeps the global b
     const tools::PlanSearch& p = search_once();
     CHECK(p.global_batch == 16);  // 1 sequence x 4 micro-batches x 4 replicas
     const std::size_t total = p.count(tools::CandidateStatus::refused) + p.count(tools::CandidateStatus::does_not_fit) +
-                              p.count(tools::CandidateStatus::simulated) + p.count(tools::CandidateStatus::failed);
+                              p.count(tools::CandidateStatus::simulated) + p.count(tools::CandidateStatus::failed) +
+                              p.count(tools::CandidateStatus::bounded);
     CHECK(total == p.candidates.size());
     CHECK(p.count(tools::CandidateStatus::simulated) > 1);
     for (const auto& c : p.candidates) {
@@ -90,6 +91,43 @@ TEST_CASE("plan: the counts add up and every simulated layout keeps the global b
     // The report's counts are the same numbers.
     const std::string report = tools::plan_report(p, 3);
     CHECK(report.find(std::to_string(p.candidates.size()) + " candidates") != std::string::npos);
+}
+
+TEST_CASE("plan: bounding by compute finds the same best layouts as simulating every one, sooner") {
+    // The bound is the busiest rank's compute over the step, which a simulated step can only exceed (an invariant on
+    // every simulated candidate); a bounded candidate's bound exceeds the top-th best step, so simulating everything
+    // (--exhaustive) ranks the same layouts first with the same values (a metamorphic relation), and the scenario's
+    // own rank can only be lower when some bounded ones might be faster.
+    const Fixture f;
+    std::ostringstream err;
+    tools::PlanOptions o = f.options();
+    o.top = 5;
+    const tools::PlanSearch bounded = tools::plan_search(o, err);
+    o.exhaustive = true;
+    const tools::PlanSearch all = tools::plan_search(o, err);
+    CHECK(all.count(tools::CandidateStatus::bounded) == 0);
+    REQUIRE(bounded.count(tools::CandidateStatus::bounded) > 0);
+    CHECK(bounded.count(tools::CandidateStatus::simulated) + bounded.count(tools::CandidateStatus::bounded) ==
+          all.count(tools::CandidateStatus::simulated));
+    REQUIRE(bounded.ranking.size() >= 5);
+    for (std::size_t r = 0; r < 5; ++r) {
+        const tools::PlanCandidate &x = bounded.candidates[bounded.ranking[r]], &y = all.candidates[all.ranking[r]];
+        CHECK(x.layout == y.layout);
+        CHECK(*x.value == *y.value);
+    }
+    const double fifth = bounded.candidates[bounded.ranking[4]].result.at("iteration_time_s").get<double>();
+    for (const auto& c : all.candidates) {
+        if (c.status != tools::CandidateStatus::simulated) continue;
+        CHECK(c.bound_s > 0.0);
+        CHECK(c.result.at("iteration_time_s").get<double>() >= c.bound_s);
+    }
+    for (const auto& c : bounded.candidates)
+        if (c.status == tools::CandidateStatus::bounded) {
+            CHECK(c.bound_s > fifth);
+            CHECK(c.reason_key == "bound");
+        }
+    CHECK(bounded.yours().rank <= all.yours().rank);
+    CHECK(tools::plan_report(bounded, 5).find("bounded") != std::string::npos);
 }
 
 TEST_CASE("plan: a refused layout names the parallelism or batch key that does not divide") {
@@ -171,7 +209,8 @@ TEST_CASE("plan: the command ranks, writes every candidate and gives the same CS
     REQUIRE(r1.code == 0);
     CHECK(r1.out.find("your configuration") != std::string::npos);
     CHECK(r1.out.find("rank") != std::string::npos);
-    const auto r2 = testing::run_ddlsim({"plan", f.file, "--max-tensor", "2", "--jobs", "1", "--out", b});
+    // The same search on one thread: the same rows, bounded ones included (what is bounded depends on --top only).
+    const auto r2 = testing::run_ddlsim({"plan", f.file, "--max-tensor", "2", "--top", "3", "--jobs", "1", "--out", b});
     REQUIRE(r2.code == 0);
     const std::string csv = testing::read_file(a);
     CHECK(!csv.empty());

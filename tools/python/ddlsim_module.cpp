@@ -194,7 +194,7 @@ PYBIND11_MODULE(_ddlsim, m) {
         "plan",
         [](const std::string& text, const std::string& base_dir, const std::string& file,
            const std::vector<std::string>& sets, const std::string& objective, std::size_t top, unsigned jobs,
-           std::uint32_t max_tensor) {
+           std::uint32_t max_tensor, bool exhaustive) {
             const auto in = input(text, base_dir, file);
             return guarded(file, [&] {
                 tl::PlanOptions o;
@@ -204,6 +204,7 @@ PYBIND11_MODULE(_ddlsim, m) {
                 o.top = top;
                 o.jobs = jobs;
                 o.max_tensor = max_tensor;
+                o.exhaustive = exhaustive;
                 o.progress = false;
                 std::ostringstream quiet;
                 const tl::PlanSearch p = tl::plan_search(scenario_json(in), in.base_dir, o, quiet);
@@ -212,7 +213,7 @@ PYBIND11_MODULE(_ddlsim, m) {
             });
         },
         py::arg("text"), py::arg("base_dir"), py::arg("file"), py::arg("sets"), py::arg("objective"), py::arg("top"),
-        py::arg("jobs"), py::arg("max_tensor"));
+        py::arg("jobs"), py::arg("max_tensor"), py::arg("exhaustive"));
 
     // Cases: (name, text, base_dir, file); variants: (name, patch JSON text).
     m.def(

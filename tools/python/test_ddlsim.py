@@ -215,7 +215,7 @@ SMALL_LLAMA = os.path.join(ROOT, "tests/tools/plan_llama3_8b_16xH100.json")
 def test_plan_ranks_every_layout_and_includes_the_scenarios_own():
     frame = ddlsim.plan(SMALL_LLAMA, max_tensor=2, top=3)
     # Every candidate has a status; the counts add up to the rows.
-    assert set(frame["status"]) <= {"simulated", "refused", "does-not-fit", "failed"}
+    assert set(frame["status"]) <= {"simulated", "refused", "does-not-fit", "failed", "bounded"}
     simulated = frame[frame["status"] == "simulated"]
     assert len(simulated) > 1
     # The global batch (1 x 4 x 4 = 16 sequences) is kept by every simulated layout.

@@ -186,18 +186,21 @@ def compare(scenarios: Union[Scenario, Sequence[Scenario], Mapping[str, Scenario
 
 
 def plan(scenario: Scenario, set: Sets = None, objective: Optional[str] = None, top: Optional[int] = None,
-         jobs: Optional[int] = None, max_tensor: Optional[int] = None) -> "pandas.DataFrame":
+         jobs: Optional[int] = None, max_tensor: Optional[int] = None,
+         exhaustive: bool = False) -> "pandas.DataFrame":
     """Searches the parallel layouts of the scenario's job by simulation, as ``ddlsim plan``: the model, workers,
     device, network and global batch stay; tensor, pipeline, context, expert, virtual stages, micro-batch, sharding
     stage and recompute vary. Returns one row per candidate, the columns of ``ddlsim plan --out``: ``rank`` (1 =
     best, None when not ranked), ``candidate``, ``yours`` (the scenario's own layout), ``status`` ("simulated",
-    "refused", "does-not-fit", "failed"), ``reason_key``, ``reason``, the layout (``tensor``, ``pipeline``,
+    "refused", "does-not-fit", "failed", "bounded"), ``reason_key``, ``reason``, the layout (``tensor``, ``pipeline``,
     ``context``, ``expert``, ``virtual_stages``, ``schedule``, ``micro_batch``, ``micro_batches``, ``data``,
     ``sharding``, ``recompute``, ``sequence_parallel``), ``objective`` and the result columns of :func:`sweep`;
     ranked rows first, best first. ``objective``: None or "throughput" (tokens/s, highest first),
     "time_to_train_s", "cost", "gpu_hours" (with a ``training`` block), or a result column ("max:COLUMN" highest
     first). ``top`` sets how many rows the printed report in ``frame.attrs["report"]`` ranks (default 10);
-    ``max_tensor`` the largest tensor-parallel degree (default: the GPUs of one node)."""
+    ``max_tensor`` the largest tensor-parallel degree (default: the GPUs of one node); ``exhaustive`` simulates
+    every candidate that fits (by default those whose busiest rank's compute alone is slower than the ``top`` best
+    steps are "bounded", not simulated: the same best rows, sooner)."""
     import pandas
 
     if top is not None and top < 1:
@@ -206,7 +209,7 @@ def plan(scenario: Scenario, set: Sets = None, objective: Optional[str] = None, 
         raise ValueError("max_tensor: expected at least 1")
     text, base, file = _source(scenario)
     rows, columns, report = _ddlsim.plan(text, base, file, _sets(set), objective or "", int(top or 10), _jobs(jobs),
-                                         int(max_tensor or 0))
+                                         int(max_tensor or 0), bool(exhaustive))
     frame = pandas.DataFrame(json.loads(rows))
     frame = frame[[c for c in columns if c in frame]]
     frame.attrs["report"] = report
