@@ -68,7 +68,7 @@ void set_precision(DeviceSpec& d, std::optional<models::Precision> given, const 
         // Transformer Engine's FP8 runs the Linear layers' GEMMs in FP8 and attention in BF16 (models/device.cpp).
         if (precision == models::Precision::fp8)
             d.bf16_speed = p.peak(models::Precision::bf16).per_s() * p.efficiency(models::Precision::bf16).matmul /
-                                (p.peak(precision).per_s() * d.measured->matmul);
+                           (p.peak(precision).per_s() * d.measured->matmul);
     }
 }
 

@@ -55,23 +55,23 @@ double step_bound_s(const models::TrainingJob& job) {
     const models::ParallelismSpec& par = job.parallelism;
     if (par.pipeline <= 1) return (cp.accumulation + cp.fwd + cp.bwd).seconds();
     const auto stages = models::program::pipeline_stages(job.workload, par);
-    const auto seconds = [&](const models::program::StageLayers& chunk, bool fwd, bool bwd_input) {
+    // Seconds of one pass (`time` of each layer) through a chunk's layers.
+    const auto sum = [&](const models::program::StageLayers& chunk, auto time) {
         double t = 0.0;
-        for (std::uint32_t l = chunk.first; l <= chunk.last; ++l) {
-            const models::LayerTimes& x = cp.layers[l];
-            t += ((fwd ? x.fwd : sim::Time{}) + (bwd_input ? x.bwd - x.wgrad : sim::Time{})).seconds();
-        }
+        for (std::uint32_t l = chunk.first; l <= chunk.last; ++l) t += time(cp.layers[l]).seconds();
         return t;
     };
+    const auto both = [](const models::LayerTimes& x) { return x.fwd + x.bwd; };
+    const auto forward = [](const models::LayerTimes& x) { return x.fwd; };
+    const auto input_gradients = [](const models::LayerTimes& x) { return x.bwd - x.wgrad; };
     double busiest = 0.0, before_fwd = 0.0, after_bwd = 0.0;  // over virtual stages 0 .. s - 1
     for (std::uint32_t s = 0; s < par.pipeline; ++s) {
         double per_micro_batch = 0.0;
         for (const auto& chunk : models::program::stage_chunks(stages, par.pipeline, s))
-            for (std::uint32_t l = chunk.first; l <= chunk.last; ++l)
-                per_micro_batch += (cp.layers[l].fwd + cp.layers[l].bwd).seconds();
+            per_micro_batch += sum(chunk, both);
         busiest = std::max(busiest, before_fwd + per_micro_batch * job.gradient_accumulation + after_bwd);
-        before_fwd += seconds(stages[s], true, false);
-        after_bwd += seconds(stages[s], false, true);
+        before_fwd += sum(stages[s], forward);
+        after_bwd += sum(stages[s], input_gradients);
     }
     return busiest;
 }
@@ -328,15 +328,16 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
                       "plan", "candidates");
     std::size_t done = 0;
     std::mutex mu;
-    // Every layout loaded and its memory checked; those that fit keep their bound (status "failed" until simulated).
+    // Every layout loaded and its memory checked; those that fit keep their bound and are pending: status "failed"
+    // with no reason until simulated.
+    const auto pending = [](const PlanCandidate& c) { return c.status == CandidateStatus::failed && c.reason.empty(); };
     parallel_for(layouts.size(), opts.jobs, [&](std::size_t i) {
         PlanCandidate c =
             evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective, false);
         c.index = i;
         const std::lock_guard lock(mu);
         plan.candidates[i] = std::move(c);
-        if (plan.candidates[i].status != CandidateStatus::failed || !plan.candidates[i].reason.empty())
-            progress.update(++done);
+        if (!pending(plan.candidates[i])) progress.update(++done);
     });
     // Then the ones that fit, in order of their bound (the scenario's own first, always simulated): a wave of --jobs at
     // a time, until the next bound exceeds the threshold, the top-th best step simulated. Each candidate left is
@@ -348,8 +349,7 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
         !opts.exhaustive && (col == "tokens_per_s" || col == "throughput_samples_per_s" || col == "iteration_time_s");
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < plan.candidates.size(); ++i)
-        if (plan.candidates[i].status == CandidateStatus::failed && plan.candidates[i].reason.empty())
-            order.push_back(i);
+        if (pending(plan.candidates[i])) order.push_back(i);
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
         const PlanCandidate &x = plan.candidates[a], &y = plan.candidates[b];
         if (x.yours != y.yours) return x.yours;
@@ -392,7 +392,8 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
     const double limit = boundable ? threshold() : std::numeric_limits<double>::infinity();
     for (const std::size_t i : order) {
         PlanCandidate& c = plan.candidates[i];
-        if (c.yours || c.bound_s <= limit || (c.status != CandidateStatus::simulated && !c.reason.empty())) continue;
+        const bool failed_run = c.status == CandidateStatus::failed && !pending(c);
+        if (c.yours || c.bound_s <= limit || failed_run) continue;
         c.status = CandidateStatus::bounded;
         c.result.clear();
         c.value.reset();

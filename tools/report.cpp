@@ -126,8 +126,9 @@ std::string timeline_svg(const std::string& trace_json, double iteration, const 
             chosen.push_back(want.key);
             names[want.key] = want.label;
         }
+    const bool stages = !chosen.empty();  // the pipeline's rows, else the first tracks
     int workers = 0, links = 0;
-    if (chosen.empty())
+    if (!stages)
         for (const auto& [key, _] : tracks) {
             const bool link = key.first >= 1000000;
             if (link ? links++ < 4 : workers++ < 8) chosen.push_back(key);
@@ -176,7 +177,6 @@ std::string timeline_svg(const std::string& trace_json, double iteration, const 
                                          "spans)",
                                          duration_text(end_us / 1e6), duration_text(iteration))
                                    : fmt::format("The first iteration ({})", duration_text(iteration));
-    const bool stages = !wanted.empty() && !chosen.empty() && names[chosen.front()] == wanted.front().label;
     return fmt::format(
         "<h2>{}</h2>\n<p>{}, {} tracks{}; the whole timeline is "
         "<code>ddlsim run --trace</code>'s, for Perfetto.</p>\n<svg width=\"{:.0f}\" height=\"{:.0f}\" "
