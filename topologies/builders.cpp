@@ -163,6 +163,7 @@ Fabric build(const RailOptimizedSpec& s) {
         for (std::size_t k = 0; k < nics.size(); ++k)
             f.add_link(nics[k], fmt::format("rail{}", k), s.bandwidth, s.latency);
     }
+    f.set_rails(static_cast<std::uint32_t>(s.node.nics));
     if (s.sharp) {
         std::vector<Vertex> rails;
         for (std::size_t k = 0; k < s.node.nics; ++k) rails.push_back(*f.find(fmt::format("rail{}", k)));

@@ -225,7 +225,23 @@ void Fabric::index_nodes() const {
     if (node_rank_.size() == boost::num_vertices(g_)) return;
     node_rank_.assign(boost::num_vertices(g_), 0);
     node_size_.clear();
-    for (Vertex h : hosts_) node_rank_[h] = node_size_[node_of_[h]]++;
+    node_hosts_.clear();
+    for (Vertex h : hosts_) {
+        node_rank_[h] = node_size_[node_of_[h]]++;
+        node_hosts_[node_of_[h]].push_back(h);
+    }
+}
+
+std::optional<Vertex> Fabric::pxn_relay(Vertex a, Vertex b) const {
+    if (rails_ < 2 || a == b || g_[a].kind != NodeKind::host || g_[b].kind != NodeKind::host) return std::nullopt;
+    const std::uint32_t na = node_of_[a], nb = node_of_[b];
+    if (na == nb || na >= kOwnNode || nb >= kOwnNode) return std::nullopt;
+    index_nodes();
+    const std::uint32_t ma = node_size_.at(na), mb = node_size_.at(nb);
+    if (ma < rails_ || mb < rails_) return std::nullopt;
+    const std::uint32_t rail_a = node_rank_[a] * rails_ / ma, rail_b = node_rank_[b] * rails_ / mb;
+    if (rail_a == rail_b) return std::nullopt;
+    return node_hosts_.at(na).at(rail_b * ma / rails_);
 }
 
 std::optional<std::size_t> Fabric::nic_choice(Vertex a, Vertex b, Vertex v,
@@ -280,6 +296,22 @@ bool Fabric::short_route(Vertex a, Vertex b, std::uint64_t flow_key, sim::Route&
 }
 
 const sim::Route& Fabric::route(Vertex a, Vertex b, std::uint64_t flow_key) const {
+    if (const std::optional<Vertex> relay = pxn_relay(a, b)) {
+        const sim::Route& first = route(a, *relay, flow_key);
+        const sim::Route& second = route(*relay, b, flow_key);
+        const auto unique = [this](Vertex x, Vertex y) {
+            const auto c = pair_routes_.find((static_cast<std::uint64_t>(x) << 32) | static_cast<std::uint64_t>(y));
+            return c != pair_routes_.end() && (c->second.unique || routing_ == Routing::dmodk);
+        };
+        const auto fk = std::make_tuple(a, b, unique(a, *relay) && unique(*relay, b) ? 0 : flow_key);
+        auto it = relay_routes_.find(fk);
+        if (it == relay_routes_.end()) {
+            sim::Route r = first;
+            r.insert(r.end(), second.begin(), second.end());
+            it = relay_routes_.emplace(fk, std::move(r)).first;
+        }
+        return it->second;
+    }
     const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
     auto it = pair_routes_.find(key);
     if (it == pair_routes_.end()) {

@@ -101,6 +101,13 @@ public:
     [[nodiscard]] const std::vector<LinkInfo>& links() const { return link_info_; }
 
     void set_routing(Routing r) { routing_ = r; }
+    /// A rail-optimized fabric's NICs per node (rail k joins every node's NIC k): a transfer between GPUs of different
+    /// nodes on different rails then crosses over NVLink to the GPU on the destination's rail first and leaves by its
+    /// NIC (NCCL's PXN, on by default: NVIDIA/nccl src/graph/search.cc `P2P_PXN_LEVEL` 2, "use PXN as much as
+    /// possible", and src/graph/paths.cc's NVLink relay to a non-local NIC, @ 5067397c), so it never leaves its rail
+    /// for a spine. 0 or 1: no rails, routes as found.
+    void set_rails(std::uint32_t rails) { rails_ = rails; }
+    [[nodiscard]] std::uint32_t rails() const { return rails_; }
     /// Sets the bandwidth of every link attached to `host` (per-host link speeds); before install().
     void set_host_bandwidth(Vertex host, sim::Bandwidth bw);
     [[nodiscard]] Routing routing() const { return routing_; }
@@ -185,6 +192,9 @@ private:
         Vertex a, Vertex b, Vertex v, const std::vector<std::pair<Vertex, std::uint32_t>>& options) const;
     /// Fills node_rank_ and node_size_ (a host's place among its node's hosts, in host order) when stale.
     void index_nodes() const;
+    /// The GPU of a's node that relays a -> b onto b's rail (set_rails), if the two are hosts of different nodes on
+    /// different rails (host r of a node of m sits on rail r * rails / m, as nic_choice binds it).
+    [[nodiscard]] std::optional<Vertex> pxn_relay(Vertex a, Vertex b) const;
 
     Graph g_;
     std::map<std::string, Vertex> by_name_;
@@ -198,10 +208,14 @@ private:
     std::vector<Vertex> sharp_;                         ///< switches between nodes that reduce (SHARP)
     double sharp_efficiency_ = 0.0;
     Routing routing_ = Routing::ecmp;
+    std::uint32_t rails_ = 0;
     mutable std::unordered_map<std::uint64_t, Cached> pair_routes_;
+    /// Routes through a PXN relay (set_rails), by (a, b, flow key; 0 where both parts are unique).
+    mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> relay_routes_;
     mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> flow_routes_;
-    mutable std::vector<std::uint32_t> node_rank_;                        ///< by vertex (index_nodes)
-    mutable std::unordered_map<std::uint32_t, std::uint32_t> node_size_;  ///< hosts per node id (index_nodes)
+    mutable std::vector<std::uint32_t> node_rank_;                               ///< by vertex (index_nodes)
+    mutable std::unordered_map<std::uint32_t, std::uint32_t> node_size_;         ///< hosts per node id (index_nodes)
+    mutable std::unordered_map<std::uint32_t, std::vector<Vertex>> node_hosts_;  ///< by node id: hosts by rank
     mutable std::vector<std::int32_t> dist_;
     mutable std::vector<Vertex> touched_;
     /// By vertex: its links to vertices routes may pass through (neighbour, link id), in edge order (index_transit).

@@ -128,7 +128,13 @@ TEST_CASE("pipeline: a data-parallel group across nodes runs NCCL's ring per NIC
     // what the step waits for.
     json j = pinned(2, 8, 4, "1f1b");
     j["parallelism"]["order"] = "tp-cp-pp-dp";
-    j["network"] = {{"topology", "rail_optimized"}, {"node", "dgx_h100"}, {"latency", "1ns"}, {"transport", "ideal"}};
+    // A ring's hop to the next node that changes rail relays over NVLink to the destination's rail (PXN): at 450 GB/s
+    // beside 50 GB/s, only its latency, 1 ns here, would show.
+    j["network"] = {{"topology", "rail_optimized"},
+                    {"node", "dgx_h100"},
+                    {"latency", "1ns"},
+                    {"intra_latency", "1ns"},
+                    {"transport", "ideal"}};
     const models::JobResult r = testing::run_first_job(j);
     REQUIRE(r.exposed_by_dimension.has_value());
     const double S = 4 * 1e6 * 4, steps = 2 * 7;

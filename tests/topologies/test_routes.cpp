@@ -187,6 +187,7 @@ TEST_CASE("routes: a rail-optimized fabric's GPUs, across rails and spines, by t
         s.spines = 2;
         Fabric f = topo::build_fabric(s);
         f.set_routing(routing);
+        f.set_rails(0);  // the search itself, not NCCL's relay onto the destination's rail (test_node_presets)
         // GPU to GPU across nodes: GPU, NIC, rail leaf, (spine, rail leaf,) NIC, GPU: 4 or 6 hops, all searched.
         CHECK(check_all_pairs(f) == 24 * 16);
     }
