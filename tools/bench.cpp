@@ -58,9 +58,9 @@ struct Case {
 
 // --scale: one step of Llama 3 70B with hybrid sharding (FSDP inside each DGX H100 node, the
 // shards all-reduced across nodes) and of ResNet-50 DDP (ring, 25 MB buckets), on DGX H100 nodes on a
-// rail-optimized fabric (400 Gbit/s per GPU, 8 spines, ideal transport); the DDP fabric routes by destination
-// (D-mod-k), as the ring's hops between nodes change rail and cross the spines, where per-connection hashing
-// breaks the symmetry flow classes need.
+// rail-optimized fabric (400 Gbit/s per GPU, 8 spines, ideal transport), routing left at its default (ECMP): the
+// ring's hops between nodes that change rail relay to the destination's rail over NVLink (NCCL's PXN), so no hash
+// decides a route and the symmetry flow classes need holds.
 nlohmann::json scale_scenario(const std::string& kind, int workers) {
     nlohmann::json j{
         {"workers", workers},
@@ -88,7 +88,6 @@ nlohmann::json scale_scenario(const std::string& kind, int workers) {
     } else {
         j["model"] = "resnet50";
         j["batch_size"] = 64;
-        j["network"]["routing"] = "dmodk";
         j["architecture"] = {{"kind", "allreduce"}, {"algorithm", "ring"}};
         j["overlap"] = {{"fusion", "buffer"}, {"bucket_size", "25MB"}};
     }

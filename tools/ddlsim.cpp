@@ -450,7 +450,7 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
                    "progress on standard error even when it is not a terminal (a line every 5 s, for logs)")
         ->excludes(plan_quiet);
     plan->footer(R"(Fixed: the model, workers, device, network and global batch (sequences per step) of the scenario.
-Tried: tensor t (divisors of the workers, up to --max-tensor), pipeline p (divisors of workers / t), context c
+Tried: tensor t (divisors of the workers that divide a node's GPUs or are whole nodes, up to --max-tensor), pipeline p (divisors of workers / t), context c
 (1, 2, 4, 8 for transformers on 8,192 tokens or more), expert e (divisors of the routed experts), virtual stages
 v (1, 2, 4 with a pipeline: interleaved 1F1B), micro-batch b (1, 2, 4, 8, with m = global batch / (d b) micro-
 batches), sharding stage 0 or 1, recompute none, selective or full. The loader refuses what does not divide; what

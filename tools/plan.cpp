@@ -192,9 +192,13 @@ std::vector<PlanLayout> enumerate_layouts(const scenario::Scenario& s, std::uint
     if (transformer && w.tokens_per_sample >= kContextMinTokens) contexts = {1, 2, 4, 8};
     const std::vector<std::uint32_t> experts =
         w.experts > 0 ? divisors(static_cast<std::uint64_t>(w.experts)) : std::vector<std::uint32_t>{1};
+    // A tensor group inside one machine (t divides its GPUs) or over whole machines (a multiple of them): one that
+    // straddles machines unevenly (t = 3 or 6 on 8 GPUs) runs its all-reduces over the NICs, which no one chooses.
+    const std::uint32_t node = gpus_per_node(s);
     std::vector<PlanLayout> out;
     for (const std::uint32_t t : divisors(workers)) {
         if (t > max_tensor) break;
+        if (t <= node ? node % t != 0 : t % node != 0) continue;
         for (const std::uint32_t p : divisors(workers / t))
             for (const std::uint32_t c : contexts) {
                 if ((workers / t / p) % c != 0) continue;
@@ -339,11 +343,11 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
         plan.candidates[i] = std::move(c);
         if (!pending(plan.candidates[i])) progress.update(++done);
     });
-    // Then the ones that fit, in order of their bound (the scenario's own first, always simulated): a wave of --jobs at
-    // a time, until the next bound exceeds the threshold, the top-th best step simulated. Each candidate left is
-    // slower than that, so the top is that of simulating everything (the own rank may then count fewer above it: the
-    // report says how many bounded ones might). With a step-time objective only (throughput or the iteration time:
-    // the global batch is fixed); --exhaustive simulates all.
+    // Then the ones that fit, in order of their bound (the scenario's own first, always simulated), each thread taking
+    // the next one while its bound is within the threshold, the top-th best step simulated so far. Each candidate left
+    // is slower than that, so the top is that of simulating everything (the own rank may then count fewer above it:
+    // the report says how many bounded ones might). With a step-time objective only (throughput or the iteration
+    // time: the global batch is fixed); --exhaustive simulates all.
     const std::string& col = plan.objective.column;
     const bool boundable =
         !opts.exhaustive && (col == "tokens_per_s" || col == "throughput_samples_per_s" || col == "iteration_time_s");
@@ -362,6 +366,7 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
         return it->second.get<double>();
     };
     const auto threshold = [&]() {
+        if (!boundable) return std::numeric_limits<double>::infinity();
         std::vector<double> steps;
         for (const std::size_t i : order)
             if (const auto t = step(plan.candidates[i])) steps.push_back(*t);
@@ -369,27 +374,23 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
         std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(opts.top - 1), steps.end());
         return steps[opts.top - 1];
     };
-    std::size_t next = 0;
-    while (next < order.size()) {
-        const double limit = boundable ? threshold() : std::numeric_limits<double>::infinity();
-        std::vector<std::size_t> wave;
-        while (next < order.size() && wave.size() < opts.jobs &&
-               (plan.candidates[order[next]].yours || plan.candidates[order[next]].bound_s <= limit))
-            wave.push_back(order[next++]);
-        if (wave.empty()) break;
-        parallel_for(wave.size(), opts.jobs, [&](std::size_t w) {
-            const std::size_t i = wave[w];
-            PlanCandidate c =
-                evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective, true);
-            c.index = i;
+    // The threshold only falls, so a candidate over it when taken stays over the final one: which ones a thread skips
+    // depends on timing, but not which are left bounded below.
+    parallel_for(order.size(), opts.jobs, [&](std::size_t k) {
+        const std::size_t i = order[k];
+        {
             const std::lock_guard lock(mu);
-            plan.candidates[i] = std::move(c);
-            progress.update(++done);
-        });
-    }
-    // What was not simulated, and what a wave simulated past the final threshold (so that --jobs changes nothing):
-    // bounded, with the figures that rule it out.
-    const double limit = boundable ? threshold() : std::numeric_limits<double>::infinity();
+            if (!plan.candidates[i].yours && plan.candidates[i].bound_s > threshold()) return;
+        }
+        PlanCandidate c = evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective, true);
+        c.index = i;
+        const std::lock_guard lock(mu);
+        plan.candidates[i] = std::move(c);
+        progress.update(++done);
+    });
+    // What was not simulated, and what was simulated past the final threshold (so that --jobs and timing change
+    // nothing): bounded, with the figures that rule it out.
+    const double limit = threshold();
     for (const std::size_t i : order) {
         PlanCandidate& c = plan.candidates[i];
         const bool failed_run = c.status == CandidateStatus::failed && !pending(c);

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/approx.hpp"
 #include "tests/support/support.hpp"
 #include "tools/plan.hpp"
 #include "tools/sweep.hpp"
@@ -256,4 +257,33 @@ TEST_CASE("plan: bad input exits 2 with one line") {
     one_line(testing::run_ddlsim({"plan", f.file, "--objective", "cost"}));           // no training block
     one_line(testing::run_ddlsim({"plan", f.file, "--out", f.dir.path().string()}));  // a directory
     one_line(testing::run_ddlsim({"plan", f.file, "--out", f.file}));                 // the scenario itself
+}
+
+TEST_CASE("plan: SC'21's weak-scaling configurations load with the paper's parameters, layouts and batches") {
+    // scenarios/plan/sc21_*.json, the shapes of Narayanan et al. SC'21 (arXiv 2104.04473) Table 1, whose searches
+    // docs/MODEL.md times: each loads with the paper's GPUs, tensor and pipeline degrees and global batch, and the
+    // model's parameters come within 4 % of the paper's column (which it rounds to 0.1 B: 1.7 for 1.65 B).
+    struct Row {
+        const char* file;
+        double billions;
+        std::uint32_t gpus, tensor, pipeline;
+        std::uint64_t batch;
+    };
+    constexpr Row kRows[] = {{"sc21_1_7b", 1.7, 32, 1, 1, 512},         {"sc21_3_6b", 3.6, 64, 2, 1, 512},
+                             {"sc21_7_5b", 7.5, 128, 4, 1, 512},        {"sc21_18_4b", 18.4, 256, 8, 1, 1024},
+                             {"sc21_39_1b", 39.1, 512, 8, 2, 1536},     {"sc21_76_1b", 76.1, 1024, 8, 4, 1792},
+                             {"sc21_145_6b", 145.6, 1536, 8, 8, 2304},  {"sc21_310_1b", 310.1, 1920, 8, 16, 2160},
+                             {"sc21_529_6b", 529.6, 2520, 8, 35, 2520}, {"sc21_1008_0b", 1008.0, 3072, 8, 64, 3072}};
+    const std::string dir = std::string(DDLSIM_SOURCE_DIR) + "/scenarios/plan";
+    for (const Row& r : kRows) {
+        CAPTURE(r.file);
+        const scenario::Scenario s =
+            scenario::load_scenario(json::parse(testing::read_file(dir + "/" + r.file + ".json")), dir);
+        const scenario::JobSpec& job = s.jobs.front();
+        CHECK(job.workers == r.gpus);
+        CHECK(job.parallelism.tensor == r.tensor);
+        CHECK(job.parallelism.pipeline == r.pipeline);
+        CHECK(tools::global_batch(job) == r.batch);
+        CHECK(static_cast<double>(job.workload.params()) / 1e9 == testing::approx(r.billions).epsilon(0.04));
+    }
 }
