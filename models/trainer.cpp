@@ -433,10 +433,13 @@ namespace {
 // least two periods remain. Whether a shift is a symmetry is found while running: the first period whose routes
 // map onto each other wins; none, and every transfer is simulated.
 std::vector<std::uint32_t> class_periods(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs,
-                                         const SimOptions& options) {
-    if (options.analytic || options.trace != nullptr || !options.flow_classes || jobs.size() != 1) return {};
+                                         const SimOptions& options, std::string& why) {
+    if (options.analytic || options.trace != nullptr || !options.flow_classes) return {};
+    why = "several jobs share the fabric";
+    if (jobs.size() != 1) return {};
     const TrainingJob& job = jobs.front();
     const std::uint32_t n = job.workers;
+    why = n < 2 ? "one worker" : "stragglers make the workers unlike";
     if (n < 2 || job.stragglers.any()) return {};
     if (job.parallelism.any()) {
         // A model-parallel job (models/trainer_pipeline.cpp): a shift of the ranks by q model replicas (q: an expert
@@ -445,7 +448,11 @@ std::vector<std::uint32_t> class_periods(const topo::Fabric& fabric, const std::
         // running (a shift by more replicas where they are not symmetric).
         const ParallelismSpec& par = job.parallelism;
         const std::uint32_t q = job.workload.experts > 0 ? par.expert : 1;
+        why = !job.worker_compute.empty() ? "the workers' devices differ"
+              : job.record_schedule       ? "every worker's schedule is recorded"
+                                          : "the data ranks do not split into whole expert groups";
         if (!job.worker_compute.empty() || job.record_schedule || par.data(n) % q != 0) return {};
+        why = "no shift of whole model replicas (or expert groups) leaves two periods";
         std::vector<std::uint32_t> periods;
         for (std::uint32_t p = q * par.replica_ranks(); p <= n / 2 && n % p == 0 && periods.size() < 6; p *= 2)
             periods.push_back(p);
@@ -454,9 +461,11 @@ std::vector<std::uint32_t> class_periods(const topo::Fabric& fabric, const std::
     auto node = [&](std::uint32_t w) { return fabric.node_of(job.endpoint_hosts[w]); };
     std::uint32_t g = 1;
     while (g < n && node(g) == node(0)) ++g;
+    why = "the workers do not sit in equal blocks per node";
     if (n % g != 0) return {};
     for (std::uint32_t w = 0; w < n; ++w)
         if (node(w) != node(w - w % g) || (w >= g && w % g == 0 && node(w) == node(w - g))) return {};
+    why = "no shift of whole nodes leaves two periods";
     std::vector<std::uint32_t> periods;
     for (std::uint32_t p = g; p <= n / 2 && periods.size() < 6; p *= 2)
         if (n % p == 0) periods.push_back(p);
@@ -470,17 +479,21 @@ FlowRun simulate_once(const topo::Fabric& fabric, const std::vector<TrainingJob>
 }  // namespace
 
 FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs, const SimOptions& options) {
-    const std::vector<std::uint32_t> periods = class_periods(fabric, jobs, options);
+    std::string why;
+    const std::vector<std::uint32_t> periods = class_periods(fabric, jobs, options, why);
     std::vector<CommPlan::Picks> picks(jobs.size());
     for (std::uint32_t p : periods) {
         try {
             return simulate_once(fabric, jobs, options, p, picks);
         } catch (const sim::SymmetryBroken& e) {
+            why = fmt::format("{}, shifting by {}", e.what(), p);
             if (!e.period_specific) break;  // no longer shift fixes asymmetric workers or collectives
         }
     }
     if (!periods.empty() && options.before_full_run) options.before_full_run();
-    return simulate_once(fabric, jobs, options, 0, picks);
+    FlowRun run = simulate_once(fabric, jobs, options, 0, picks);
+    run.flow_class_reason = why;
+    return run;
 }
 
 namespace {

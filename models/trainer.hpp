@@ -41,6 +41,9 @@ struct FlowRun {
     std::uint64_t transfers = 0;
     /// Flow classes: the shift P the run simulated per class (sim/symmetry.hpp), 0 where it simulated every transfer.
     std::uint32_t flow_class_period = 0;
+    /// Where it simulated every transfer of a flow-network run: why no shift was a symmetry ("" where none was tried
+    /// because classes were off: --no-flow-classes, a timeline, the analytic model).
+    std::string flow_class_reason;
     double makespan_s = 0.0;
     std::vector<sim::LinkStats> links;  ///< per directed link (Fabric numbering); flow model only
 };

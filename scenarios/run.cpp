@@ -356,6 +356,7 @@ RunResult run_scenario(const Scenario& s, sim::Trace* trace,
             r.events = run.events;
             r.transfers = run.transfers;
             r.flow_class_period = run.flow_class_period;
+            r.flow_class_reason = run.flow_class_reason;
             r.simulated_time_s = run.makespan_s;
             link_loads(fabric, run, r);
         }

@@ -55,6 +55,7 @@ struct RunResult {
     std::uint64_t events = 0;
     std::uint64_t transfers = 0;          ///< flow model: transfers simulated (each class's counted m times)
     std::uint32_t flow_class_period = 0;  ///< flow model: the shift simulated per flow class (0: none)
+    std::string flow_class_reason;        ///< flow model, period 0: why no shift was a symmetry (FlowRun)
     double simulated_time_s = 0.0;
     double wall_time_s = 0.0;
     std::vector<LinkLoad> busiest_links;  ///< flow model: the most loaded directed links, most loaded first

@@ -268,7 +268,8 @@ std::string run_summary(const std::string& file, const scenario::Scenario& s, co
     const std::string classes =
         r.flow_class_period > 0 && !s.jobs.empty()
             ? fmt::format(" (flow classes: 1 in {} simulated)", s.jobs.front().workers / r.flow_class_period)
-            : std::string();
+        : !r.flow_class_reason.empty() ? fmt::format(" (every one simulated, no flow classes: {})", r.flow_class_reason)
+                                       : std::string();
     out += fmt::format("\n  simulated {} {} ({:.4g} s): {} transfers{}, {} events in {:.3f} s wall time\n",
                        s.iterations, all_rounds ? "rounds" : "iterations", r.simulated_time_s, r.transfers, classes,
                        r.events, r.wall_time_s);

@@ -120,6 +120,9 @@ TEST_CASE("flow classes: a straggler keeps every transfer, spines picked by hash
     const Both slow = run_both(j);
     check_same(slow);
     CHECK(slow.classes.flow_class_period == 0);
+    // The run says why (the summary prints it): here before any shift was tried; with classes, nothing to say.
+    CHECK(slow.classes.flow_class_reason == "stragglers make the workers unlike");
+    CHECK(sym.classes.flow_class_reason.empty());
     CHECK(slow.classes.jobs[0].iteration_time_s > sym.classes.jobs[0].iteration_time_s);
     // A ring's one hop up from each leaf picks its spine by a hash of the connection: each uplink carries one of them,
     // so a shift of one leaf maps them onto each other all the same (sim/symmetry.hpp checks it while running).
