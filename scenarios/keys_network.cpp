@@ -392,7 +392,8 @@ const KeyTable<N>& network_keys() {
             key("spines", &N::spines,
                 "leaf_spine, rail_optimized: spine switches (each leaf links to every spine); rail_optimized default "
                 "1, a non-blocking spine layer (its links carry a rail leaf's whole host bandwidth at "
-                "oversubscription 1; more spines add ECMP collisions, for the traffic that crosses rails: a GPU's transfer to "
+                "oversubscription 1; more spines add ECMP collisions, for the traffic that crosses rails: a GPU's "
+                "transfer to "
                 "another node's GPU on another rail relays over NVLink to that rail first, NCCL's PXN)",
                 {1, 4096})
                 .when(of({leaf_spine, rail}))

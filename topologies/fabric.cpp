@@ -296,23 +296,27 @@ bool Fabric::short_route(Vertex a, Vertex b, std::uint64_t flow_key, sim::Route&
 }
 
 const sim::Route& Fabric::route(Vertex a, Vertex b, std::uint64_t flow_key) const {
-    if (const std::optional<Vertex> relay = pxn_relay(a, b)) {
-        const sim::Route& first = route(a, *relay, flow_key);
-        const sim::Route& second = route(*relay, b, flow_key);
-        const auto unique = [this](Vertex x, Vertex y) {
-            const auto c = pair_routes_.find((static_cast<std::uint64_t>(x) << 32) | static_cast<std::uint64_t>(y));
-            return c != pair_routes_.end() && (c->second.unique || routing_ == Routing::dmodk);
-        };
-        const auto fk = std::make_tuple(a, b, unique(a, *relay) && unique(*relay, b) ? 0 : flow_key);
-        auto it = relay_routes_.find(fk);
-        if (it == relay_routes_.end()) {
+    if (rails_ >= 2) {
+        // A relayed pair whose two parts are unique is cached per pair: one lookup, whatever the connection.
+        if (const auto hit = relay_pairs_.find(pair_key(a, b)); hit != relay_pairs_.end()) return hit->second;
+        if (const std::optional<Vertex> relay = pxn_relay(a, b)) {
+            const sim::Route& first = route(a, *relay, flow_key);
+            const sim::Route& second = route(*relay, b, flow_key);
+            const auto unique = [this](Vertex x, Vertex y) {
+                const auto c = pair_routes_.find(pair_key(x, y));
+                return c != pair_routes_.end() && (c->second.unique || routing_ == Routing::dmodk);
+            };
+            const bool per_pair = unique(a, *relay) && unique(*relay, b);
+            if (!per_pair)
+                if (const auto hit = relay_routes_.find({a, b, flow_key}); hit != relay_routes_.end())
+                    return hit->second;
             sim::Route r = first;
             r.insert(r.end(), second.begin(), second.end());
-            it = relay_routes_.emplace(fk, std::move(r)).first;
+            if (per_pair) return relay_pairs_.emplace(pair_key(a, b), std::move(r)).first->second;
+            return relay_routes_.emplace(std::make_tuple(a, b, flow_key), std::move(r)).first->second;
         }
-        return it->second;
     }
-    const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
+    const std::uint64_t key = pair_key(a, b);
     auto it = pair_routes_.find(key);
     if (it == pair_routes_.end()) {
         Cached c;

@@ -169,6 +169,10 @@ public:
     [[nodiscard]] std::string directed_link_name(sim::LinkIndex l) const;
 
 private:
+    /// pair_routes_'s key of a -> b.
+    static std::uint64_t pair_key(Vertex a, Vertex b) {
+        return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint64_t>(b);
+    }
     struct Cached {
         sim::Route route;
         bool unique = true;
@@ -210,7 +214,8 @@ private:
     Routing routing_ = Routing::ecmp;
     std::uint32_t rails_ = 0;
     mutable std::unordered_map<std::uint64_t, Cached> pair_routes_;
-    /// Routes through a PXN relay (set_rails), by (a, b, flow key; 0 where both parts are unique).
+    /// Routes through a PXN relay (set_rails): by pair where both parts are unique, else by (a, b, flow key).
+    mutable std::unordered_map<std::uint64_t, sim::Route> relay_pairs_;
     mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> relay_routes_;
     mutable std::map<std::tuple<Vertex, Vertex, std::uint64_t>, sim::Route> flow_routes_;
     mutable std::vector<std::uint32_t> node_rank_;                               ///< by vertex (index_nodes)
