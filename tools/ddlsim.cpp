@@ -442,8 +442,9 @@ A variant is a JSON merge patch (RFC 7386) of each scenario: objects merge, null
                      "largest tensor-parallel degree tried (default: the GPUs of one node of the scenario's fabric)")
         ->check(CLI::Range(1U, 1U << 20));
     plan->add_flag("--exhaustive", plan_opts.exhaustive,
-                   "simulate every candidate that fits (by default one whose busiest rank's compute alone is slower "
-                   "than the --top best steps is bounded, not simulated: the same best layouts, sooner)");
+                   "simulate every candidate that fits (by default one whose step's lower bound, its busiest rank's "
+                   "compute and tensor-parallel collectives, is slower than the --top best steps is bounded, not "
+                   "simulated: the same best layouts, sooner)");
     auto* plan_quiet =
         plan->add_flag("!--no-progress,!--quiet", plan_opts.progress, "no progress line, even on a terminal");
     plan->add_flag("--progress", plan_opts.force_progress,
@@ -454,9 +455,10 @@ Tried: tensor t (divisors of the workers that divide a node's GPUs or are whole 
 (1, 2, 4, 8 for transformers on 8,192 tokens or more), expert e (divisors of the routed experts), virtual stages
 v (1, 2, 4 with a pipeline: interleaved 1F1B), micro-batch b (1, 2, 4, 8, with m = global batch / (d b) micro-
 batches), sharding stage 0 or 1, recompute none, selective or full. The loader refuses what does not divide; what
-does not fit the device's memory is dropped; the rest are simulated for one iteration each, fastest compute first,
-until the next one's busiest rank computes longer than the slowest of the --top best steps (bounded: it could not
-rank there; --exhaustive simulates them all).
+does not fit the device's memory is dropped; the rest are simulated for one iteration each, lowest bound first (a
+step's least time: its busiest rank's compute and tensor-parallel collectives, the pipeline's fill and drain),
+until the next bound exceeds the slowest of the --top best steps (bounded: it could not rank there; --exhaustive
+simulates them all).
 Examples:
   ddlsim plan scenarios/examples/llama3_70b_3d_8x4x4xH100.json
   ddlsim plan s.json --set workers=64 --objective cost --top 5 --out layouts.csv)");

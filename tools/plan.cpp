@@ -9,11 +9,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <set>
 
-#include "models/program/pipeline.hpp"
+#include "models/program/step_bound.hpp"
 #include "scenarios/json_reader.hpp"
 #include "scenarios/run.hpp"
 #include "sim/enum_info.hpp"
@@ -40,46 +41,12 @@ bool wall_clock_key(const std::string& k) {
     return k == "wall_time_s" || k == "replay_wall_time_s";
 }
 
-// A lower bound of one step of `job` (models/program/executor.cpp runs each compute op for at least its profile's
-// time, one op at a time per rank, and an op waits for the ops it depends on): the longest chain of compute.
-// Without a pipeline every rank runs every layer for all its micro-batches (accumulation + fwd + bwd). With one, rank
-// s runs its chunks' layers forward and backward for each of the m micro-batches; before its first forward the
-// first micro-batch has gone forward through virtual stages 0 .. s - 1 (ranks 0 .. s - 1's first chunks), and after
-// its last backward (the last micro-batch through its first chunk, virtual stage s) that micro-batch's input
-// gradients still go back through virtual stages s - 1 .. 0 (the weight gradients may wait: zero bubble). Every
-// schedule (GPipe, 1F1B, interleaved, zero bubble) keeps those orders. 0 where the ranks' devices differ or
-// stragglers may speed one up.
-double step_bound_s(const models::TrainingJob& job) {
-    if (!job.worker_compute.empty() || job.stragglers.any()) return 0.0;
-    const models::ComputeProfile& cp = job.compute;
-    const models::ParallelismSpec& par = job.parallelism;
-    if (par.pipeline <= 1) return (cp.accumulation + cp.fwd + cp.bwd).seconds();
-    const auto stages = models::program::pipeline_stages(job.workload, par);
-    // Seconds of one pass (`time` of each layer) through a chunk's layers.
-    const auto sum = [&](const models::program::StageLayers& chunk, auto time) {
-        double t = 0.0;
-        for (std::uint32_t l = chunk.first; l <= chunk.last; ++l) t += time(cp.layers[l]).seconds();
-        return t;
-    };
-    const auto both = [](const models::LayerTimes& x) { return x.fwd + x.bwd; };
-    const auto forward = [](const models::LayerTimes& x) { return x.fwd; };
-    const auto input_gradients = [](const models::LayerTimes& x) { return x.bwd - x.wgrad; };
-    double busiest = 0.0, before_fwd = 0.0, after_bwd = 0.0;  // over virtual stages 0 .. s - 1
-    for (std::uint32_t s = 0; s < par.pipeline; ++s) {
-        double per_micro_batch = 0.0;
-        for (const auto& chunk : models::program::stage_chunks(stages, par.pipeline, s))
-            per_micro_batch += sum(chunk, both);
-        busiest = std::max(busiest, before_fwd + per_micro_batch * job.gradient_accumulation + after_bwd);
-        before_fwd += sum(stages[s], forward);
-        after_bwd += sum(stages[s], input_gradients);
-    }
-    return busiest;
-}
-
-// Loads the layout's scenario and checks its memory; `simulate`: runs it too (else a loaded candidate that fits is
-// left "failed" with its bound, for the caller to simulate or bound).
+// Loads the layout's scenario and checks its memory. Without `run_if`: a candidate that fits is left "failed" with
+// no reason and its compute bound, for the caller to order by. With it: its step's lower bound from its programs too,
+// and it is simulated when run_if(that bound) says so (else left as before, with both bounds).
 PlanCandidate evaluate(const json& base, const std::string& base_dir, const PlanLayout& layout, bool yours,
-                       std::uint64_t global, const sweep_detail::Objective& objective, bool simulate) {
+                       std::uint64_t global, const sweep_detail::Objective& objective,
+                       const std::function<bool(double)>* run_if) {
     PlanCandidate c;
     c.layout = layout;
     c.yours = yours;
@@ -101,8 +68,11 @@ PlanCandidate evaluate(const json& base, const std::string& base_dir, const Plan
             c.reason = fmt::format("needs {:.1f} GB per GPU of {:.0f} GB", mem.total() / 1e9, *mem.capacity / 1e9);
             return c;
         }
-        c.bound_s = step_bound_s(s.resolved->jobs.front());
-        if (!simulate) return c;
+        const models::TrainingJob& resolved = s.resolved->jobs.front();
+        c.compute_bound_s = c.bound_s = models::program::compute_lower_bound_s(resolved);
+        if (run_if == nullptr) return c;
+        c.bound_s = models::program::step_lower_bound_s(resolved, s.resolved->fabric);
+        if (!(*run_if)(c.bound_s)) return c;
         const scenario::RunResult run = scenario::run_scenario(s);
         const auto rows = flatten_result(scenario::result_json(s, run));
         for (const auto& [k, v] : rows.front())
@@ -337,17 +307,18 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
     const auto pending = [](const PlanCandidate& c) { return c.status == CandidateStatus::failed && c.reason.empty(); };
     parallel_for(layouts.size(), opts.jobs, [&](std::size_t i) {
         PlanCandidate c =
-            evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective, false);
+            evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective, nullptr);
         c.index = i;
         const std::lock_guard lock(mu);
         plan.candidates[i] = std::move(c);
         if (!pending(plan.candidates[i])) progress.update(++done);
     });
-    // Then the ones that fit, in order of their bound (the scenario's own first, always simulated), each thread taking
-    // the next one while its bound is within the threshold, the top-th best step simulated so far. Each candidate left
-    // is slower than that, so the top is that of simulating everything (the own rank may then count fewer above it:
-    // the report says how many bounded ones might). With a step-time objective only (throughput or the iteration
-    // time: the global batch is fixed); --exhaustive simulates all.
+    // Then the ones that fit, in order of their compute bound (the scenario's own first, always simulated), each
+    // thread taking the next one while that bound is within the threshold, the top-th best step simulated so far, then
+    // compiling its programs for its step's bound and simulating it while that one is within the threshold too. Each
+    // candidate left is slower than that, so the top is that of simulating everything (the own rank may then count
+    // fewer above it: the report says how many bounded ones might). With a step-time objective only (throughput or
+    // the iteration time: the global batch is fixed); --exhaustive simulates all.
     const std::string& col = plan.objective.column;
     const bool boundable =
         !opts.exhaustive && (col == "tokens_per_s" || col == "throughput_samples_per_s" || col == "iteration_time_s");
@@ -357,7 +328,7 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
         const PlanCandidate &x = plan.candidates[a], &y = plan.candidates[b];
         if (x.yours != y.yours) return x.yours;
-        return x.bound_s < y.bound_s;
+        return x.compute_bound_s < y.compute_bound_s;
     });
     const auto step = [&](const PlanCandidate& c) -> std::optional<double> {
         const auto it = c.result.find("iteration_time_s");
@@ -378,21 +349,28 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
     // depends on timing, but not which are left bounded below.
     parallel_for(order.size(), opts.jobs, [&](std::size_t k) {
         const std::size_t i = order[k];
-        {
+        const bool yours = plan.candidates[i].yours;
+        const std::function<bool(double)> run_if = [&](double bound) {
             const std::lock_guard lock(mu);
-            if (!plan.candidates[i].yours && plan.candidates[i].bound_s > threshold()) return;
-        }
-        PlanCandidate c = evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective, true);
+            return yours || bound <= threshold();
+        };
+        if (!run_if(plan.candidates[i].compute_bound_s)) return;
+        PlanCandidate c =
+            evaluate(base, base_dir, layouts[i], i == own_index, plan.global_batch, plan.objective, &run_if);
         c.index = i;
         const std::lock_guard lock(mu);
         plan.candidates[i] = std::move(c);
-        progress.update(++done);
+        if (!pending(plan.candidates[i])) progress.update(++done);
     });
     // What was not simulated, and what was simulated past the final threshold (so that --jobs and timing change
     // nothing): bounded, with the figures that rule it out.
     const double limit = threshold();
     for (const std::size_t i : order) {
         PlanCandidate& c = plan.candidates[i];
+        // The bound reported: the programs' where the compute bound left the choice to it (it was computed then, at
+        // whatever time the thread took it), else the compute bound (whether the programs' was computed depends on
+        // timing), so that the output does not.
+        if (!c.yours && c.compute_bound_s > limit) c.bound_s = c.compute_bound_s;
         const bool failed_run = c.status == CandidateStatus::failed && !pending(c);
         if (c.yours || c.bound_s <= limit || failed_run) continue;
         c.status = CandidateStatus::bounded;
@@ -400,7 +378,7 @@ PlanSearch plan_search(json base, const std::string& base_dir, const PlanOptions
         c.value.reset();
         c.reason_key = "bound";
         c.reason = fmt::format(
-            "its busiest rank computes {:.4g} s per step, more than the slowest of the best {} "
+            "its step takes at least {:.4g} s, more than the slowest of the best {} "
             "steps ({:.4g} s)",
             c.bound_s, opts.top, limit);
     }

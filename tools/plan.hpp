@@ -37,8 +37,9 @@ struct PlanOptions {
     std::uint32_t max_tensor = 0;  ///< largest tensor-parallel degree (0: the GPUs of one node of the fabric)
     bool progress = true;          ///< progress line on stderr when it is a terminal
     bool force_progress = false;   ///< progress on stderr even when it is not a terminal (a line every 5 s)
-    /// Simulate every candidate that fits. By default a candidate whose busiest rank's compute alone exceeds the
-    /// step of the `top`-th best simulated is not simulated ("bounded"): it cannot rank among them.
+    /// Simulate every candidate that fits. By default a candidate whose step's lower bound
+    /// (models/program/step_bound.hpp) exceeds the step of the `top`-th best simulated is not simulated ("bounded"):
+    /// it cannot rank among them.
     bool exhaustive = false;
 };
 
@@ -58,7 +59,7 @@ struct PlanLayout {
 
 enum class CandidateStatus { simulated, refused, does_not_fit, failed, bounded };
 
-/// "simulated", "refused", "does-not-fit", "failed", "bounded" (not simulated: its compute alone is slower than the
+/// "simulated", "refused", "does-not-fit", "failed", "bounded" (not simulated: its step's lower bound exceeds the
 /// top's steps).
 [[nodiscard]] std::string status_name(CandidateStatus s);
 
@@ -70,9 +71,13 @@ struct PlanCandidate {
     std::string reason_key;  ///< refused: the JSON path the loader named ("global batch" for the plan's own check)
     std::string reason;      ///< why it was refused, does not fit or failed
     std::optional<double> memory_bytes;  ///< the estimate per GPU (most loaded stage), once loaded
-    /// A lower bound of its step, once loaded: the busiest rank's forward and backward compute over the step, which
-    /// the simulation only lengthens (waits, communication, the slowdown beside it). 0: none known.
+    /// A lower bound of its step, once loaded (models::program::step_lower_bound_s: the busiest rank's program with
+    /// its compute and its tensor-parallel collectives at their contention-free time, the pipeline's fill and
+    /// drain), which the simulation only lengthens. 0: none known.
     double bound_s = 0.0;
+    /// The looser bound from the compute profile alone (models::program::compute_lower_bound_s), which orders the
+    /// search; bound_s where that decides.
+    double compute_bound_s = 0.0;
     std::map<std::string, nlohmann::json> result;  ///< simulated: the result flattened (sweep's columns)
     std::optional<double> value;                   ///< the objective's value (simulated, when the result has it)
     std::size_t rank = 0;                          ///< 1 = best; 0: not ranked

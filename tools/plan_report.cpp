@@ -66,7 +66,7 @@ std::string plan_report(const PlanSearch& p, std::size_t top) {
         p.candidates.size(), refused, unfit, simulated, failed, bounded, p.wall_time_s);
     if (bounded > 0)
         out += fmt::format(
-            "    bounded {:>6}  not simulated: each one's busiest rank computes longer than the slowest of the best {} "
+            "    bounded {:>6}  not simulated: each one's step takes longer, at least, than the slowest of the best {} "
             "steps simulated, so none could rank among them (--exhaustive simulates them)\n",
             bounded, top);
     // The refusals grouped by the key the loader named, most frequent first, each with its first message.
@@ -169,7 +169,7 @@ std::vector<std::string> plan_columns(const PlanSearch& p) {
         "rank",        "candidate",     "yours",   "status",   "reason_key",     "reason",
         "tensor",      "pipeline",      "context", "expert",   "virtual_stages", "schedule",
         "micro_batch", "micro_batches", "data",    "sharding", "recompute",      "sequence_parallel",
-        "objective"};
+        "objective",   "step_bound_s"};
     std::set<std::string> seen(cols.begin(), cols.end());
     for (const auto& c : result_columns())
         if (c != "wall_time_s" && c != "replay_wall_time_s" && seen.insert(c).second) cols.push_back(c);
@@ -209,6 +209,7 @@ std::vector<json> plan_rows(const PlanSearch& p) {
         r["recompute"] = std::string(sim::enum_name(l.recompute));
         r["sequence_parallel"] = l.sequence_parallel;
         r["objective"] = c.value ? json(*c.value) : json(nullptr);
+        r["step_bound_s"] = c.bound_s > 0.0 ? json(c.bound_s) : json(nullptr);
         for (const auto& [k, v] : c.result) r[k] = v;
         if (c.result.empty() && c.memory_bytes) r["memory_per_gpu_bytes.total"] = *c.memory_bytes;
         rows.push_back(std::move(r));

@@ -200,6 +200,11 @@ public:
     [[nodiscard]] virtual sim::Bytes wire_bytes(const RemoteTest& remote) const = 0;
     /// Closed-form α-β time of one round without contention (sim::alpha_beta_time semantics).
     [[nodiscard]] virtual sim::Time alpha_beta(const sim::PathCostLookup& cost) const = 0;
+    /// A time endpoint `e` cannot beat in a round, from its open to its done, whatever else shares the fabric and
+    /// whenever the others open (0: none known): a lower bound (models/program/step_bound.hpp), not an estimate.
+    [[nodiscard]] virtual sim::Time least_time(const sim::PathCostLookup& /*cost*/, std::uint32_t /*e*/) const {
+        return sim::Time::zero();
+    }
 };
 
 /// A collective given as an explicit transfer DAG, run by sim::DagRunner (a subclass may give its own closed form).

@@ -135,6 +135,14 @@ sim::Bytes RingCollective::wire_bytes(const RemoteTest& remote) const {
     return sim::Bytes{pairs * steps_ * chunk_.value()};
 }
 
+sim::Time RingCollective::least_time(const sim::PathCostLookup& cost, std::uint32_t e) const {
+    const std::uint32_t next = (*next_)[e];
+    if (next == e) return sim::Time::zero();
+    const sim::PathCost c = cost(e, next);
+    if (c.local) return sim::Time::zero();
+    return sim::Time::seconds(steps_ * (c.latency.seconds() + chunk_.value() / c.bandwidth.bytes_per_s()));
+}
+
 sim::Time RingCollective::alpha_beta(const sim::PathCostLookup& cost) const {
     // Every level (step) of the DAG has each ranked endpoint send one chunk to its successor and
     // receive one: level time = max latency + max chunk / bandwidth over remote hops.

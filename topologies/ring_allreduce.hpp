@@ -36,6 +36,9 @@ public:
     [[nodiscard]] bool has_class_form() const override { return true; }
     [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override;
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
+    /// An endpoint sends its `steps` chunks to its successor one after another, each after it opened: at least steps
+    /// x (latency + chunk / bandwidth) of its own hop (0 on one host).
+    [[nodiscard]] sim::Time least_time(const sim::PathCostLookup& cost, std::uint32_t e) const override;
 
 private:
     std::uint32_t endpoints_;

@@ -126,6 +126,12 @@ sim::Bytes ParallelCollective::wire_bytes(const RemoteTest& remote) const {
     return b;
 }
 
+sim::Time ParallelCollective::least_time(const sim::PathCostLookup& cost, std::uint32_t e) const {
+    sim::Time t;
+    for (const auto& p : parts_) t = std::max(t, p->least_time(cost, e));
+    return t;
+}
+
 sim::Time ParallelCollective::alpha_beta(const sim::PathCostLookup& cost) const {
     sim::Time t;
     for (const auto& p : parts_) t = std::max(t, p->alpha_beta(cost));

@@ -90,6 +90,8 @@ public:
     }
     [[nodiscard]] sim::Bytes wire_bytes(const RemoteTest& remote) const override;
     [[nodiscard]] sim::Time alpha_beta(const sim::PathCostLookup& cost) const override;
+    /// An endpoint is done when each part is: the longest of its parts' least times.
+    [[nodiscard]] sim::Time least_time(const sim::PathCostLookup& cost, std::uint32_t e) const override;
 
 private:
     std::vector<std::unique_ptr<Collective>> parts_;

@@ -95,13 +95,13 @@ bool Executor::local(const CommOp& op) {
     return it->second;
 }
 
-sim::Time Executor::duration(std::uint32_t w, const Compute& c) const {
-    const ComputeProfile& cp = job_.compute_of(w);
+sim::Time Executor::compute_time(const TrainingJob& job, std::uint32_t w, const Compute& c) {
+    const ComputeProfile& cp = job.compute_of(w);
     sim::Time d;
     switch (c.kind) {
         case ComputeKind::accumulate: d = cp.accumulation; break;
         case ComputeKind::update: d = scaled(cp.update, c.fraction); break;
-        case ComputeKind::codec: d = job_.codec_time(c.work, w); break;
+        case ComputeKind::codec: d = job.codec_time(c.work, w); break;
         case ComputeKind::forward:
         case ComputeKind::backward:
         case ComputeKind::backward_input:

@@ -57,7 +57,9 @@ public:
     /// Starts rank w's next iteration (its clock's finish time when it has run them all).
     void begin_iteration(std::uint32_t w);
 
-    [[nodiscard]] sim::Time duration(std::uint32_t w, const Compute& c) const;
+    [[nodiscard]] sim::Time duration(std::uint32_t w, const Compute& c) const { return compute_time(job_, w, c); }
+    /// How long `c` runs on rank w of `job` alone: no straggler, nothing beside it.
+    [[nodiscard]] static sim::Time compute_time(const TrainingJob& job, std::uint32_t w, const Compute& c);
     /// How long rank w's compute stream has waited, over every iteration so far, for the calls of communicator
     /// `stream` (Call::stream), or for receives and its own last sends (`stream` = kReceives).
     static constexpr std::uint32_t kReceives = 16;

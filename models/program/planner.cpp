@@ -127,13 +127,15 @@ std::uint32_t Planner::group_size(GroupId g) const {
 }
 
 Planner::Entry& Planner::entry(const CommOp& op) {
-    auto it = cache_.find(op);
-    if (it != cache_.end()) return it->second;
+    if (last_ != cache_.end() && last_->first == op) return last_->second;
+    last_ = cache_.find(op);
+    if (last_ != cache_.end()) return last_->second;
     Entry e;
     e.collective = build(op);
     e.wire = e.collective->wire_bytes(remote_).value();
     e.machine = e.collective->wire_bytes(machines_).value();
-    return cache_.emplace(op, std::move(e)).first->second;
+    last_ = cache_.emplace(op, std::move(e)).first;
+    return last_->second;
 }
 
 std::unique_ptr<topo::Collective> Planner::build(const CommOp& op) {

@@ -89,6 +89,8 @@ public:
     /// different hosts, on different machines (bytes on the wire, bytes through NICs).
     Planner(std::uint32_t ranks, const topo::CollectiveContext* ctx, topo::RemoteTest remote,
             topo::RemoteTest machines);
+    Planner(const Planner&) = delete;  // last_ points into cache_
+    Planner& operator=(const Planner&) = delete;
 
     /// Registers a group; `across` (optional): the group it is the transpose of (rank j of every part of that one).
     GroupId add_group(std::string name, Partition parts);
@@ -133,6 +135,8 @@ private:
     topo::RemoteTest remote_, machines_;
     std::vector<Group> groups_;
     std::map<CommOp, Entry> cache_;
+    /// The entry found last (programs issue the same op over and over: every micro-batch's tensor collectives).
+    std::map<CommOp, Entry>::iterator last_ = cache_.end();
     const TrainingJob* job_ = nullptr;  ///< the data-parallel job served (serve_data_parallel)
     Picks own_picks_;
     Picks* picks_ = &own_picks_;

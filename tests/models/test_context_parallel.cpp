@@ -21,17 +21,7 @@ namespace {
 // A Llama-style model of `layers` blocks (hidden 1024, 16 heads, 8 key/value heads of 64: kv_dim 512) over 1,024
 // tokens, each sequence split over `context` GPUs of one node (with `data` replicas), links of 1 ns.
 json job(int layers, std::uint32_t context, std::uint32_t data = 1) {
-    json j = {
-        {"workers", context * data},
-        {"model",
-         {{"transformer",
-           {{"layers", layers}, {"hidden", 1024}, {"heads", 16}, {"kv_heads", 8}, {"seq_len", 1024}, {"vocab", 32000}}},
-          {"dtype", "bf16"}}},
-        {"batch_size", 1},
-        {"gradient_accumulation", 2},
-        {"iterations", 1},
-        {"device", {{"name", "H100"}, {"precision", "bf16"}}},
-        {"network", testing::idle_node_network()}};
+    json j = testing::small_llama_job(layers, context * data);
     j["parallelism"] = {{"context", context}};
     return j;
 }

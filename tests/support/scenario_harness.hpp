@@ -18,6 +18,23 @@ inline nlohmann::json idle_node_network(const std::string& intra = "450GBps") {
             {"bandwidth", "400Gbps"}, {"latency", "1ns"},   {"transport", "ideal"}};
 }
 
+/// A Llama-style model of `layers` blocks (hidden 1024, 16 heads, 8 key/value heads of 64) over 1,024 tokens on
+/// `workers` H100s in bf16 on idle_node_network(intra), 2 micro-batches of 1 sequence, one iteration: the
+/// model-parallel tests' job, to which each adds its `parallelism`.
+inline nlohmann::json small_llama_job(int layers, std::uint32_t workers, const std::string& intra = "450GBps") {
+    return {
+        {"workers", workers},
+        {"model",
+         {{"transformer",
+           {{"layers", layers}, {"hidden", 1024}, {"heads", 16}, {"kv_heads", 8}, {"seq_len", 1024}, {"vocab", 32000}}},
+          {"dtype", "bf16"}}},
+        {"batch_size", 1},
+        {"gradient_accumulation", 2},
+        {"iterations", 1},
+        {"device", {{"name", "H100"}, {"precision", "bf16"}}},
+        {"network", idle_node_network(intra)}};
+}
+
 /// The first job's result of running scenario `j`.
 inline models::JobResult run_first_job(const nlohmann::json& j) {
     return scenario::run_scenario(scenario::load_scenario(j)).jobs.at(0);

@@ -94,11 +94,11 @@ TEST_CASE("plan: the counts add up and every simulated layout keeps the global b
     CHECK(report.find(std::to_string(p.candidates.size()) + " candidates") != std::string::npos);
 }
 
-TEST_CASE("plan: bounding by compute finds the same best layouts as simulating every one, sooner") {
-    // The bound is the busiest rank's compute over the step, which a simulated step can only exceed (an invariant on
-    // every simulated candidate); a bounded candidate's bound exceeds the top-th best step, so simulating everything
-    // (--exhaustive) ranks the same layouts first with the same values (a metamorphic relation), and the scenario's
-    // own rank can only be lower when some bounded ones might be faster.
+TEST_CASE("plan: bounding by each step's lower bound finds the same best layouts as simulating every one, sooner") {
+    // The bound is the busiest rank's program at its least (models/program/step_bound.hpp), which a simulated step can
+    // only exceed (an invariant on every simulated candidate); a bounded candidate's bound exceeds the top-th best
+    // step, so simulating everything (--exhaustive) ranks the same layouts first with the same values (a metamorphic
+    // relation), and the scenario's own rank can only be lower when some bounded ones might be faster.
     const Fixture f;
     std::ostringstream err;
     tools::PlanOptions o = f.options();

@@ -199,7 +199,7 @@ def plan(scenario: Scenario, set: Sets = None, objective: Optional[str] = None, 
     "time_to_train_s", "cost", "gpu_hours" (with a ``training`` block), or a result column ("max:COLUMN" highest
     first). ``top`` sets how many rows the printed report in ``frame.attrs["report"]`` ranks (default 10);
     ``max_tensor`` the largest tensor-parallel degree (default: the GPUs of one node); ``exhaustive`` simulates
-    every candidate that fits (by default those whose busiest rank's compute alone is slower than the ``top`` best
+    every candidate that fits (by default those whose step's lower bound, ``step_bound_s``, exceeds the ``top`` best
     steps are "bounded", not simulated: the same best rows, sooner)."""
     import pandas
 
