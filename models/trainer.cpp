@@ -2,8 +2,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <numeric>
+#include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "models/stragglers.hpp"
@@ -428,13 +431,14 @@ JobResult simulate_closed_form(const topo::Fabric& fabric, const TrainingJob& jo
 
 namespace {
 
-// The shifts worth trying for flow classes (sim/symmetry.hpp): one job on the flow network, no timeline (it draws
-// every transfer), no stragglers, workers placed in equal blocks of g per node; P = g, 2g, 4g, ... while at
-// least two periods remain. Whether a shift is a symmetry is found while running: the first period whose routes
-// map onto each other wins; none, and every transfer is simulated.
+// The shifts worth trying for flow classes (sim/symmetry.hpp): one job on the flow network (a timeline then draws
+// the transfers of each class's representative on its links, and the ranks that run: every worker of a
+// data-parallel job, a model-parallel job's first replicas), no stragglers, workers placed in equal blocks of g per
+// node; P = g, 2g, 4g, ... while at least two periods remain. Whether a shift is a symmetry is found while running: the
+// first period whose routes map onto each other wins; none, and every transfer is simulated.
 std::vector<std::uint32_t> class_periods(const topo::Fabric& fabric, const std::vector<TrainingJob>& jobs,
                                          const SimOptions& options, std::string& why) {
-    if (options.analytic || options.trace != nullptr || !options.flow_classes) return {};
+    if (options.analytic || !options.flow_classes) return {};
     why = "several jobs share the fabric";
     if (jobs.size() != 1) return {};
     const TrainingJob& job = jobs.front();
@@ -487,6 +491,7 @@ FlowRun simulate(const topo::Fabric& fabric, const std::vector<TrainingJob>& job
             return simulate_once(fabric, jobs, options, p, picks);
         } catch (const sim::SymmetryBroken& e) {
             why = fmt::format("{}, shifting by {}", e.what(), p);
+            if (options.trace != nullptr) options.trace->clear();  // the attempt's timeline, up to where it broke
             if (!e.period_specific) break;  // no longer shift fixes asymmetric workers or collectives
         }
     }
@@ -514,18 +519,28 @@ FlowRun simulate_once(const topo::Fabric& fabric, const std::vector<TrainingJob>
     if (options.trace != nullptr) {
         options.trace->name_process(1'000'000, "network links", 1'000'000);
         sim::Trace* trace = options.trace;
-        network.set_observer([&fabric, trace](const sim::Route& route, double bytes, sim::Time a, sim::Time b) {
-            if (route.empty()) return;
-            // "src->dst 6.4 MB": the transfer's endpoints, the first link's tail and the last link's head.
-            const std::string first = fabric.directed_link_name(route.front()),
-                              last = fabric.directed_link_name(route.back());
-            const std::string name = fmt::format("{}->{} {:.4g} MB", first.substr(0, first.find("->")),
-                                                 last.substr(last.find("->") + 2), bytes / 1e6);
-            for (sim::LinkIndex l : route) {
-                trace->name_track(1'000'000, l, fabric.directed_link_name(l));
-                trace->span(1'000'000, l, name, "transfer", a, b);
-            }
-        });
+        // Each link's track named once, each transfer's name made once per endpoints and size (a collective repeats
+        // them every round): recording costs little beside the run.
+        auto named = std::make_shared<std::vector<char>>(network.link_count(), 0);
+        auto names = std::make_shared<std::map<std::tuple<sim::LinkIndex, sim::LinkIndex, double>, std::string>>();
+        network.set_observer(
+            [&fabric, trace, named, names](const sim::Route& route, double bytes, sim::Time a, sim::Time b) {
+                if (route.empty()) return;
+                auto [it, fresh] = names->try_emplace({route.front(), route.back(), bytes});
+                if (fresh) {  // "src->dst 6.4 MB": the first link's tail and the last link's head
+                    const std::string first = fabric.directed_link_name(route.front()),
+                                      last = fabric.directed_link_name(route.back());
+                    it->second = fmt::format("{}->{} {:.4g} MB", first.substr(0, first.find("->")),
+                                             last.substr(last.find("->") + 2), bytes / 1e6);
+                }
+                for (sim::LinkIndex l : route) {
+                    if ((*named)[l] == 0) {
+                        (*named)[l] = 1;
+                        trace->name_track(1'000'000, l, fabric.directed_link_name(l));
+                    }
+                    trace->span(1'000'000, l, it->second, "transfer", a, b);
+                }
+            });
     }
     std::vector<std::unique_ptr<detail::JobTrainer>> trainers;
     for (const TrainingJob& job : jobs) {

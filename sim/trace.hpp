@@ -32,6 +32,15 @@ public:
     /// One span on track (pid, tid); `category` groups events for filtering.
     void span(std::uint32_t pid, std::uint32_t tid, std::string name, const char* category, Time start, Time end);
 
+    /// Forgets every event, track and process (a run that starts over), keeping the limits and the compaction.
+    void clear() {
+        events_.clear();
+        state_.clear();
+        processes_.clear();
+        tracks_.clear();
+        dropped_ = 0;
+    }
+
     [[nodiscard]] std::size_t size() const { return events_.size(); }
     [[nodiscard]] std::uint64_t dropped() const { return dropped_; }
     /// The whole trace as JSON text.

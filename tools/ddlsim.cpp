@@ -311,7 +311,9 @@ candidate ranked), 1 internal error.)");
     run->add_option("--out", out, "write the result JSON here (-: standard output; the summary then goes to stderr)")
         ->check(file_name);
     run->add_option("--trace", trace,
-                    "write a Chrome-trace / Perfetto timeline here (one track per worker and per link)")
+                    "write a Chrome-trace / Perfetto timeline here (one track per worker and per link; under flow "
+                    "classes the links carry each class's representative transfers, and a model-parallel job draws "
+                    "its first replicas, which stand for the others: as fast as the run without it)")
         ->check(file_name);
     run->add_option("--plot", plot,
                     "with a convergence block: draw accuracy and loss against simulated time into FILE.png or "
@@ -324,7 +326,8 @@ candidate ranked), 1 internal error.)");
                   "back-to-back spans of one kind)");
     std::string report;
     run->add_option("--report", report,
-                    "also write a self-contained HTML page: summary, breakdown, links, timeline excerpt, assumptions")
+                    "also write a self-contained HTML page: summary, breakdown, links, timeline excerpt, assumptions "
+                    "(its timeline drawn as --trace draws it, as fast as the run without it)")
         ->check(file_name);
     run->add_option("--seeds", seeds,
                     "run N seeds (seed, seed + 1, ...): mean, stddev, min and max of iteration time and throughput")
